@@ -1,0 +1,96 @@
+"""What the operating system says about CPUs, caches and memory (Linux sysfs/procfs).
+
+Small, dependency-free readers shared by the kernels (default sizes, memory
+checks) and by ``burstbench.provenance``.  Every reader returns a neutral value
+(0, empty) rather than raising when a file is missing: not every VM exposes
+every file, and a missing fact must not stop a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+SYS_CPU = Path("/sys/devices/system/cpu")
+
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_cache_size(text: str) -> int:
+    """Bytes in a sysfs cache size such as ``"32768K"`` (0 when unreadable)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text)
+    return int(m.group(1)) * _UNITS[m.group(2)] if m else 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def caches(sys_cpu: Path = SYS_CPU) -> list[dict]:
+    """Every distinct cache instance: level, type, size in bytes and the CPUs sharing it."""
+    seen: dict[tuple, dict] = {}
+    for index in sorted(sys_cpu.glob("cpu[0-9]*/cache/index[0-9]*")):
+        level, ctype = _read(index / "level"), _read(index / "type")
+        shared = _read(index / "shared_cpu_list")
+        if not level:
+            continue
+        key = (level, ctype, shared)
+        if key not in seen:
+            seen[key] = {
+                "level": int(level),
+                "type": ctype,
+                "size_bytes": parse_cache_size(_read(index / "size")),
+                "shared_cpu_list": shared,
+            }
+    return list(seen.values())
+
+
+def last_level_cache_bytes(sys_cpu: Path = SYS_CPU) -> int:
+    """Total bytes of the machine's last-level cache: all instances of the highest level."""
+    found = [c for c in caches(sys_cpu) if c["type"] in ("Unified", "Data")]
+    if found:
+        top = max(c["level"] for c in found)
+        return sum(c["size_bytes"] for c in found if c["level"] == top)
+    try:  # glibc's view, one instance only: better than nothing
+        return max(0, os.sysconf("SC_LEVEL3_CACHE_SIZE"))
+    except (ValueError, OSError):
+        return 0
+
+
+def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
+    """/proc/meminfo as bytes per field."""
+    out: dict[str, int] = {}
+    for line in _read(path).splitlines():
+        m = re.match(r"(\w+):\s+(\d+)\s*(kB)?", line)
+        if m:
+            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
+    return out
+
+
+def cgroup_memory_limit_bytes(root: Path = Path("/sys/fs/cgroup")) -> int:
+    """Memory this cgroup may still use (v2 or v1), or 0 when unlimited/unknown."""
+    limit = _read(root / "memory.max") or _read(root / "memory/memory.limit_in_bytes")
+    used = _read(root / "memory.current") or _read(root / "memory/memory.usage_in_bytes")
+    if not limit.isdigit() or int(limit) >= 1 << 60:
+        return 0
+    return max(0, int(limit) - (int(used) if used.isdigit() else 0))
+
+
+def available_memory_bytes() -> int:
+    """Memory a new allocation can use without swapping: MemAvailable, capped by the cgroup."""
+    info = meminfo()
+    avail = info.get("MemAvailable", info.get("MemFree", 0))
+    cap = cgroup_memory_limit_bytes()
+    return min(avail, cap) if cap else avail

@@ -1,0 +1,232 @@
+/*
+ * _triad.c - Python binding shim for the STREAM kernels in src/stream.c.
+ * Argument checks, buffers and the GIL only: every loop lives in src/.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+
+#include "src/stream.h"
+
+static const char *const FUNCTIONS[STREAM_NFUNC] = {"Copy", "Scale", "Add", "Triad"};
+static const char *const PROC_BIND[] = {"false", "true", "primary", "close", "spread"};
+
+static PyObject *check_dict(const stream_check_t *chk, int ok)
+{
+    return Py_BuildValue(
+        "{s:O,s:(ddd),s:(ddd),s:(nnn),s:d}", "validated", ok ? Py_True : Py_False,
+        "expected", chk->expected[0], chk->expected[1], chk->expected[2], "avg_rel_error",
+        chk->avg_rel[0], chk->avg_rel[1], chk->avg_rel[2], "bad_elements",
+        (Py_ssize_t)chk->nbad[0], (Py_ssize_t)chk->nbad[1], (Py_ssize_t)chk->nbad[2],
+        "epsilon", STREAM_EPSILON);
+}
+
+static PyObject *raise_rc(int rc)
+{
+    if (rc == STREAM_ENOMEM)
+        return PyErr_NoMemory();
+    PyErr_SetString(PyExc_ValueError, "invalid STREAM arguments");
+    return NULL;
+}
+
+static PyObject *binding_list(const stream_thread *bind, int n)
+{
+    PyObject *list = PyList_New(n);
+    for (int t = 0; list != NULL && t < n; t++) {
+        PyObject *d = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i}", "thread", bind[t].thread, "place",
+                                    bind[t].place, "cpu_first", bind[t].cpu_first, "cpu_last",
+                                    bind[t].cpu_last, "moves", bind[t].moves);
+        if (d == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, t, d);
+    }
+    return list;
+}
+
+static PyObject *times_list(const double *times, int ntimes)
+{
+    PyObject *out = PyDict_New();
+    for (int f = 0; out != NULL && f < STREAM_NFUNC; f++) {
+        PyObject *l = PyList_New(ntimes);
+        for (int k = 0; l != NULL && k < ntimes; k++)
+            PyList_SET_ITEM(l, k, PyFloat_FromDouble(times[(size_t)k * STREAM_NFUNC + f]));
+        if (l == NULL || PyDict_SetItemString(out, FUNCTIONS[f], l) != 0)
+            Py_CLEAR(out);
+        Py_XDECREF(l);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(run_doc,
+             "run(size, ntimes, threads, fault_index=-1) -> dict\n\n"
+             "Allocate three arrays of `size` doubles, run `ntimes` passes of the\n"
+             "four STREAM kernels with `threads` OpenMP threads (0 = runtime\n"
+             "default) and check the arrays. The GIL is released meanwhile.\n"
+             "Returns {'times': {function: [seconds per pass]}, 'threads': actual\n"
+             "team size, 'binding': [per-thread CPU/place], 'check': {...}}.\n"
+             "fault_index >= 0 zeroes a[fault_index] before the check (a lost\n"
+             "write), to prove the check catches it.");
+
+static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"size", "ntimes", "threads", "fault_index", NULL};
+    Py_ssize_t size, fault = -1;
+    int ntimes, threads;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nii|n", kwlist, &size, &ntimes, &threads,
+                                     &fault))
+        return NULL;
+    if (size <= 0 || ntimes < 2 || threads < 0 || fault >= size) {
+        PyErr_SetString(PyExc_ValueError,
+                        "need size > 0, ntimes >= 2, threads >= 0, fault_index < size");
+        return NULL;
+    }
+    /* One binding slot per possible thread: the team is at most the thread
+     * limit the runtime was asked for, or the CPUs, whichever is larger. */
+    int slots = threads > 0 ? threads : 4096;
+    double *times = malloc((size_t)ntimes * STREAM_NFUNC * sizeof(double));
+    stream_thread *bind = calloc((size_t)slots, sizeof(stream_thread));
+    if (times == NULL || bind == NULL) {
+        free(times);
+        free(bind);
+        return PyErr_NoMemory();
+    }
+    double *a = NULL, *b = NULL, *c = NULL;
+    stream_check_t chk;
+    int team = 0, rc, ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = stream_alloc((size_t)size, threads, &a, &b, &c);
+    if (rc == STREAM_OK)
+        rc = stream_run(a, b, c, (size_t)size, threads, ntimes, times, bind, slots, &team);
+    if (rc == STREAM_OK) {
+        if (fault >= 0)
+            a[fault] = 0.0;
+        ok = stream_check(a, b, c, (size_t)size, ntimes, &chk) == STREAM_OK;
+    }
+    stream_free(a, b, c);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (rc != STREAM_OK)
+        raise_rc(rc);
+    else
+        result = Py_BuildValue("{s:N,s:i,s:N,s:N}", "times", times_list(times, ntimes),
+                               "threads", team, "binding",
+                               binding_list(bind, team < slots ? team : slots), "check",
+                               check_dict(&chk, ok));
+    free(times);
+    free(bind);
+    return result;
+}
+
+PyDoc_STRVAR(check_doc,
+             "check(a, b, c, ntimes) -> dict\n\n"
+             "STREAM's checkSTREAMresults on three equal-length float64 buffers:\n"
+             "{'validated', 'expected', 'avg_rel_error', 'bad_elements', 'epsilon'}.");
+
+static PyObject *py_check(PyObject *self, PyObject *args)
+{
+    PyObject *obj[3];
+    Py_buffer buf[3];
+    int ntimes, got = 0;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOi", &obj[0], &obj[1], &obj[2], &ntimes))
+        return NULL;
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(obj[got], &buf[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
+            goto done;
+    for (int i = 0; i < 3; i++) {
+        if (buf[i].itemsize != sizeof(double) || buf[i].format == NULL ||
+            buf[i].format[0] != 'd' || buf[i].len != buf[0].len || buf[i].len == 0) {
+            PyErr_SetString(PyExc_ValueError,
+                             "a, b, c must be non-empty contiguous float64 buffers of one length");
+            goto done;
+        }
+    }
+    if (ntimes < 0) {
+        PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
+        goto done;
+    }
+    stream_check_t chk;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = stream_check(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
+                      ntimes, &chk);
+    Py_END_ALLOW_THREADS
+    if (rc == STREAM_EINVAL)
+        raise_rc(rc);
+    else
+        result = check_dict(&chk, rc == STREAM_OK);
+done:
+    while (got-- > 0)
+        PyBuffer_Release(&buf[got]);
+    return result;
+}
+
+static const char *compiler_string(void)
+{
+#if defined(__INTEL_LLVM_COMPILER)
+    return "icx " __VERSION__;
+#elif defined(__INTEL_COMPILER)
+    return "icc " __VERSION__;
+#elif defined(__NVCOMPILER)
+    return "nvc " __VERSION__;
+#elif defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown";
+#endif
+}
+
+PyDoc_STRVAR(info_doc,
+             "info() -> dict\n\n"
+             "How this module was built and which OpenMP runtime it runs on:\n"
+             "compiler (from its predefined macros), openmp (the _OPENMP date),\n"
+             "openmp_library (file of the runtime), proc_bind, num_places,\n"
+             "places (processor ids of each place), timer_resolution_s.");
+
+static PyObject *py_info(PyObject *self, PyObject *noargs)
+{
+    char lib[1024];
+    int bind, nplaces, ids[1024];
+    (void)self, (void)noargs;
+    int version = stream_openmp(lib, sizeof lib, &bind, &nplaces);
+    PyObject *places = PyList_New(0);
+    for (int p = 0; places != NULL && p < nplaces; p++) {
+        int count = stream_place_procs(p, ids, 1024);
+        PyObject *l = PyList_New(0);
+        for (int i = 0; l != NULL && i < count && i < 1024; i++) {
+            PyObject *v = PyLong_FromLong(ids[i]);
+            if (v == NULL || PyList_Append(l, v) != 0)
+                Py_CLEAR(l);
+            Py_XDECREF(v);
+        }
+        if (l == NULL || PyList_Append(places, l) != 0)
+            Py_CLEAR(places);
+        Py_XDECREF(l);
+    }
+    const char *bind_name = bind >= 0 && bind <= 4 ? PROC_BIND[bind] : "unknown";
+    return Py_BuildValue("{s:s,s:i,s:s,s:s,s:i,s:N,s:d}", "compiler", compiler_string(), "openmp",
+                         version, "openmp_library", lib, "proc_bind", bind_name, "num_places",
+                         nplaces, "places", places, "timer_resolution_s",
+                         stream_timer_resolution());
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS, run_doc},
+    {"check", py_check, METH_VARARGS, check_doc},
+    {"info", py_info, METH_NOARGS, info_doc},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_triad",
+                                    "STREAM Copy/Scale/Add/Triad kernels (OpenMP).", -1, methods};
+
+PyMODINIT_FUNC PyInit__triad(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,277 @@
+/*
+ * stream.c - STREAM kernels with OpenMP; see stream.h for the contract.
+ * Based on a variant of the STREAM benchmark code, John D. McCalpin's
+ * stream.c 5.10 (Copyright 1991-2013 John D. McCalpin).
+ */
+#define _GNU_SOURCE /* sched_getcpu, dladdr */
+#include "stream.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __linux__
+#include <dlfcn.h>
+#include <sched.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1.0e-9 * (double)ts.tv_nsec;
+}
+
+double stream_timer_resolution(void)
+{
+    struct timespec ts;
+    if (clock_getres(CLOCK_MONOTONIC, &ts) != 0)
+        return -1.0;
+    return (double)ts.tv_sec + 1.0e-9 * (double)ts.tv_nsec;
+}
+
+static int current_cpu(void)
+{
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+static void set_threads(int threads)
+{
+#ifdef _OPENMP
+    if (threads > 0)
+        omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+}
+
+int stream_alloc(size_t n, int threads, double **a, double **b, double **c)
+{
+    double *p[3] = {NULL, NULL, NULL};
+    if (n == 0 || threads < 0 || n > SIZE_MAX / sizeof(double))
+        return STREAM_EINVAL;
+    for (int i = 0; i < 3; i++) {
+        if (posix_memalign((void **)&p[i], STREAM_ALIGN, n * sizeof(double)) != 0) {
+            stream_free(p[0], p[1], p[2]);
+            return STREAM_ENOMEM;
+        }
+    }
+    double *restrict pa = p[0], *restrict pb = p[1], *restrict pc = p[2];
+    const ptrdiff_t len = (ptrdiff_t)n;
+    set_threads(threads);
+    /* Same schedule as the kernels, so each page is first touched (and
+     * placed) by the thread that streams it later. */
+#pragma omp parallel for
+    for (ptrdiff_t j = 0; j < len; j++) {
+        pa[j] = 1.0;
+        pb[j] = 2.0;
+        pc[j] = 0.0;
+    }
+    *a = pa;
+    *b = pb;
+    *c = pc;
+    return STREAM_OK;
+}
+
+void stream_free(double *a, double *b, double *c)
+{
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* Record, outside the timed loops, the CPU each thread of a fresh parallel
+ * region runs on.  With a bound team the runtime reuses the same threads, so
+ * this is where the kernels' threads are. */
+static int sample_binding(stream_thread *binding, int max_threads, int pass)
+{
+    int team = 1;
+#pragma omp parallel
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#pragma omp single
+        team = omp_get_num_threads();
+#endif
+        if (binding != NULL && t < max_threads) {
+            stream_thread *b = &binding[t];
+            int cpu = current_cpu();
+            if (pass == 0) {
+                b->thread = t;
+#ifdef _OPENMP
+                b->place = omp_get_place_num();
+#else
+                b->place = -1;
+#endif
+                b->cpu_first = cpu;
+                b->moves = 0;
+            } else if (cpu != b->cpu_last) {
+                b->moves++;
+            }
+            b->cpu_last = cpu;
+        }
+    }
+    return team;
+}
+
+int stream_run(double *a_, double *b_, double *c_, size_t n, int threads,
+               int ntimes, double *times, stream_thread *binding,
+               int max_threads, int *nthreads)
+{
+    double *restrict a = a_, *restrict b = b_, *restrict c = c_;
+    const double scalar = STREAM_SCALAR;
+    const ptrdiff_t len = (ptrdiff_t)n;
+    int team = 1;
+
+    if (n == 0 || ntimes < 2 || threads < 0 || times == NULL)
+        return STREAM_EINVAL;
+    set_threads(threads);
+
+    /* stream.c's timing check doubles a[] once; the expected values
+     * (stream_expected) depend on it. */
+#pragma omp parallel for
+    for (ptrdiff_t j = 0; j < len; j++)
+        a[j] = 2.0E0 * a[j];
+
+    for (int k = 0; k < ntimes; k++) {
+        double t, *tk = &times[(size_t)k * STREAM_NFUNC];
+
+        t = now();
+#pragma omp parallel for
+        for (ptrdiff_t j = 0; j < len; j++)
+            c[j] = a[j];
+        tk[0] = now() - t;
+
+        t = now();
+#pragma omp parallel for
+        for (ptrdiff_t j = 0; j < len; j++)
+            b[j] = scalar * c[j];
+        tk[1] = now() - t;
+
+        t = now();
+#pragma omp parallel for
+        for (ptrdiff_t j = 0; j < len; j++)
+            c[j] = a[j] + b[j];
+        tk[2] = now() - t;
+
+        t = now();
+#pragma omp parallel for
+        for (ptrdiff_t j = 0; j < len; j++)
+            a[j] = b[j] + scalar * c[j];
+        tk[3] = now() - t;
+
+        /* Untimed: where did the threads run after this pass? */
+        team = sample_binding(binding, max_threads, k);
+    }
+    if (nthreads != NULL)
+        *nthreads = team;
+    return STREAM_OK;
+}
+
+void stream_expected(int ntimes, double expected[3])
+{
+    double aj = 1.0, bj = 2.0, cj = 0.0;
+    const double scalar = STREAM_SCALAR;
+    aj = 2.0E0 * aj;
+    for (int k = 0; k < ntimes; k++) {
+        cj = aj;
+        bj = scalar * cj;
+        cj = aj + bj;
+        aj = bj + scalar * cj;
+    }
+    expected[0] = aj;
+    expected[1] = bj;
+    expected[2] = cj;
+}
+
+int stream_check(const double *a, const double *b, const double *c, size_t n,
+                 int ntimes, stream_check_t *out)
+{
+    double e[3];
+    const ptrdiff_t len = (ptrdiff_t)n;
+    int rc = STREAM_OK;
+
+    if (n == 0 || ntimes < 0 || out == NULL)
+        return STREAM_EINVAL;
+    stream_expected(ntimes, e);
+    const double ea = e[0], eb = e[1], ec = e[2];
+    double sa = 0.0, sb = 0.0, sc = 0.0;
+    size_t ba = 0, bb = 0, bc = 0;
+    /* A NaN compares false with everything, so it is counted explicitly. */
+#pragma omp parallel for reduction(+ : sa, sb, sc, ba, bb, bc)
+    for (ptrdiff_t j = 0; j < len; j++) {
+        double da = fabs(a[j] - ea), db = fabs(b[j] - eb), dc = fabs(c[j] - ec);
+        sa += da;
+        sb += db;
+        sc += dc;
+        ba += !(fabs(a[j] / ea - 1.0) <= STREAM_EPSILON);
+        bb += !(fabs(b[j] / eb - 1.0) <= STREAM_EPSILON);
+        bc += !(fabs(c[j] / ec - 1.0) <= STREAM_EPSILON);
+    }
+    const double sum[3] = {sa, sb, sc};
+    const size_t bad[3] = {ba, bb, bc};
+    for (int i = 0; i < 3; i++) {
+        out->expected[i] = e[i];
+        out->avg_rel[i] = fabs(sum[i] / (double)n / e[i]);
+        out->nbad[i] = bad[i];
+        if (!(out->avg_rel[i] <= STREAM_EPSILON))
+            rc = STREAM_EVALIDATE;
+    }
+    return rc;
+}
+
+int stream_openmp(char *lib, size_t len, int *proc_bind, int *num_places)
+{
+    if (lib != NULL && len > 0)
+        lib[0] = '\0';
+    *proc_bind = 0;
+    *num_places = 0;
+#ifdef _OPENMP
+    *proc_bind = (int)omp_get_proc_bind();
+    *num_places = omp_get_num_places();
+#ifdef __linux__
+    Dl_info info;
+    if (lib != NULL && len > 0 && dladdr((void *)&omp_get_num_threads, &info) != 0 &&
+        info.dli_fname != NULL) {
+        strncpy(lib, info.dli_fname, len - 1);
+        lib[len - 1] = '\0';
+    }
+#endif
+    return _OPENMP;
+#else
+    return 0;
+#endif
+}
+
+int stream_place_procs(int place, int *ids, int max)
+{
+#ifdef _OPENMP
+    if (place < 0 || place >= omp_get_num_places())
+        return -1;
+    int count = omp_get_place_num_procs(place);
+    if (count <= max) {
+        omp_get_place_proc_ids(place, ids);
+    } else {
+        int *all = malloc((size_t)count * sizeof(int));
+        if (all == NULL)
+            return -1;
+        omp_get_place_proc_ids(place, all);
+        memcpy(ids, all, (size_t)max * sizeof(int));
+        free(all);
+    }
+    return count;
+#else
+    (void)place, (void)ids, (void)max;
+    return -1;
+#endif
+}

@@ -1,0 +1,103 @@
+/*
+ * stream.h - STREAM Copy, Scale, Add and Triad with OpenMP, after John D.
+ * McCalpin's stream.c 5.10 ("based on a variant of the STREAM benchmark
+ * code").  Pure C99 + OpenMP: no Python here, the binding shim is _triad.c.
+ *
+ * The rules kept from stream.c: three heap arrays of doubles initialised in
+ * parallel with the same static schedule as the kernels (first touch puts each
+ * page next to the thread that streams it), a[] doubled once before timing,
+ * NTIMES passes of the four kernels each timed on its own, the first pass left
+ * out of the statistics, and the results checked against the values the same
+ * sequence of operations gives on scalars, with STREAM's tolerance.
+ */
+#ifndef BURSTBENCH_STREAM_H
+#define BURSTBENCH_STREAM_H
+
+#include <stddef.h>
+
+#define STREAM_NFUNC 4          /* Copy, Scale, Add, Triad, in that order */
+#define STREAM_SCALAR 3.0       /* stream.c's scalar */
+#define STREAM_EPSILON 1.0e-13  /* stream.c's tolerance for doubles */
+#define STREAM_ALIGN 2097152    /* 2 MiB: page- and huge-page-aligned arrays */
+
+/* Return codes of every function below. */
+enum {
+    STREAM_OK = 0,
+    STREAM_EINVAL = 1,     /* an argument is out of range */
+    STREAM_ENOMEM = 2,     /* an array could not be allocated */
+    STREAM_EVALIDATE = 3   /* the arrays do not hold the expected values */
+};
+
+/* Where one OpenMP thread ran during the timed passes. */
+typedef struct {
+    int thread;      /* omp_get_thread_num() */
+    int place;       /* omp_get_place_num(); -1 when the thread is not bound */
+    int cpu_first;   /* sched_getcpu() after the first pass; -1 if unknown */
+    int cpu_last;    /* sched_getcpu() after the last pass */
+    int moves;       /* passes after which the CPU differed from the one before */
+} stream_thread;
+
+/* Validation result, as checkSTREAMresults computes it. */
+typedef struct {
+    double expected[3];  /* expected value of a[], b[], c[] */
+    double avg_rel[3];   /* mean |x[j] - expected| / expected per array */
+    size_t nbad[3];      /* elements with |x[j]/expected - 1| > epsilon */
+} stream_check_t;
+
+/*
+ * stream_alloc - allocate a[], b[], c[] of n doubles, STREAM_ALIGN-aligned,
+ * and initialise them in parallel (a = 1, b = 2, c = 0) with `threads`
+ * OpenMP threads (0 keeps the runtime's default).
+ * Returns STREAM_OK, STREAM_EINVAL (n == 0, threads < 0) or STREAM_ENOMEM;
+ * on error nothing stays allocated.
+ */
+int stream_alloc(size_t n, int threads, double **a, double **b, double **c);
+
+/* stream_free - release arrays from stream_alloc (NULL pointers are fine). */
+void stream_free(double *a, double *b, double *c);
+
+/*
+ * stream_run - double a[] once (stream.c's timing check), then run `ntimes`
+ * passes of Copy (c = a), Scale (b = s c), Add (c = a + b) and Triad
+ * (a = b + s c) with s = STREAM_SCALAR, each one `omp parallel for` with the
+ * default static schedule, as in stream.c.
+ *   times    out: ntimes x STREAM_NFUNC seconds, times[k * STREAM_NFUNC + f]
+ *   binding  out: up to max_threads entries, one per OpenMP thread; may be NULL
+ *   nthreads out: the number of threads the parallel regions actually had
+ * Returns STREAM_OK or STREAM_EINVAL (ntimes < 2, n == 0).
+ */
+int stream_run(double *a, double *b, double *c, size_t n, int threads,
+               int ntimes, double *times, stream_thread *binding,
+               int max_threads, int *nthreads);
+
+/*
+ * stream_check - checkSTREAMresults: compare a[], b[], c[] with the values
+ * that `ntimes` passes give, relative to the expected value.  Fills *out.
+ * Returns STREAM_OK when the mean relative error of every array is at most
+ * STREAM_EPSILON, STREAM_EVALIDATE otherwise, STREAM_EINVAL for bad sizes.
+ */
+int stream_check(const double *a, const double *b, const double *c, size_t n,
+                 int ntimes, stream_check_t *out);
+
+/* stream_expected - the values a[], b[], c[] hold after `ntimes` passes. */
+void stream_expected(int ntimes, double expected[3]);
+
+/*
+ * stream_openmp - facts about the OpenMP runtime this code runs on:
+ * the _OPENMP date macro (0 without OpenMP), the file of the runtime library
+ * (written to lib, up to len bytes; "" when unknown), the proc-bind policy of
+ * the next parallel region (omp_proc_bind_t value) and the number of places.
+ */
+int stream_openmp(char *lib, size_t len, int *proc_bind, int *num_places);
+
+/*
+ * stream_place_procs - the processor ids of OpenMP place `place`, at most
+ * `max` of them written to ids.  Returns how many the place has (which may be
+ * more than max), or -1 for a place that does not exist.
+ */
+int stream_place_procs(int place, int *ids, int max);
+
+/* stream_timer_resolution - resolution of the timer used, in seconds. */
+double stream_timer_resolution(void);
+
+#endif

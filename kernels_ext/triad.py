@@ -1,0 +1,359 @@
+"""STREAM Copy/Scale/Add/Triad: Python API and ``python -m kernels_ext.triad``.
+
+One call measures one configuration (size, passes, threads, implementation,
+compiler variant) and returns one record per function, as STREAM reports it:
+best rate from the minimum time over passes 2..NTIMES, average/min/max times,
+bytes counted as STREAM counts them (Copy and Scale 16 B per element, Add and
+Triad 24 B), 1 GB/s = 1e9 B/s.  A run whose arrays fail STREAM's check raises
+ValidationFailed: a wrong answer is an error, never a number.
+
+Thread affinity (OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY) comes from the
+environment of the process, read once when the OpenMP runtime starts: run one
+configuration per fresh process, as ``burstbench`` sweeps do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+import statistics
+import sys
+import time
+import warnings as _warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+from kernels_ext import _sysinfo, affinity
+
+FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
+BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
+IMPLS = ("c", "numba", "numpy")
+#: Arrays of `size` doubles alive at once (NumPy's expressions add two temporaries).
+RESIDENT_ARRAYS = {"c": 3, "numba": 3, "numpy": 5}
+MIN_DEFAULT_SIZE = 10_000_000
+#: Environment variables that change what a run measures; recorded with every result.
+RECORDED_ENV = ("OMP_PLACES", "OMP_PROC_BIND", "OMP_NUM_THREADS", "OMP_DYNAMIC",
+                "OMP_WAIT_POLICY", "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT", "KMP_AFFINITY",
+                "KMP_HW_SUBSET", "KMP_BLOCKTIME", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
+
+
+class TriadError(Exception):
+    """A run that cannot give a number; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class BadInput(TriadError):
+    """An argument or setting is out of range (exit status 2)."""
+
+    exit_code = 2
+
+
+class ValidationFailed(TriadError):
+    """The arrays do not hold STREAM's expected values (exit status 3)."""
+
+    exit_code = 3
+
+
+class BuildError(TriadError):
+    """A compiler variant did not compile (exit status 4)."""
+
+    exit_code = 4
+
+
+def parse_count(value: Any, name: str) -> int:
+    """An integer from an int, an integral float or a string such as ``1e9`` or ``80_000_000``.
+
+    Raises BadInput naming `name` for anything else (1.5, "abc", True).
+    """
+    if isinstance(value, bool):
+        raise BadInput(f"{name} must be an integer, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value):
+            return int(value)
+        raise BadInput(f"{name} must be an integer, not {value!r}")
+    text = str(value).strip().replace("_", "")
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?\d+(\.\d*)?[eE]\+?\d+", text):
+        f = float(text)
+        if f == int(f):
+            return int(f)
+    raise BadInput(f"{name} must be an integer, not {value!r}")
+
+
+def default_size() -> int:
+    """Elements per array: 4x the machine's total last-level cache, at least 10M."""
+    return max(MIN_DEFAULT_SIZE, 4 * _sysinfo.last_level_cache_bytes() // 8)
+
+
+def check_size(size: Any, impl: str = "c") -> tuple[int, list[str]]:
+    """Validate a size ("auto", None or a count) and return (elements, warnings).
+
+    Refuses (BadInput) a size that is not a positive integer or whose arrays
+    would not fit in the memory available now; warns when each array is smaller
+    than 4x the last-level cache (the run then measures cache, not memory).
+    """
+    if size is None or (isinstance(size, str) and size.strip().lower() in ("auto", "")):
+        n = default_size()
+    else:
+        n = parse_count(size, "size")
+    if n <= 0:
+        raise BadInput(f"size must be a positive number of elements, not {n}")
+    need = RESIDENT_ARRAYS[impl] * 8 * n
+    avail = _sysinfo.available_memory_bytes()
+    if avail and need > avail:
+        raise BadInput(
+            f"size {n} needs {need / 1e9:.1f} GB ({RESIDENT_ARRAYS[impl]} arrays of 8-byte "
+            f"doubles) but only {avail / 1e9:.1f} GB of memory is available"
+        )
+    notes = []
+    llc = _sysinfo.last_level_cache_bytes()
+    if llc and 8 * n < 4 * llc:
+        notes.append(
+            f"size {n}: each array ({8 * n / 2**20:.1f} MiB) is smaller than 4x the "
+            f"last-level cache ({llc / 2**20:.1f} MiB); this measures cache, not memory"
+        )
+    return n, notes
+
+
+def check_threads(threads: Any) -> tuple[int, list[str]]:
+    """Validate a thread count (None = OMP_NUM_THREADS or all CPUs); return (threads, warnings)."""
+    cpus = _sysinfo.available_cpus()
+    if threads is None:
+        env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]
+        threads = int(env) if env.isdigit() and int(env) > 0 else cpus
+    t = parse_count(threads, "threads")
+    if t < 1:
+        raise BadInput(f"threads must be at least 1, not {t}")
+    notes = []
+    if t > cpus:
+        notes.append(f"{t} threads on {cpus} CPUs oversubscribes them: timings are not "
+                     "representative")
+    return t, notes
+
+
+def check_ntimes(ntimes: Any) -> int:
+    """NTIMES >= 2: the first pass is left out of the statistics."""
+    k = parse_count(ntimes, "ntimes")
+    if k < 2:
+        raise BadInput(f"ntimes must be at least 2 (the first pass is not counted), not {k}")
+    return k
+
+
+def summarize(times: dict[str, list[float]], size: int) -> list[dict]:
+    """STREAM's summary of per-pass times: one dict per function, pass 1 left out."""
+    out = []
+    for f in FUNCTIONS:
+        t = times[f][1:]
+        best = min(t)
+        out.append({
+            "function": f,
+            "best_rate_gbs": BYTES_PER_ELEMENT[f] * size / best / 1e9 if best > 0 else math.inf,
+            "avg_time_s": statistics.fmean(t),
+            "min_time_s": best,
+            "max_time_s": max(t),
+            "times_s": times[f],
+        })
+    return out
+
+
+def _load_c(compiler: str | None, flags: str, tag: str) -> tuple[Any, dict]:
+    from kernels_ext import variants
+
+    if compiler is None:
+        module, build = variants.installed("_triad")
+        return module, {"variant": build["label"], "compiler": build["family"],
+                        "compiler_version": build["version"], "flags": build["flags"],
+                        "compiler_path": build["compiler"]}
+    try:
+        v = variants.build(compiler, flags, tag)
+    except variants.BuildFailed as exc:
+        raise BuildError(str(exc)) from exc
+    except variants.VariantError as exc:
+        raise BadInput(str(exc)) from exc
+    return variants.load(v.path, "_triad"), {
+        "variant": v.label, "compiler": v.compiler.family,
+        "compiler_version": v.compiler.version, "flags": v.flags,
+        "compiler_path": v.compiler.path, "variant_key": v.key}
+
+
+def runtime_info(impl: str = "c", compiler: str | None = None, flags: str = "",
+                 tag: str = "") -> dict:
+    """What a run of this implementation/variant would run on: build and OpenMP facts."""
+    if impl == "c":
+        module, build = _load_c(compiler, flags, tag)
+        omp = module.info()
+        return build | {
+            "impl": "c", "openmp_version": omp["openmp"], "openmp_library": omp["openmp_library"],
+            "proc_bind": omp["proc_bind"], "places": omp["places"],
+            "compiler_macros": omp["compiler"], "timer_resolution_s": omp["timer_resolution_s"]}
+    if impl == "numba":
+        import numba
+
+        return {"impl": "numba", "variant": f"numba{numba.__version__}", "compiler": "numba",
+                "compiler_version": numba.__version__, "flags": "njit(parallel=True)",
+                "openmp_library": os.environ.get("NUMBA_THREADING_LAYER", "default"),
+                "timer_resolution_s": time.get_clock_info("perf_counter").resolution}
+    import numpy
+
+    return {"impl": "numpy", "variant": f"numpy{numpy.__version__}", "compiler": "numpy",
+            "compiler_version": numpy.__version__, "flags": "",
+            "timer_resolution_s": time.get_clock_info("perf_counter").resolution}
+
+
+def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str = "c",
+            compiler: str | None = None, flags: str = "", tag: str = "",
+            fault_index: int = -1) -> list[dict]:
+    """Measure one configuration; return one record per function (Copy, Scale, Add, Triad).
+
+    `size` is elements per array ("auto"/None: default_size()); `threads`
+    None means OMP_NUM_THREADS or all CPUs; `compiler`/`flags` select a cached
+    variant build (None: the installed module); `fault_index` >= 0 zeroes one
+    element before the check, to show that the check catches it.
+    Raises BadInput, BuildError or ValidationFailed.
+    """
+    if impl not in IMPLS:
+        raise BadInput(f"unknown implementation '{impl}' (known: {', '.join(IMPLS)})")
+    try:
+        aff = affinity.from_environ(dict(os.environ))
+    except affinity.AffinityError as exc:
+        raise BadInput(str(exc)) from exc
+    n, notes = check_size(size, impl)
+    k = check_ntimes(ntimes)
+    t, tnotes = check_threads(threads)
+    notes += tnotes
+    if impl == "numpy" and t != 1:
+        raise BadInput("the NumPy baseline runs on one thread: use threads 1")
+    if fault_index >= n:
+        raise BadInput(f"fault index {fault_index} is outside the arrays (size {n})")
+
+    started = time.time()
+    if impl == "c":
+        info = runtime_info("c", compiler, flags, tag)
+        module = sys.modules["kernels_ext._triad"]
+        try:
+            raw = module.run(n, k, t, fault_index)
+        except MemoryError as exc:
+            raise BadInput(f"size {n}: the arrays could not be allocated") from exc
+    elif impl == "numba":
+        from kernels_ext import baselines
+
+        baselines.prepare_numba_threads(t)
+        raw = baselines.numba_stream(n, k, t, fault_index)
+        info = runtime_info("numba") | {"openmp_library": raw["threading_layer"]}
+    else:
+        from kernels_ext import baselines
+
+        raw = baselines.numpy_stream(n, k, fault_index)
+        info = runtime_info("numpy")
+
+    chk = raw["check"]
+    if not chk["validated"]:
+        worst = max(range(3), key=lambda i: chk["avg_rel_error"][i])
+        raise ValidationFailed(
+            f"{info['variant']} failed STREAM validation: array {'abc'[worst]}[] has mean "
+            f"relative error {chk['avg_rel_error'][worst]:.3g} > {chk['epsilon']:g} "
+            f"({chk['bad_elements'][worst]} of {n} elements wrong)"
+        )
+    if raw["threads"] != t:
+        notes.append(f"asked for {t} threads, the runtime gave {raw['threads']}")
+    res = info.get("timer_resolution_s") or 0.0
+    summary = summarize(raw["times"], n)
+    if res and min(s["min_time_s"] for s in summary) < 20 * res:
+        notes.append("a kernel took fewer than 20 timer ticks: increase the size")
+    common = {
+        "size": n, "ntimes": k, "threads": raw["threads"], "threads_requested": t,
+        "validated": True, "avg_rel_error": list(chk["avg_rel_error"]),
+        "places_requested": aff.places, "bind_requested": aff.bind,
+        "kmp_affinity_requested": aff.kmp_affinity, "affinity_label": aff.label,
+        "binding": raw["binding"],
+        "env": {v: os.environ[v] for v in RECORDED_ENV if v in os.environ},
+        "host": socket.gethostname(), "started": started, "warnings": notes,
+    } | info
+    return [s | common for s in summary]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m kernels_ext.triad",
+        description=(
+            "Run STREAM Copy/Scale/Add/Triad once and print one JSON line per function "
+            "(best_rate_gbs, avg/min/max times, size, threads, where each thread ran). "
+            "Thread affinity comes from OMP_PLACES / OMP_PROC_BIND / KMP_AFFINITY in the "
+            "environment. Exit status: 0 ok, 2 bad input, 3 validation failed, 4 a compiler "
+            "variant did not build."),
+        epilog=(
+            "examples:\n"
+            "  OMP_PLACES=cores OMP_PROC_BIND=spread python -m kernels_ext.triad --threads 2\n"
+            "  python -m kernels_ext.triad --size 80e6 --ntimes 20 --compiler clang "
+            "--flags='-O3 -march=native -fopenmp'\n"
+            "  python -m kernels_ext.triad --impl numba --threads 2"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--size", default="auto",
+                   help="elements per array, e.g. 80000000 or 1e9 (default: auto = 4x the "
+                        "last-level cache, at least 10M)")
+    p.add_argument("--ntimes", default=10, help="passes per kernel, >= 2 (default 10)")
+    p.add_argument("--threads", default=None,
+                   help="OpenMP threads (default: OMP_NUM_THREADS or all CPUs)")
+    p.add_argument("--impl", default="c", choices=IMPLS,
+                   help="c (default), or a Python-only baseline: numba, numpy")
+    p.add_argument("--compiler", default=None,
+                   help="build a variant with this C compiler (gcc, clang, icx, nvc or a "
+                        "path) instead of using the installed module")
+    p.add_argument("--flags", default="-O3 -march=native -fopenmp",
+                   help="compiler flags of the variant, OpenMP flag included "
+                        "(default: '%(default)s')")
+    p.add_argument("--tag", default="", help="name suffix of the variant, e.g. zmm_high")
+    p.add_argument("--out", default=None, help="write the JSON lines to this file instead")
+    p.add_argument("--info", action="store_true",
+                   help="print the build and OpenMP runtime facts as JSON and exit")
+    p.add_argument("--inject-fault", type=int, default=-1, help=argparse.SUPPRESS)
+    return p
+
+
+def _write_lines(lines: list[str], out: str | None) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    path = Path(out)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)  # a reader never sees half a file
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m kernels_ext.triad``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    compiler = args.compiler
+    try:
+        if args.info:
+            lines = [json.dumps(runtime_info(args.impl, compiler, args.flags, args.tag))]
+        else:
+            recs = measure(args.size, args.ntimes, args.threads, args.impl, compiler,
+                           args.flags, args.tag, args.inject_fault)
+            for w in recs[0]["warnings"]:
+                print(f"warning: {w}", file=sys.stderr)
+            lines = [json.dumps(r) for r in recs]
+        _write_lines(lines, args.out)
+    except TriadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("default")
+        sys.exit(main())

@@ -1,0 +1,264 @@
+"""Compiler variants of a kernel module, built from the same sources and cached.
+
+The study compares compilers and flags (gcc -O3 -march=native -fopenmp, icc
+-xHost -qopenmp -parallel, nvc -fast -mp -Mconcur, ...).  A variant is one
+(compiler, flags) pair: the kernel sources and their binding shim compiled by
+that compiler with exactly those flags into an extension module, kept in a
+cache keyed by the compiler's identity and version, the flags, the sources and
+the Python ABI, and reused until one of those changes.
+
+The cache lives in ``$BURSTBENCH_CACHE`` (default ``$XDG_CACHE_HOME/burstbench``
+or ``~/.cache/burstbench``), one folder per variant holding the module and a
+``build.json`` with the command line and the compiler's output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+#: Sources of each kernel module: the shim first, then the pure C kernels.
+MODULES: dict[str, tuple[str, ...]] = {
+    "_triad": ("_triad.c", "src/stream.c"),
+}
+HEADERS: dict[str, tuple[str, ...]] = {"_triad": ("src/stream.h",)}
+
+#: Compiler families we know by name. One that is not installed is skipped with
+#: a note by the sweeps; a name that is neither installed nor here is an error.
+KNOWN_COMPILERS = ("gcc", "clang", "icx", "icc", "nvc", "pgcc", "armclang", "aocc", "cc")
+
+
+class VariantError(Exception):
+    """A variant cannot be used; the message is one line naming the problem."""
+
+
+class CompilerNotFound(VariantError):
+    """A known compiler family that this machine does not have."""
+
+
+class BuildFailed(VariantError):
+    """The compiler rejected the sources or flags; ``output`` holds its message."""
+
+    def __init__(self, message: str, output: str):
+        super().__init__(message)
+        self.output = output
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """One C compiler, identified by what it says of itself."""
+
+    name: str  # as the user wrote it: "gcc", "/opt/intel/bin/icx", "gcc-13"
+    path: str  # resolved executable
+    family: str  # gcc, clang, icx, icc, nvc, aocc, unknown
+    version: str  # "12.2.0", "2023.0.0", "23.1"
+    banner: str  # first line of --version, for provenance
+
+    @property
+    def label(self) -> str:
+        """The study's spelling: family and version run together, e.g. ``gcc12.2.0``."""
+        return f"{self.family}{self.version}"
+
+
+_FAMILY_PATTERNS = (  # order matters: icx and aocc also say "clang"
+    ("icx", r"Intel\(R\) oneAPI DPC\+\+/C\+\+ Compiler (\d[\w.]*)"),
+    ("icc", r"\bicc \(ICC\) (\d[\w.]*)"),
+    ("nvc", r"\bnvc (\d+\.\d+)"),
+    ("pgcc", r"\bpgcc[^\d]*(\d+\.\d+)"),
+    ("aocc", r"AOCC[_ ](\d[\w.]*)"),
+    ("armclang", r"Arm C/C\+\+/Fortran Compiler version (\d[\w.]*)"),
+    ("clang", r"clang version (\d[\w.]*)"),
+    ("gcc", r"\(.*\) (\d+\.\d+\.\d+)(?:\s|$)"),
+)
+
+
+def identify(compiler: str) -> Compiler:
+    """Find `compiler` (a name on PATH or a path) and identify its family and version.
+
+    Raises CompilerNotFound for a known family that is not installed, and
+    VariantError for a name that is neither installed nor known, or for an
+    executable that does not answer like a C compiler.
+    """
+    path = shutil.which(compiler)
+    if path is None:
+        base = Path(compiler).name
+        if base in KNOWN_COMPILERS:
+            raise CompilerNotFound(f"compiler '{compiler}' is not installed on this machine")
+        raise VariantError(
+            f"unknown compiler '{compiler}': not on PATH and not one of {', '.join(KNOWN_COMPILERS)}"
+        )
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise VariantError(f"compiler '{compiler}' ({path}) did not run: {exc}") from exc
+    banner = out.strip().splitlines()[0] if out.strip() else ""
+    for family, pattern in _FAMILY_PATTERNS:
+        m = re.search(pattern, out)
+        if m and (family != "gcc" or "Free Software Foundation" in out):
+            version = m.group(1)
+            if family == "gcc":  # the exact version, not the distribution's banner
+                full = subprocess.run(
+                    [path, "-dumpfullversion"], capture_output=True, text=True, timeout=60
+                ).stdout.strip()
+                version = full or version
+            return Compiler(compiler, path, family, version, banner)
+    raise VariantError(
+        f"'{compiler}' ({path}) does not identify as a C compiler we know: '{banner}'"
+    )
+
+
+def cache_root() -> Path:
+    """Folder of all cached variants (created on demand)."""
+    env = os.environ.get("BURSTBENCH_CACHE")
+    if env:
+        return Path(env) / "variants"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "burstbench" / "variants"
+
+
+def _sources(module: str) -> list[Path]:
+    if module not in MODULES:
+        raise VariantError(f"unknown kernel module '{module}' (known: {', '.join(MODULES)})")
+    return [PACKAGE_DIR / s for s in MODULES[module]]
+
+
+def _digest(module: str, compiler: Compiler, flags: list[str]) -> str:
+    h = hashlib.sha256()
+    ident = {
+        "module": module,
+        "path": os.path.realpath(compiler.path),
+        "banner": compiler.banner,
+        "version": compiler.version,
+        "flags": flags,
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+        "include": sysconfig.get_paths()["include"],
+    }
+    h.update(json.dumps(ident, sort_keys=True).encode())
+    for src in _sources(module) + [PACKAGE_DIR / s for s in HEADERS.get(module, ())]:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A built variant: where its module is and how it was made."""
+
+    module: str
+    compiler: Compiler
+    flags: str
+    tag: str
+    key: str
+    path: str  # the extension module file
+    command: str  # the compiler command line
+
+    @property
+    def label(self) -> str:
+        """``gcc12.2.0`` or, with a tag, ``icx2023.0.0-zmm_high`` (the study's labels)."""
+        return self.compiler.label + (f"-{self.tag}" if self.tag else "")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["label"] = self.label
+        return d
+
+
+def build(
+    compiler: str, flags: str, tag: str = "", module: str = "_triad", force: bool = False
+) -> Variant:
+    """Build (or find in the cache) `module` compiled by `compiler` with `flags`.
+
+    The flags are used verbatim, OpenMP flag included (-fopenmp, -qopenmp,
+    -mp): a variant whose flags lack one is a serial build.  Only ``-fPIC
+    -shared``, the include paths and ``-lm`` are added.  Raises BuildFailed with
+    the compiler's message when compilation fails.
+    """
+    if re.search(r"[^\w]", tag or "_"):
+        raise VariantError(f"variant tag '{tag}' may hold only letters, digits and '_'")
+    cc = identify(compiler)
+    try:
+        flag_list = shlex.split(flags or "")
+    except ValueError as exc:
+        raise VariantError(f"flags '{flags}' cannot be parsed: {exc}") from exc
+    key = _digest(module, cc, flag_list)
+    target_dir = cache_root() / key
+    target = target_dir / f"{module}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    include = sysconfig.get_paths()["include"]
+    argv = [cc.path, *flag_list, "-fPIC", "-shared", f"-I{include}", f"-I{PACKAGE_DIR}"]
+    argv += [str(s) for s in _sources(module)] + ["-o", target.name, "-lm", "-ldl"]
+    variant = Variant(module, cc, " ".join(flag_list), tag or "", key, str(target), shlex.join(argv))
+    if target.exists() and not force:
+        return variant
+
+    target_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=target_dir.parent, prefix=f".build-{key}-")
+    try:
+        proc = subprocess.run(argv, cwd=tmp, capture_output=True, text=True)
+        output = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            last = output.splitlines()[-12:] if output else []
+            raise BuildFailed(
+                f"{cc.label} failed to compile {module} with flags '{flags}': "
+                + (" | ".join(last) or f"exit status {proc.returncode}"),
+                output,
+            )
+        record = variant.as_dict() | {"compiler_output": output}
+        (Path(tmp) / "build.json").write_text(json.dumps(record, indent=1) + "\n")
+        if force and target_dir.exists():
+            shutil.rmtree(target_dir)
+        try:
+            os.rename(tmp, target_dir)  # atomic: a variant folder is whole or absent
+        except OSError:
+            if not target.exists():  # not a lost race with a concurrent build
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return variant
+
+
+def load(path: str | os.PathLike, module: str = "_triad") -> ModuleType:
+    """Import the extension module file `path` as ``kernels_ext.<module>``.
+
+    Only one build of a module can live in a process, so this is for fresh
+    processes (``python -m kernels_ext.triad --compiler ...``).
+    """
+    name = f"kernels_ext.{module}"
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None:
+        raise VariantError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod
+
+
+def installed(module: str = "_triad") -> tuple[ModuleType, dict]:
+    """The module built by ``pip install`` (CMake) and what it was built with."""
+    mod = importlib.import_module(f"kernels_ext.{module}")
+    info_file = Path(mod.__file__).with_name(f"{module}_build.json")
+    try:
+        build_info = json.loads(info_file.read_text())
+    except (OSError, ValueError):
+        build_info = {"compiler": "unknown", "family": "unknown", "version": "", "flags": ""}
+    family = {"GNU": "gcc", "Clang": "clang", "IntelLLVM": "icx", "Intel": "icc",
+              "NVHPC": "nvc"}.get(build_info.get("family", ""), build_info.get("family", ""))
+    build_info["label"] = f"{family}{build_info.get('version', '')}"
+    build_info["family"] = family
+    return mod, build_info
