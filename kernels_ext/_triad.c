@@ -121,6 +121,39 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
     return result;
 }
 
+/* Borrow three equal-length, C-contiguous float64 buffers (writable if asked). */
+static int get_arrays(PyObject *obj[3], Py_buffer buf[3], int ntimes, int writable)
+{
+    int got = 0;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(obj[got], &buf[got], flags) != 0)
+            goto fail;
+    for (int i = 0; i < 3; i++) {
+        if (buf[i].itemsize != sizeof(double) || buf[i].format == NULL ||
+            buf[i].format[0] != 'd' || buf[i].len != buf[0].len || buf[i].len == 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "a, b, c must be non-empty contiguous float64 buffers of one length");
+            goto fail;
+        }
+    }
+    if (ntimes < 0) {
+        PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
+        goto fail;
+    }
+    return 0;
+fail:
+    while (got-- > 0)
+        PyBuffer_Release(&buf[got]);
+    return -1;
+}
+
+static void release_arrays(Py_buffer buf[3])
+{
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&buf[i]);
+}
+
 PyDoc_STRVAR(check_doc,
              "check(a, b, c, ntimes) -> dict\n\n"
              "STREAM's checkSTREAMresults on three equal-length float64 buffers:\n"
@@ -130,39 +163,54 @@ static PyObject *py_check(PyObject *self, PyObject *args)
 {
     PyObject *obj[3];
     Py_buffer buf[3];
-    int ntimes, got = 0;
-    PyObject *result = NULL;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOOi", &obj[0], &obj[1], &obj[2], &ntimes))
-        return NULL;
-    for (; got < 3; got++)
-        if (PyObject_GetBuffer(obj[got], &buf[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
-            goto done;
-    for (int i = 0; i < 3; i++) {
-        if (buf[i].itemsize != sizeof(double) || buf[i].format == NULL ||
-            buf[i].format[0] != 'd' || buf[i].len != buf[0].len || buf[i].len == 0) {
-            PyErr_SetString(PyExc_ValueError,
-                             "a, b, c must be non-empty contiguous float64 buffers of one length");
-            goto done;
-        }
-    }
-    if (ntimes < 0) {
-        PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
-        goto done;
-    }
+    int ntimes, rc;
     stream_check_t chk;
-    int rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOi", &obj[0], &obj[1], &obj[2], &ntimes) ||
+        get_arrays(obj, buf, ntimes, 0) != 0)
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = stream_check(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
                       ntimes, &chk);
     Py_END_ALLOW_THREADS
-    if (rc == STREAM_EINVAL)
-        raise_rc(rc);
-    else
-        result = check_dict(&chk, rc == STREAM_OK);
-done:
-    while (got-- > 0)
-        PyBuffer_Release(&buf[got]);
+    release_arrays(buf);
+    return rc == STREAM_EINVAL ? raise_rc(rc) : check_dict(&chk, rc == STREAM_OK);
+}
+
+PyDoc_STRVAR(passes_doc,
+             "passes(a, b, c, ntimes, threads=0) -> dict\n\n"
+             "Run stream_run on caller-owned float64 arrays, in place: a is doubled,\n"
+             "then ntimes passes of Copy, Scale, Add, Triad. For tests against NumPy.\n"
+             "Returns {'times': {...}, 'threads': team size}.");
+
+static PyObject *py_passes(PyObject *self, PyObject *args)
+{
+    PyObject *obj[3];
+    Py_buffer buf[3];
+    int ntimes, threads = 0, team = 0, rc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOi|i", &obj[0], &obj[1], &obj[2], &ntimes, &threads) ||
+        get_arrays(obj, buf, ntimes, 1) != 0)
+        return NULL;
+    if (ntimes < 2 || threads < 0) {
+        release_arrays(buf);
+        PyErr_SetString(PyExc_ValueError, "need ntimes >= 2 and threads >= 0");
+        return NULL;
+    }
+    double *times = malloc((size_t)ntimes * STREAM_NFUNC * sizeof(double));
+    if (times == NULL) {
+        release_arrays(buf);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = stream_run(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
+                    threads, ntimes, times, NULL, 0, &team);
+    Py_END_ALLOW_THREADS
+    release_arrays(buf);
+    PyObject *result = rc != STREAM_OK ? raise_rc(rc)
+                                       : Py_BuildValue("{s:N,s:i}", "times",
+                                                       times_list(times, ntimes), "threads", team);
+    free(times);
     return result;
 }
 
@@ -220,6 +268,7 @@ static PyObject *py_info(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"check", py_check, METH_VARARGS, check_doc},
+    {"passes", py_passes, METH_VARARGS, passes_doc},
     {"info", py_info, METH_NOARGS, info_doc},
     {NULL, NULL, 0, NULL}};
 

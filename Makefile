@@ -1,0 +1,34 @@
+# The README's commands. Thin: each target is a `python -m burstbench` / pytest call.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PARAMS ?= papermill_params/local.yaml
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: report measure figures test install clean
+
+## build, measure this machine with $(PARAMS), rebuild every figure and table
+report: measure figures
+
+## measure: run the measurement notebooks into data/runs/<vm>/<run-id>/
+measure: $(STAMP)
+	$(PY) -m burstbench run --params $(PARAMS)
+
+## figures: rebuild figures/ and its index from data/ alone
+figures: $(STAMP)
+	$(PY) -m burstbench report
+
+## test: the test suite
+test: $(STAMP)
+	$(PY) -m pytest
+
+## install: virtual environment + editable install (rebuilt when the C or build files change)
+install: $(STAMP)
+$(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.c kernels_ext/src/*.[ch])
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf build $(VENV)

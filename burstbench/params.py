@@ -1,0 +1,314 @@
+"""Parameters of the measurement notebooks, loaded and validated in one place.
+
+One YAML file per VM size (``papermill_params/<vm>.yaml``) drives every
+measurement notebook.  Its keys are flat, as papermill wants them, and equal
+the names in the notebooks' parameters cells:
+
+* common keys, read by every notebook: ``vm``, ``run_id``, ``runs_dir``;
+* one prefix per benchmark: ``triad_*`` for 010_measure_triad.ipynb (and
+  ``pingpong_*``, ``biccg_*`` for the notebooks that read those).
+
+``papermill <notebook> out.ipynb -f papermill_params/<vm>.yaml`` passes every
+key to every notebook; papermill only warns about names a notebook's
+parameters cell lacks, so each notebook calls :func:`from_namespace`, which
+refuses any key that no notebook knows (naming it and listing the valid ones)
+and checks the values of the notebook's own keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from kernels_ext import affinity
+from kernels_ext.triad import BadInput, parse_count
+
+
+class ParamError(ValueError):
+    """A parameter file or value is wrong; the message is one line naming it."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One notebook parameter: its default (a literal, as in the parameters cell) and check."""
+
+    name: str
+    default: Any
+    doc: str
+    check: Callable[[Any], Any]
+
+
+def _count(name: str, minimum: int) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        try:
+            n = parse_count(v, name)
+        except BadInput as exc:
+            raise ParamError(str(exc)) from exc
+        if n < minimum:
+            raise ParamError(f"{name} must be at least {minimum}, not {n}")
+        return n
+
+    return check
+
+
+def _positive_number(name: str, allow_zero: bool = False) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (
+                v == 0 and not allow_zero):
+            raise ParamError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} "
+                             f"number, not {v!r}")
+        return float(v)
+
+    return check
+
+
+def _label(name: str) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", v):
+            raise ParamError(f"{name} must be a name of letters, digits and _ . + - "
+                             f"(it names a folder), not {v!r}")
+        return v
+
+    return check
+
+
+def _text(name: str) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise ParamError(f"{name} must be a string, not {v!r}")
+        return v
+
+    return check
+
+
+def _run_id(v: Any) -> str:
+    return "" if v in ("", None) else _label("run_id")(v)
+
+
+def _list_of(name: str, item: Callable[[Any], Any], allow_empty: bool = True):
+    def check(v: Any) -> list:
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+            v = [v]
+        if not isinstance(v, list) or (not v and not allow_empty):
+            raise ParamError(f"{name} must be a {'non-empty ' if not allow_empty else ''}list, "
+                             f"not {v!r}")
+        return [item(x) for x in v]
+
+    return check
+
+
+def _affinity_check(name: str, fn: Callable[[str], str]) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise ParamError(f"{name}: {v!r} is not a string")
+        try:
+            return fn(v)
+        except affinity.AffinityError as exc:
+            raise ParamError(f"{name}: {exc}") from exc
+
+    return check
+
+
+_places = _list_of("triad_places", _affinity_check("triad_places", affinity.check_places), False)
+_binds = _list_of("triad_bind", _affinity_check("triad_bind", affinity.check_bind), False)
+_kmps = _list_of("triad_kmp_affinity",
+                 _affinity_check("triad_kmp_affinity", affinity.check_kmp_affinity))
+
+
+def _threads(v: Any) -> str | list[int]:
+    if isinstance(v, str) and v.strip().lower() == "all":
+        return "all"
+    if isinstance(v, str) and re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", v):
+        lo, hi = (int(x) for x in v.split("-"))
+        if not 1 <= lo <= hi:
+            raise ParamError(f"triad_threads range '{v}' must go up from at least 1")
+        return list(range(lo, hi + 1))
+    threads = _list_of("triad_threads", _count("triad_threads", 1), allow_empty=False)(v)
+    return sorted(set(threads))
+
+
+def _size(v: Any) -> str | int:
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    return _count("triad_size", 1)(v)
+
+
+VARIANT_KEYS = {"compiler": "C compiler: gcc, clang, icx, icc, nvc, a path, or 'installed' "
+                            "for the module pip built",
+                "flags": "compiler flags, OpenMP flag included (verbatim)",
+                "tag": "label suffix, e.g. zmm_high gives icx2023.0.0-zmm_high",
+                "places": "OMP_PLACES list for this variant (default: triad_places)",
+                "bind": "OMP_PROC_BIND list for this variant (default: triad_bind)",
+                "kmp_affinity": "KMP_AFFINITY list for this variant (replaces places x bind)"}
+
+
+def _variant(v: Any) -> dict:
+    if not isinstance(v, dict):
+        raise ParamError(f"triad_variants: each variant is a mapping with keys "
+                         f"{', '.join(VARIANT_KEYS)}, not {v!r}")
+    unknown = sorted(set(v) - set(VARIANT_KEYS))
+    if unknown:
+        raise ParamError(f"triad_variants: unknown key '{unknown[0]}' in {v!r} "
+                         f"(valid: {', '.join(VARIANT_KEYS)})")
+    if not isinstance(v.get("compiler"), str) or not v["compiler"].strip():
+        raise ParamError(f"triad_variants: variant {v!r} needs a compiler")
+    out = {"compiler": v["compiler"].strip(), "flags": _text("flags")(v.get("flags", "")),
+           "tag": _text("tag")(v.get("tag", ""))}
+    if out["tag"] and not re.fullmatch(r"\w+", out["tag"]):
+        raise ParamError(f"triad_variants: tag '{out['tag']}' may hold only letters, digits, _")
+    if "places" in v:
+        out["places"] = _places(v["places"])
+    if "bind" in v:
+        out["bind"] = _binds(v["bind"])
+    if "kmp_affinity" in v:
+        out["kmp_affinity"] = _kmps(v["kmp_affinity"])
+    return out
+
+
+def _baselines(v: Any) -> list[str]:
+    items = _list_of("triad_baselines", _text("triad_baselines"))(v)
+    for b in items:
+        if b not in ("numba", "numpy"):
+            raise ParamError(f"triad_baselines: unknown baseline '{b}' (valid: numba, numpy)")
+    return items
+
+
+COMMON = [
+    Param("vm", "local", "VM label: names the folder data/runs/<vm>/ and the figures",
+          _label("vm")),
+    Param("run_id", "", "'' = resume the last unfinished run with these parameters, or start "
+          "a new one; a name = that run (resumed if it exists)", _run_id),
+    Param("runs_dir", "", "where runs are stored; '' = data/runs of this project",
+          _text("runs_dir")),
+]
+
+SECTIONS: dict[str, list[Param]] = {
+    "triad": [
+        Param("triad_size", "auto", "elements per array; 'auto' = 4x the last-level cache, "
+              "at least 10M; the study used 1e9", _size),
+        Param("triad_ntimes", 10, "passes per kernel (>= 2; the first is not counted)",
+              _count("triad_ntimes", 2)),
+        Param("triad_threads", "all", "thread counts: a list, a range '1-16', or 'all' "
+              "(1 to the CPUs this process may use)", _threads),
+        Param("triad_places", ["cores"], "OMP_PLACES values swept (x triad_bind); 'unset' "
+              "leaves the variable out", _places),
+        Param("triad_bind", ["close", "spread"], "OMP_PROC_BIND values swept", _binds),
+        Param("triad_kmp_affinity", [], "KMP_AFFINITY values swept as well (Intel/LLVM "
+              "runtimes only)", _kmps),
+        Param("triad_variants", [{"compiler": "gcc", "flags": "-O3 -march=native -fopenmp"}],
+              "compiler variants: list of {compiler, flags, tag, places, bind, kmp_affinity}",
+              _list_of("triad_variants", _variant, allow_empty=False)),
+        Param("triad_baselines", ["numba", "numpy"], "Python-only baselines measured in the "
+              "same sweep", _baselines),
+        Param("triad_repetitions", 3, "fresh processes per configuration (median and spread)",
+              _count("triad_repetitions", 1)),
+        Param("triad_timeout_s", 600, "seconds one configuration may run before it is "
+              "stopped and reported", _positive_number("triad_timeout_s")),
+        Param("triad_peak_gbs", 0, "theoretical memory bandwidth of this VM in GB/s "
+              "(0 = unknown; the report also looks in data/reference)",
+              _positive_number("triad_peak_gbs", allow_zero=True)),
+    ],
+}
+
+NOTEBOOKS = {"triad": "010_measure_triad.ipynb"}
+
+
+def schema(section: str) -> dict[str, Param]:
+    """The parameters a notebook reads: the common ones and its own section's."""
+    if section not in SECTIONS:
+        raise ParamError(f"unknown benchmark '{section}' (known: {', '.join(SECTIONS)})")
+    return {p.name: p for p in COMMON + SECTIONS[section]}
+
+
+def known_names() -> dict[str, str]:
+    """Every key some notebook knows, mapped to the section that reads it."""
+    out = {p.name: "common" for p in COMMON}
+    for section, params in SECTIONS.items():
+        out.update({p.name: section for p in params})
+    return out
+
+
+def check_keys(keys: list[str], where: str) -> None:
+    """Refuse a key that no notebook knows, naming it and listing the valid keys."""
+    known = known_names()
+    for key in keys:
+        if key not in known:
+            near = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            raise ParamError(f"{where}: unknown parameter '{key}'{hint}; valid: "
+                             f"{', '.join(sorted(known))}")
+
+
+def validate(values: dict[str, Any], section: str, where: str = "parameters") -> dict:
+    """Check `values` for the notebook of `section`; return all its parameters, defaults filled.
+
+    Keys of other benchmarks' notebooks are accepted (one file drives them all)
+    and checked by those notebooks; unknown keys are an error.
+    """
+    check_keys(list(values), where)
+    out = {}
+    for name, param in schema(section).items():
+        value = values.get(name, param.default)
+        try:
+            out[name] = param.check(value)
+        except ParamError as exc:
+            msg = str(exc)
+            raise ParamError(f"{where}: {msg if msg.startswith(name) else f'{name}: {msg}'}") \
+                from exc
+    return out
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """Read a params YAML file; malformed YAML or a non-mapping is a ParamError naming the line."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ParamError(f"cannot read parameter file {p}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParamError(f"malformed YAML in {p}{where}: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParamError(f"{p}: expected a mapping of parameter names to values, "
+                         f"got {type(data).__name__}")
+    check_keys([str(k) for k in data], str(p))
+    return data
+
+
+def from_namespace(namespace: dict[str, Any], before: set[str], section: str) -> dict:
+    """Validate the parameters a notebook holds after papermill's injection.
+
+    `before` is ``set(globals())`` taken in the cell above the parameters cell;
+    every public name defined since came from the parameters cell or from
+    papermill's injected cell.
+    """
+    values = {k: v for k, v in namespace.items()
+              if k not in before and not k.startswith("_") and not callable(v)
+              and type(v).__name__ != "module"}
+    return validate(values, section, where=f"notebook {NOTEBOOKS.get(section, section)}")
+
+
+def for_section(values: dict[str, Any], section: str) -> dict[str, Any]:
+    """The subset of a params file that the notebook of `section` reads."""
+    names = schema(section)
+    return {k: v for k, v in values.items() if k in names}
+
+
+def digest(params: dict[str, Any], section: str) -> str:
+    """A short fingerprint of what a sweep measures (run_id and runs_dir left out)."""
+    keep = {k: v for k, v in params.items()
+            if k not in ("run_id", "runs_dir") and (k == "vm" or k.startswith(section + "_"))}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]

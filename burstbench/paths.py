@@ -1,0 +1,50 @@
+"""Where the project's folders are, wherever a notebook or command runs from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _is_root(p: Path) -> bool:
+    return (p / "papermill_params").is_dir() and (p / "notebooks").is_dir()
+
+
+def project_root() -> Path:
+    """The project folder: $BURSTBENCH_ROOT, else the first parent of the current
+    folder (JupyterLab runs notebooks from notebooks/) or of this package (an
+    editable install) that holds papermill_params/ and notebooks/, else the
+    current folder."""
+    env = os.environ.get("BURSTBENCH_ROOT")
+    if env:
+        return Path(env).resolve()
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for p in (start, *start.parents):
+            if _is_root(p):
+                return p
+    return Path.cwd()
+
+
+def runs_dir(value: str | os.PathLike = "") -> Path:
+    """The runs folder: `value` if given (relative to the project), else data/runs."""
+    if value:
+        p = Path(value)
+        return p if p.is_absolute() else project_root() / p
+    return project_root() / "data" / "runs"
+
+
+def reference_dir() -> Path:
+    """The study's reference tables (data/reference/)."""
+    return project_root() / "data" / "reference"
+
+
+def figures_dir(value: str | os.PathLike = "") -> Path:
+    """Where report figures and tables go (figures/ unless told otherwise)."""
+    if value:
+        p = Path(value)
+        return p if p.is_absolute() else project_root() / p
+    return project_root() / "figures"
+
+
+def notebooks_dir() -> Path:
+    return project_root() / "notebooks"

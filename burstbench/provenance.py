@@ -1,0 +1,163 @@
+"""Provenance of a run: the machine, the software and the source it measured with.
+
+Collected once per run (``collect``) and stored in the run's provenance.json;
+each benchmark adds its own section (variants, OpenMP runtime, start and end).
+Every reader tolerates a missing file: a fact that cannot be read is recorded
+as absent, never guessed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from kernels_ext import _sysinfo
+
+PACKAGES = ("burstbench", "numpy", "scipy", "pandas", "numba", "llvmlite", "matplotlib",
+            "seaborn", "papermill", "nbclient", "ipykernel", "mpi4py", "mpich",
+            "scikit-build-core")
+ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "NUMBA_", "MKL_", "OPENBLAS_", "I_MPI_", "MPICH_",
+                "OMPI_", "UCX_", "PBS_", "SLURM_", "BURSTBENCH_")
+ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "CC", "CFLAGS", "VIRTUAL_ENV", "CONDA_PREFIX")
+COMPILERS = ("gcc", "clang", "icx", "icc", "nvc")
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _cpulist_len(text: str) -> int:
+    n = 0
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        n += int(hi) - int(lo) + 1 if hi else 1
+    return n
+
+
+def cpu() -> dict:
+    """CPU model, sockets, cores, threads per core, caches, flags of note."""
+    info = _read("/proc/cpuinfo")
+    model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
+    vendor = re.search(r"^vendor_id\s*:\s*(.+)$", info, re.M)
+    flags = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
+    cpus = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"))
+    packages, cores = set(), set()
+    for topo in cpus:
+        pkg, core = _read(topo / "physical_package_id"), _read(topo / "core_id")
+        packages.add(pkg)
+        cores.add((pkg, core))
+    logical = len(cpus) or os.cpu_count() or 0
+    flag_set = set(flags.group(1).split()) if flags else set()
+    return {
+        "model": model.group(1).strip() if model else platform.processor(),
+        "vendor": vendor.group(1).strip() if vendor else "",
+        "architecture": platform.machine(),
+        "sockets": len(packages) or None,
+        "cores": len(cores) or None,
+        "logical_cpus": logical,
+        "threads_per_core": (logical // len(cores)) if cores else None,
+        "online": _read("/sys/devices/system/cpu/online"),
+        "available_to_process": _sysinfo.available_cpus(),
+        "caches": _sysinfo.caches(),
+        "last_level_cache_bytes": _sysinfo.last_level_cache_bytes(),
+        "simd": sorted(f for f in flag_set if f in ("sse4_2", "avx", "avx2", "avx512f", "fma",
+                                                    "sve", "asimd")),
+        "hypervisor": "hypervisor" in flag_set,
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+    }
+
+
+def numa() -> list[dict]:
+    """NUMA nodes: CPUs and memory of each."""
+    nodes = []
+    for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
+        mem = re.search(r"MemTotal:\s+(\d+)\s*kB", _read(node / "meminfo"))
+        cpulist = _read(node / "cpulist")
+        nodes.append({"node": int(node.name[4:]), "cpus": cpulist,
+                      "ncpus": _cpulist_len(cpulist),
+                      "memory_bytes": int(mem.group(1)) * 1024 if mem else None})
+    return nodes
+
+
+def memory() -> dict:
+    info = _sysinfo.meminfo()
+    return {"total_bytes": info.get("MemTotal"), "available_bytes": info.get("MemAvailable"),
+            "cgroup_available_bytes": _sysinfo.cgroup_memory_limit_bytes() or None,
+            "transparent_hugepages": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+            "swap_bytes": info.get("SwapTotal")}
+
+
+def operating_system() -> dict:
+    osr = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', _read("/etc/os-release"), re.M))
+    u = platform.uname()
+    return {"name": osr.get("PRETTY_NAME", u.system), "kernel": u.release,
+            "kernel_version": u.version, "cpu_max": _read("/sys/fs/cgroup/cpu.max")}
+
+
+def compilers() -> dict:
+    """Banner of each known compiler this machine has (absent ones are left out)."""
+    from kernels_ext import variants
+
+    out = {}
+    for name in COMPILERS:
+        try:
+            c = variants.identify(name)
+        except variants.VariantError:
+            continue
+        out[name] = {"path": c.path, "family": c.family, "version": c.version,
+                     "banner": c.banner}
+    return out
+
+
+def packages() -> dict:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def environment() -> dict:
+    """The environment variables that change what is measured, or where."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+def git(root: Path) -> dict:
+    """Commit, branch and whether the working tree differs from it."""
+    def run(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                  text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    commit = run("rev-parse", "HEAD")
+    if not commit:
+        return {"commit": None, "dirty": None}
+    status = run("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "branch": run("rev-parse", "--abbrev-ref", "HEAD"),
+            "dirty": bool(status), "changed_files": status.splitlines()[:50]}
+
+
+def collect(root: Path) -> dict:
+    """Everything recorded once per run."""
+    return {
+        "system": {"hostname": socket.gethostname(), "fqdn": socket.getfqdn(), "cpu": cpu(),
+                   "numa": numa(), "memory": memory(), "os": operating_system()},
+        "software": {"python": sys.version.split()[0], "python_executable": sys.executable,
+                     "packages": packages(), "compilers": compilers()},
+        "environment": environment(),
+        "git": git(root),
+    }

@@ -1,0 +1,272 @@
+"""Report figures and tables, rebuilt from data/ alone (no measuring here).
+
+Each report notebook calls one ``*_report`` function; it reads every run under
+the runs folder and the study's tables under data/reference/, writes figures
+(PNG + SVG, each with a caption naming its data) and tables (CSV + Markdown)
+to the figures folder, and a manifest that :func:`write_index` turns into
+figures/README.md.  Runs that cannot be read are listed there by name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from burstbench import paths, plots, store, triad
+
+AZURE_HBV3_GBS = 358.0  # Azure's published HBv3 Triad, N = 4e8 (data/reference/triad_best.csv)
+
+
+@dataclass
+class Entry:
+    """One figure or table of the report."""
+
+    title: str
+    files: list[str]
+    caption: str
+    runs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    """What one report notebook produced."""
+
+    benchmark: str
+    entries: list[Entry] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def vm_key(name: str) -> str:
+    """Case- and punctuation-free VM name, so 'HB120rs_v3' matches 'hb120rs-v3'."""
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def read_reference(ref_dir: Path, name: str, required: list[str],
+                   problems: list[str]) -> pd.DataFrame:
+    """A reference CSV, or an empty frame and a problem naming what is wrong with it."""
+    path = Path(ref_dir) / name
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path}: unreadable reference table ({str(exc).splitlines()[0]})")
+        return pd.DataFrame(columns=required)
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        problems.append(f"{path}: missing column(s) {', '.join(missing)}")
+        return pd.DataFrame(columns=required)
+    return df
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
+    """A GitHub Markdown table (no extra dependency)."""
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return "" if math.isnan(v) else format(v, floatfmt)
+        return "" if v is None or v is pd.NA else str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(df.columns) + " |"
+    sep = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def _write_table(df: pd.DataFrame, stem: Path) -> list[Path]:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    csv, md = stem.with_suffix(".csv"), stem.with_suffix(".md")
+    store.atomic_write(csv, df.to_csv(index=False))
+    store.atomic_write(md, markdown_table(df))
+    return [csv, md]
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _peak_for(vm: str, run_params: dict, peaks: pd.DataFrame) -> tuple[float, str]:
+    """Theoretical node bandwidth (GB/s) and its source, or (nan, '')."""
+    given = float(run_params.get("triad_peak_gbs") or 0)
+    if given > 0:
+        return given, "triad_peak_gbs of the run's parameters"
+    hit = peaks[peaks["vm"].map(vm_key) == vm_key(vm)]
+    if len(hit):
+        return float(hit["theoretical_gbs_node"].iloc[0]), "data/reference/vm_memory_bandwidth.csv"
+    return math.nan, ""
+
+
+def _latest_runs(loaded: store.Loaded) -> dict[str, dict]:
+    """Per VM, the newest run with data (run ids sort by start time)."""
+    latest: dict[str, dict] = {}
+    for r in sorted(loaded.runs, key=lambda r: r["run_id"]):
+        latest[r["vm"]] = r
+    return latest
+
+
+def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                 figures_dir: Path | str = "", show: bool = False) -> Section:
+    """The study's Figures 2-4 for every VM with data, the best-bandwidth table, an overview."""
+    runs_dir = paths.runs_dir(runs_dir)
+    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
+    fig_dir = paths.figures_dir(figures_dir)
+    root = paths.project_root()
+    section = Section("triad")
+    loaded = store.load(runs_dir, "triad")
+    section.problems += loaded.problems
+    best_ref = read_reference(ref_dir, "triad_best.csv",
+                              ["vm", "best_triad_gbs", "label", "threads", "source"],
+                              section.problems)
+    peaks = read_reference(ref_dir, "vm_memory_bandwidth.csv", ["vm", "theoretical_gbs_node"],
+                           section.problems)
+    stats = triad.spread(loaded.table)
+    best_rows = []
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if s.empty:
+            continue
+        run_rel = _rel(Path(run["path"]), root)
+        peak, peak_src = _peak_for(vm, run["params"], peaks)
+        fig, ax = plt.subplots(figsize=(10, 5.5))
+        plots.bandwidth_vs_threads(s, ax, title=f"{vm}: STREAM Triad bandwidth vs threads "
+                                                f"(measured here)")
+        marks = []
+        ref = best_ref[best_ref["vm"].map(vm_key) == vm_key(vm)]
+        for r in ref.itertuples():
+            plots.reference_line(ax, r.best_triad_gbs, f"study best {r.best_triad_gbs:g} GB/s "
+                                 f"({r.label}, {r.threads:g} threads)", "--", "0.2", r.threads)
+            marks.append("the study's best (data/reference/triad_best.csv)")
+        if vm_key(vm).startswith("hb120"):
+            plots.reference_line(ax, AZURE_HBV3_GBS, f"Azure web site, HBv3: "
+                                 f"{AZURE_HBV3_GBS:g} GB/s", "-.", "0.45")
+            marks.append("Azure's published HBv3 figure")
+        if not math.isnan(peak):
+            plots.reference_line(ax, peak, f"theoretical {peak:g} GB/s", ":", "0.6")
+            marks.append(f"theoretical bandwidth ({peak_src})")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+        size = int(s.get("size", pd.Series([0])).iloc[0]) if "size" in s else None
+        params = run["params"]
+        caption = (f"Data: {run_rel} ({run['status']}); median of "
+                   f"{int(s['n'].max())} fresh processes per point, bars min-max; "
+                   f"N = {params.get('triad_size', '?')} doubles per array, "
+                   f"NTIMES = {params.get('triad_ntimes', '?')}. "
+                   + (f"Reference marks: {'; '.join(marks)}." if marks else
+                      "No reference figure is known for this VM."))
+        files = plots.save(fig, fig_dir / f"triad_{vm}", caption)
+        if show:
+            plt.show()
+        plt.close(fig)
+        section.entries.append(Entry(f"STREAM Triad vs threads on {vm}",
+                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        for label, d in s.groupby("label"):
+            top = d.loc[d["median_gbs"].idxmax()]
+            best_rows.append({
+                "vm": vm, "source": "measured here", "label": label, "impl": top["impl"],
+                "threads": int(top["threads"]), "best_median_gbs": round(top["median_gbs"], 2),
+                "min_gbs": round(top["min_gbs"], 2), "max_gbs": round(top["max_gbs"], 2),
+                "cv": top["cv"], "repetitions": int(top["n"]),
+                "theoretical_gbs": peak,
+                "fraction_of_theoretical": round(top["median_gbs"] / peak, 3)
+                if not math.isnan(peak) else math.nan,
+                "data": run_rel})
+    for r in best_ref.itertuples():
+        peak, _ = _peak_for(r.vm, {}, peaks)
+        best_rows.append({
+            "vm": r.vm,
+            "source": "the study" if str(r.source).startswith("study")
+            else str(r.source).split(" (")[0],
+            "label": r.label if isinstance(r.label, str) else "", "impl": "",
+            "threads": r.threads, "best_median_gbs": r.best_triad_gbs, "min_gbs": math.nan,
+            "max_gbs": math.nan, "cv": math.nan, "repetitions": math.nan,
+            "theoretical_gbs": peak,
+            "fraction_of_theoretical": round(r.best_triad_gbs / peak, 3)
+            if not math.isnan(peak) else math.nan,
+            "data": "data/reference/triad_best.csv"})
+    table = pd.DataFrame(best_rows)
+    if not table.empty:
+        files = _write_table(table, fig_dir / "triad_best")
+        section.entries.append(Entry(
+            "Best Triad bandwidth per VM and configuration",
+            [_rel(f, fig_dir) for f in files],
+            "Best median Triad bandwidth over thread counts, per VM and configuration, with "
+            "its spread and its fraction of the theoretical memory bandwidth where known. Rows "
+            "'measured here' come from the newest run of each VM under data/runs; rows 'the "
+            "study' from data/reference/triad_best.csv.",
+            sorted({r["data"] for r in best_rows})))
+        section.entries.append(_overview(table, fig_dir, show))
+    return section
+
+
+def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
+    """Best Triad per VM: ours beside the study's, theoretical bandwidth marked."""
+    best = (table.sort_values("best_median_gbs", ascending=False)
+                 .groupby(["vm", "source"], sort=False).head(1)
+                 .assign(ours=lambda d: d["source"] == "measured here")
+                 .sort_values(["ours", "best_median_gbs"]))
+    plots.apply_style()
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(best) + 2.0))
+    names = [f"{r.vm} ({r.source})" for r in best.itertuples()]
+    colors = ["#0072B2" if r.source == "measured here" else "#999999" for r in best.itertuples()]
+    ax.barh(names, best["best_median_gbs"], color=colors)
+    for i, r in enumerate(best.itertuples()):
+        what = ", ".join(x for x in (r.label, "" if pd.isna(r.threads) else f"{r.threads:g} threads")
+                         if x)
+        peak = r.theoretical_gbs
+        if not math.isnan(peak):
+            ax.plot([peak], [i], marker="|", ms=14, color="k")
+        ax.text(max(r.best_median_gbs, 0 if math.isnan(peak) else peak), i,
+                f"  {r.best_median_gbs:.1f}" + (f" ({what})" if what else ""),
+                va="center", fontsize=7)
+    ax.set_xlabel("best Triad bandwidth (GB/s); | = theoretical memory bandwidth")
+    ax.set_xlim(0, max(best["best_median_gbs"].max(), best["theoretical_gbs"].max(skipna=True)
+                       if best["theoretical_gbs"].notna().any() else 0) * 1.75)
+    ax.set_title("STREAM Triad, best per VM: measured here (blue), published (grey)")
+    caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
+               "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
+               "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
+    files = plots.save(fig, fig_dir / "triad_overview", caption)
+    if show:
+        plt.show()
+    plt.close(fig)
+    return Entry("STREAM Triad: best per VM, ours beside the study's",
+                 [_rel(f, fig_dir) for f in files], caption, sorted(set(best["data"])))
+
+
+def save_section(section: Section, figures_dir: Path | str = "") -> Path:
+    """Write the manifest of one report section (read by write_index)."""
+    fig_dir = paths.figures_dir(figures_dir)
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    path = fig_dir / f"manifest-{section.benchmark}.json"
+    store.atomic_write(path, json.dumps(asdict(section), indent=1) + "\n")
+    return path
+
+
+def write_index(figures_dir: Path | str = "") -> Path:
+    """figures/README.md: every figure and table with its caption and the runs behind it."""
+    fig_dir = paths.figures_dir(figures_dir)
+    out = ["# Report figures and tables", "",
+           "Rebuilt by `make figures` (`python -m burstbench report`) from `data/` alone; "
+           "do not edit by hand. Each entry names the runs (under `data/runs/`) and reference "
+           "tables (under `data/reference/`) it was drawn from.", ""]
+    problems = []
+    for manifest in sorted(fig_dir.glob("manifest-*.json")):
+        sec = json.loads(manifest.read_text())
+        problems += sec.get("problems", [])
+        out += [f"## {sec['benchmark']}", ""]
+        for e in sec["entries"]:
+            out += [f"### {e['title']}", ""]
+            out += [f"![{e['title']}]({f})" for f in e["files"] if f.endswith(".png")]
+            links = ", ".join(f"[{Path(f).suffix[1:]}]({f})" for f in e["files"])
+            out += ["", e["caption"], "", f"Files: {links}. Data: "
+                    + ", ".join(f"`{r}`" for r in e["runs"]), ""]
+    if problems:
+        out += ["## Data that could not be used", ""] + [f"- {p}" for p in problems] + [""]
+    path = fig_dir / "README.md"
+    store.atomic_write(path, "\n".join(out))
+    return path

@@ -1,0 +1,298 @@
+"""The results store: one folder per run, tidy tables, atomic writes, loading many runs.
+
+Layout of a run (``data/runs/<vm>/<run-id>/``)::
+
+    provenance.json          machine, software, git, and one section per benchmark
+                             (parameters, variants, start/end, status, failures)
+    <benchmark>.csv          the tidy table: one row per measured value
+    <benchmark>.jsonl        the raw records the kernels printed (binding included)
+    <benchmark>.parts/       while a sweep runs: one file per measured configuration
+    0xx_<notebook>.ipynb     the executed notebook (when run by ``burstbench run``)
+
+Every file is written whole to a temporary name and renamed into place, so a
+crash leaves either the old file or the new one, never half of one.  A sweep
+stores each configuration as soon as it is measured (a part file); a re-run
+skips what is stored; ``finalize`` folds the parts into the tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pandas as pd
+
+#: Columns of every results table, whatever the benchmark (empty where not applicable).
+SCHEMA = [
+    "run_id", "vm", "host", "benchmark", "label", "impl", "variant", "compiler",
+    "compiler_version", "flags", "places", "bind", "kmp_affinity", "threads", "ranks", "nodes",
+    "placement", "message_size", "problem", "block_size", "colors", "size", "function",
+    "metric", "value", "unit", "repetition", "bound_cpus", "moved_threads", "key", "timestamp",
+]
+REQUIRED = ["run_id", "vm", "benchmark", "label", "metric", "value", "unit", "key"]
+
+
+class StoreError(Exception):
+    """A run folder cannot be used; one line naming it."""
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` so that readers see the old or the new file, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    """``20261123T001131Z-1a2b``: UTC start time, sortable, plus a few random hex digits."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+class Run:
+    """One run folder."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.run_id = self.root.name
+        self.vm = self.root.parent.name
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.root)!r})"
+
+    # -- provenance -------------------------------------------------------------------
+    @property
+    def provenance_path(self) -> Path:
+        return self.root / "provenance.json"
+
+    def provenance(self) -> dict:
+        """provenance.json as a dict ({} when the run has none yet)."""
+        try:
+            return json.loads(self.provenance_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise StoreError(f"{self.provenance_path}: damaged provenance ({exc})") from exc
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def update_provenance(self, change: Callable[[dict], None]) -> dict:
+        """Read, change and atomically rewrite provenance.json under a lock."""
+        with self._lock():
+            prov = self.provenance()
+            change(prov)
+            atomic_write(self.provenance_path, json.dumps(prov, indent=1, default=str) + "\n")
+            return prov
+
+    def section(self, benchmark: str) -> dict:
+        return self.provenance().get("benchmarks", {}).get(benchmark, {})
+
+    def set_section(self, benchmark: str, **values: Any) -> None:
+        """Merge `values` into provenance['benchmarks'][benchmark]."""
+        self.update_provenance(
+            lambda p: p.setdefault("benchmarks", {}).setdefault(benchmark, {}).update(values))
+
+    # -- results ----------------------------------------------------------------------
+    def parts_dir(self, benchmark: str) -> Path:
+        return self.root / f"{benchmark}.parts"
+
+    def table_path(self, benchmark: str) -> Path:
+        return self.root / f"{benchmark}.csv"
+
+    def raw_path(self, benchmark: str) -> Path:
+        return self.root / f"{benchmark}.jsonl"
+
+    def done_keys(self, benchmark: str) -> set[str]:
+        """Keys of configurations already stored, in the table or as parts."""
+        keys = {p.stem for p in self.parts_dir(benchmark).glob("*.json")}
+        if self.table_path(benchmark).exists():
+            keys |= set(pd.read_csv(self.table_path(benchmark), usecols=["key"])["key"].astype(str))
+        return keys
+
+    def save(self, benchmark: str, key: str, rows: list[dict], raw: list[dict]) -> None:
+        """Store one measured configuration at once (one atomic file)."""
+        d = self.parts_dir(benchmark)
+        d.mkdir(parents=True, exist_ok=True)
+        atomic_write(d / f"{key}.json", json.dumps({"key": key, "rows": rows, "raw": raw},
+                                                   default=str))
+
+    def _read_parts(self, benchmark: str, problems: list[str]) -> tuple[list[dict], list[dict]]:
+        rows, raw = [], []
+        for p in sorted(self.parts_dir(benchmark).glob("*.json")):
+            try:
+                part = json.loads(p.read_text())
+                rows += part["rows"]
+                raw += part["raw"]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{p}: damaged part file skipped ({exc})")
+        return rows, raw
+
+    def finalize(self, benchmark: str) -> pd.DataFrame:
+        """Fold stored parts into <benchmark>.csv and .jsonl (atomically); return the table."""
+        problems: list[str] = []
+        rows, raw = self._read_parts(benchmark, problems)
+        if problems:
+            raise StoreError("; ".join(problems))
+        old = read_table(self.table_path(benchmark)) if self.table_path(benchmark).exists() \
+            else pd.DataFrame(columns=SCHEMA)
+        new = pd.DataFrame(rows, columns=SCHEMA) if rows else pd.DataFrame(columns=SCHEMA)
+        table = pd.concat([t for t in (old, new) if len(t)], ignore_index=True) \
+            if len(old) or len(new) else pd.DataFrame(columns=SCHEMA)
+        atomic_write(self.table_path(benchmark), table.to_csv(index=False))
+        old_raw = self.raw_path(benchmark).read_text() if self.raw_path(benchmark).exists() else ""
+        atomic_write(self.raw_path(benchmark),
+                     old_raw + "".join(json.dumps(r, default=str) + "\n" for r in raw))
+        for p in self.parts_dir(benchmark).glob("*.json"):  # now held by the tables
+            p.unlink()
+        with contextlib.suppress(OSError):
+            self.parts_dir(benchmark).rmdir()
+        return table
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A results CSV with the schema's columns; StoreError when it is not one."""
+    try:
+        df = pd.read_csv(path, dtype={"key": str, "run_id": str, "vm": str, "label": str})
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise StoreError(f"{path}: unreadable table ({str(exc).splitlines()[0]})") from exc
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise StoreError(f"{path}: not a results table (missing columns {', '.join(missing)})")
+    if len(df) and not pd.api.types.is_numeric_dtype(df["value"]):
+        raise StoreError(f"{path}: column 'value' holds non-numbers")
+    for c in SCHEMA:
+        if c not in df.columns:
+            df[c] = pd.NA
+    return df[SCHEMA + [c for c in df.columns if c not in SCHEMA]]
+
+
+def find_resumable(runs_dir: Path, vm: str, benchmark: str, digest: str) -> str:
+    """The newest run of `vm` whose `benchmark` sweep has this parameter digest and did not
+    finish, or ''."""
+    for cand in sorted((Path(runs_dir) / vm).glob("*"), reverse=True):
+        if not (cand / "provenance.json").exists():
+            continue
+        try:
+            sec = Run(cand).section(benchmark)
+        except StoreError:
+            continue
+        if sec.get("params_digest") == digest and sec.get("status") != "complete":
+            return cand.name
+    return ""
+
+
+def open_run(runs_dir: Path, vm: str, benchmark: str, params: dict, digest: str,
+             run_id: str = "", system: Callable[[], dict] | None = None) -> tuple[Run, bool]:
+    """Open the run a sweep writes to; return (run, resumed).
+
+    With `run_id` given, that run (created if new).  Without, the newest run
+    of this VM whose `benchmark` section has the same parameter digest and did
+    not finish, else a new one.  `system` supplies the provenance of a new run.
+    """
+    base = Path(runs_dir) / vm
+    run_id = run_id or find_resumable(runs_dir, vm, benchmark, digest)
+    resumed = bool(run_id) and (base / run_id / "provenance.json").exists()
+    run = Run(base / (run_id or new_run_id()))
+    try:
+        run.root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create run folder {run.root}: {exc.strerror}") from exc
+    if not os.access(run.root, os.W_OK):
+        raise StoreError(f"run folder {run.root} is not writable")
+    if not resumed:
+        info = system() if system else {}
+        run.update_provenance(lambda p: p.update(
+            {"run_id": run.run_id, "vm": vm, "created": now_iso(), **info, "benchmarks": {}}))
+    prior = run.section(benchmark)
+    if prior.get("params_digest") not in (None, digest):
+        raise StoreError(f"run {run.root} measured {benchmark} with other parameters "
+                         f"(digest {prior['params_digest']} != {digest}): choose a new run_id")
+    run.set_section(benchmark, params=params, params_digest=digest, status="running",
+                    started=prior.get("started", now_iso()), host=socket.gethostname())
+    return run, resumed
+
+
+@dataclass
+class Loaded:
+    """Everything under a runs folder: the tables, the runs and what could not be read."""
+
+    table: pd.DataFrame
+    runs: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def load(runs_dir: Path, benchmark: str) -> Loaded:
+    """Load every run's `benchmark` table (finished or not) into one DataFrame.
+
+    Nothing is skipped silently: an unreadable provenance, table or part file
+    is reported by name in ``problems`` and the rest still loads.
+    """
+    frames, runs, problems = [], [], []
+    for prov_path in sorted(Path(runs_dir).glob("*/*/provenance.json")):
+        run = Run(prov_path.parent)
+        try:
+            prov = run.provenance()
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        sec = prov.get("benchmarks", {}).get(benchmark)
+        if sec is None:
+            continue
+        part_problems: list[str] = []
+        rows, _ = run._read_parts(benchmark, part_problems)
+        problems += part_problems
+        table = None
+        if run.table_path(benchmark).exists():
+            try:
+                table = read_table(run.table_path(benchmark))
+            except StoreError as exc:
+                problems.append(str(exc))
+                continue
+        parts = pd.DataFrame(rows, columns=SCHEMA) if rows else None
+        got = [t for t in (table, parts) if t is not None and len(t)]
+        if rows:
+            problems.append(f"{run.root}: {benchmark} was not finalized (interrupted?); "
+                            f"{len(rows)} stored values used")
+        if not got:
+            continue
+        frames.append(pd.concat(got, ignore_index=True))
+        runs.append({"vm": run.vm, "run_id": run.run_id, "path": str(run.root),
+                     "status": sec.get("status", "unknown"), "started": sec.get("started"),
+                     "finished": sec.get("finished"), "params": sec.get("params", {}),
+                     "host": prov.get("system", {}).get("hostname", "")})
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMA)
+    return Loaded(table, runs, problems)

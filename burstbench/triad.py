@@ -1,0 +1,278 @@
+"""The STREAM Triad sweep: plan configurations, run them, summarise the spread.
+
+A configuration is (variant or baseline, affinity setting, threads,
+repetition).  Its label follows the study's Appendix Table A:
+``<compiler><version>[-<tag>]+<places>+<bind>`` (``gcc12.2.0+cores+spread``) or
+``<compiler><version>+<granularity>+<type>`` for KMP_AFFINITY
+(``icx2023.0.0+core+compact``); baselines are ``numba<version>+<places>+<bind>``
+and ``numpy<version>`` (one thread).  Repetitions are outermost, so slow drift
+of the machine spreads over all configurations instead of biasing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pandas as pd
+
+from burstbench import paths, provenance, runner, store
+from burstbench.params import ParamError, digest
+from kernels_ext import _sysinfo, variants
+from kernels_ext.affinity import UNSET, Affinity
+from kernels_ext.triad import check_size
+
+BENCHMARK = "triad"
+METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),
+           ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"))
+
+
+@dataclass
+class Plan:
+    """What a sweep will measure: tasks, the variants behind them, and notes."""
+
+    tasks: list[runner.Task]
+    variants: list[dict]
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """One row per label: how many configurations it contributes."""
+        rows = [t.config for t in self.tasks]
+        if not rows:
+            return pd.DataFrame(columns=["label", "threads", "configurations"])
+        df = pd.DataFrame(rows)
+        return (df.groupby("label", sort=False)
+                  .agg(impl=("impl", "first"), flags=("flags", "first"),
+                       threads=("threads", lambda s: ",".join(map(str, sorted(set(s))))),
+                       configurations=("key", "size"))
+                  .reset_index())
+
+
+def thread_counts(spec: str | list[int]) -> list[int]:
+    """'all' is 1..(CPUs this process may use); a list is taken as it is."""
+    return list(range(1, _sysinfo.available_cpus() + 1)) if spec == "all" else list(spec)
+
+
+def _affinities(places: list[str], binds: list[str], kmps: list[str]) -> list[Affinity]:
+    out = [Affinity(p, b) for p in places for b in binds]
+    return out + [Affinity(kmp_affinity=k) for k in kmps]
+
+
+def _variant_info(spec: dict) -> dict:
+    """Build the variant (if needed) and ask a fresh process what it runs on."""
+    args = [sys.executable, "-m", "kernels_ext.triad", "--info"]
+    if spec["compiler"] != "installed":
+        v = variants.build(spec["compiler"], spec["flags"], spec["tag"])
+        args += ["--compiler", v.compiler.path, f"--flags={v.flags}", "--tag", v.tag]
+    out, _ = runner.launch(runner.Task("info", {}, tuple(args), timeout_s=300))
+    info = json.loads(out.strip().splitlines()[-1])
+    info["cli_args"] = args[4:]
+    return info
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w.+-]+", "_", text)
+
+
+def plan(P: dict) -> Plan:
+    """Turn validated parameters into tasks; build each compiler variant first.
+
+    A compiler this machine lacks is skipped with a note; one that fails to
+    compile, KMP_AFFINITY given to a runtime that ignores it, or two variants
+    with one label are errors (ParamError), before anything is measured.
+    """
+    size, size_notes = check_size(P["triad_size"])
+    threads = thread_counts(P["triad_threads"])
+    notes = list(size_notes)
+    cpus = _sysinfo.available_cpus()
+    if max(threads) > cpus:
+        notes.append(f"threads up to {max(threads)} on {cpus} CPUs oversubscribe them: "
+                     "those points time badly")
+    default_aff = _affinities(P["triad_places"], P["triad_bind"], P["triad_kmp_affinity"])
+    groups: list[tuple[dict, list[Affinity], list[int]]] = []
+    built: list[dict] = []
+    for spec in P["triad_variants"]:
+        try:
+            info = _variant_info(spec)
+        except variants.CompilerNotFound as exc:
+            notes.append(f"skipped variant {spec['compiler']} '{spec['flags']}': {exc}")
+            continue
+        except variants.BuildFailed as exc:
+            raise ParamError(f"triad_variants: {exc}") from exc
+        except (variants.VariantError, runner.TaskFailed) as exc:
+            raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
+        if "places" in spec or "bind" in spec or "kmp_affinity" in spec:
+            affs = _affinities(spec.get("places", []), spec.get("bind", []),
+                               spec.get("kmp_affinity", []))
+            if not affs:  # places without bind (or the reverse): cross with the default
+                affs = _affinities(spec.get("places", P["triad_places"]),
+                                   spec.get("bind", P["triad_bind"]), [])
+        else:
+            affs = default_aff
+        if "libgomp" in info.get("openmp_library", "") and any(a.kmp_affinity for a in affs):
+            raise ParamError(f"triad_variants: {info['variant']} runs on GNU libgomp, which "
+                             "ignores KMP_AFFINITY: give this variant places/bind instead")
+        if not info.get("openmp_version"):
+            notes.append(f"variant {info['variant']} was built without OpenMP (its flags lack "
+                         "-fopenmp/-qopenmp/-mp): it runs one thread whatever is asked")
+        built.append(info | {"spec": spec})
+        groups.append((info, affs, threads))
+    labels = [i["variant"] for i in built]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ParamError(f"triad_variants: two variants are labelled {dupes[0]}: give each a "
+                         "different 'tag'")
+    for base in P["triad_baselines"]:
+        version = metadata.version(base)
+        info = {"impl": base, "variant": f"{base}{version}", "compiler": base,
+                "compiler_version": version, "flags": "", "cli_args": ["--impl", base]}
+        if base == "numpy":  # one thread, no OpenMP: one configuration
+            groups.append((info, [Affinity()], [1]))
+        else:
+            groups.append((info, [a for a in default_aff if not a.kmp_affinity] or [Affinity()],
+                           threads))
+        built.append(info)
+    if not groups:
+        raise ParamError("nothing to measure: every variant was skipped and no baseline asked")
+
+    tasks = []
+    for rep in range(1, P["triad_repetitions"] + 1):
+        for info, affs, counts in groups:
+            for aff in affs:
+                for t in counts:
+                    tasks.append(_task(P, info, aff, t, rep, size))
+    return Plan(tasks, built, notes)
+
+
+def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int) -> runner.Task:
+    impl = info.get("impl", "c")
+    label = info["variant"] if impl == "numpy" else f"{info['variant']}+{aff.label}"
+    config = {"benchmark": BENCHMARK, "label": label, "impl": impl, "variant": info["variant"],
+              "compiler": info["compiler"], "compiler_version": info["compiler_version"],
+              "flags": info["flags"], "places": aff.places if not aff.kmp_affinity else "",
+              "bind": aff.bind if not aff.kmp_affinity else "",
+              "kmp_affinity": aff.kmp_affinity, "threads": threads, "size": size,
+              "repetition": rep}
+    ident = json.dumps([config, P["triad_ntimes"], info.get("variant_key", "")], sort_keys=True)
+    key = f"{_slug(label)}-t{threads}-r{rep}-{hashlib.sha256(ident.encode()).hexdigest()[:6]}"
+    argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
+            str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"])
+    env = dict(aff.env())
+    env["OMP_NUM_THREADS"] = str(threads)
+    if impl == "numba":
+        env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
+    return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
+                       float(P["triad_timeout_s"]))
+
+
+def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
+    """Kernel JSON lines -> tidy rows (one per function and metric) and raw records."""
+    try:
+        records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise runner.TaskFailed(f"unreadable kernel output ({exc})") from exc
+    if {r.get("function") for r in records} != {"Copy", "Scale", "Add", "Triad"}:
+        raise runner.TaskFailed("kernel output lacks some of Copy/Scale/Add/Triad")
+    rows = []
+    for rec in records:
+        if not rec.get("validated"):
+            raise runner.TaskFailed(f"{rec['function']} not validated")
+        binding = rec.get("binding", [])
+        extra = {"host": rec.get("host"), "function": rec["function"],
+                 "bound_cpus": ",".join(str(b["cpu_first"]) for b in binding),
+                 "moved_threads": sum(1 for b in binding
+                                      if b["moves"] or b["cpu_first"] != b["cpu_last"]),
+                 "timestamp": store.now_iso()}
+        for field_, metric, unit in METRICS:
+            rows.append(task.config | extra | {"metric": metric, "value": rec[field_],
+                                               "unit": unit})
+        rec["stderr"] = stderr.strip()
+    triad = next(r for r in records if r["function"] == "Triad")
+    summary = f"Triad {triad['best_rate_gbs']:.1f} GB/s on CPUs [{rows[-1]['bound_cpus']}]"
+    runtime_msgs = [ln for ln in stderr.strip().splitlines()
+                    if ln.strip() and not ln.startswith("warning: ")]  # ours are in the records
+    if runtime_msgs:
+        summary += f" (stderr: {runtime_msgs[-1][:80]})"
+    return rows, records, summary
+
+
+def open_run(P: dict) -> tuple[store.Run, bool]:
+    """The run this sweep writes to (resuming an unfinished one with the same parameters)."""
+    run, resumed = store.open_run(
+        paths.runs_dir(P["runs_dir"]), P["vm"], BENCHMARK, P, digest(P, BENCHMARK),
+        P["run_id"], system=lambda: provenance.collect(paths.project_root()))
+    print(("resumed" if resumed else "new") + f" run {run.root}")
+    return run, resumed
+
+
+class SweepFailed(RuntimeError):
+    """Some configurations gave no result; what was measured is stored."""
+
+
+def sweep(P: dict, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
+    """Measure every planned configuration not yet stored; finalize and return the table.
+
+    Raises SweepFailed after storing everything measured when some
+    configurations failed, and KeyboardInterrupt when interrupted.
+    """
+    run.set_section(BENCHMARK, variants=the_plan.variants, notes=the_plan.notes,
+                    planned=len(the_plan.tasks))
+    for note in the_plan.notes:
+        print(f"note: {note}")
+    result = runner.sweep(the_plan.tasks, run, BENCHMARK, parse, progress)
+    table = run.finalize(BENCHMARK)
+    status = "complete" if result.complete else ("interrupted" if result.interrupted
+                                                 else "incomplete")
+    run.set_section(BENCHMARK, status=status, finished=store.now_iso(),
+                    failures=[{"configuration": t, "reason": r} for t, r in result.failed],
+                    seconds=round(result.seconds, 1))
+    if result.interrupted:
+        raise KeyboardInterrupt
+    if result.failed:
+        first = result.failed[0]
+        raise SweepFailed(f"{len(result.failed)} of {result.total} configurations failed "
+                          f"(first: {first[0]}: {first[1]}); measured ones are stored in "
+                          f"{run.root}; re-run to retry the failed ones")
+    print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
+          f"{result.seconds:.0f} s; results in {run.root}")
+    return table
+
+
+GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "places", "bind",
+         "kmp_affinity", "threads", "function"]
+
+
+def spread(table: pd.DataFrame, function: str | None = "Triad") -> pd.DataFrame:
+    """Median and spread of the best rate over repetitions, per configuration.
+
+    Columns: median_gbs, min_gbs, max_gbs, cv (standard deviation / mean),
+    n (repetitions) and bound_cpus (every distinct binding seen).
+    """
+    df = table[table["metric"] == "best_rate"].copy()
+    if function:
+        df = df[df["function"] == function]
+    if df.empty:
+        return pd.DataFrame(columns=GROUP + ["median_gbs", "min_gbs", "max_gbs", "cv", "n",
+                                             "bound_cpus"])
+    df["value"] = df["value"].astype(float)
+    for c in GROUP:
+        df[c] = df[c].astype(int) if c == "threads" else \
+            df[c].astype(object).where(df[c].notna(), "").astype(str)
+    g = df.groupby(GROUP, sort=True)
+    out = g["value"].agg(median_gbs="median", min_gbs="min", max_gbs="max", mean="mean",
+                         std="std", n="size").reset_index()
+    out["cv"] = (out["std"].fillna(0.0) / out["mean"]).round(4)
+    cpus = g["bound_cpus"].agg(lambda s: " | ".join(sorted({str(x) for x in s})))
+    out = out.merge(cpus.rename("bound_cpus").reset_index(), on=GROUP)
+    return out.drop(columns=["mean", "std"])
+
+
+def measure(params: dict[str, Any], progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
+    """The whole measurement: open (or resume) the run, plan, sweep. For scripts and tests."""
+    run, _ = open_run(params)
+    return run, sweep(params, run, plan(params), progress)

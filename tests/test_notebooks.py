@@ -1,0 +1,128 @@
+"""The notebooks through papermill, the burstbench CLI, and the report built from data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from burstbench import report, store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def snapshot(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_smoke_run_makes_one_complete_run_folder(smoke_run):
+    (run_dir,) = (smoke_run / "smoke").iterdir()
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"provenance.json", "triad.csv", "triad.jsonl", "010_measure_triad.ipynb"} <= names
+    assert not (run_dir / "triad.parts").exists()
+    table = pd.read_csv(run_dir / "triad.csv")
+    # smoke.yaml: gcc (1 affinity x 2 threads) + numba (2 threads) + numpy (1) = 5, x 2 reps
+    assert table["key"].nunique() == 10
+    assert set(table["function"]) == {"Copy", "Scale", "Add", "Triad"}
+    assert set(table["metric"]) == {"best_rate", "avg_time", "min_time", "max_time"}
+    assert set(table.loc[table.metric == "best_rate", "unit"]) == {"GB/s"}
+    assert (table["value"] > 0).all()
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["benchmarks"]["triad"]["status"] == "complete"
+    nb = json.loads((run_dir / "010_measure_triad.ipynb").read_text())
+    assert any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
+
+
+def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
+    figs = tmp_path / "figures"
+    proc = cli("-m", "burstbench", "report", "--runs-dir", str(smoke_run), "--figures-dir",
+               str(figs))
+    assert proc.returncode == 0, proc.stderr
+    index = (figs / "README.md").read_text()
+    for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
+                 "triad_overview.png"):
+        assert (figs / name).stat().st_size > 0
+        assert name in index
+    best = pd.read_csv(figs / "triad_best.csv")
+    ours = best[best["source"] == "measured here"]
+    assert set(ours["vm"]) == {"smoke"} and len(ours) == 3  # gcc, numba, numpy labels
+    study = best[best["source"] == "the study"].set_index("vm")
+    assert study.loc["HB120rs_v3", "best_median_gbs"] == 235.1
+    assert study.loc["HB120rs_v3", "fraction_of_theoretical"] == pytest.approx(235.1 / 409.6,
+                                                                              abs=1e-3)
+
+
+def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(smoke_run, runs)
+    broken = runs / "broken" / "r1"
+    broken.mkdir(parents=True)
+    (broken / "provenance.json").write_text('{"benchmarks": {"triad": {}}}')
+    (broken / "triad.csv").write_text("garbage\n\x00\x01")
+    section = report.triad_report(runs, ROOT / "data" / "reference", tmp_path / "figs")
+    assert any("broken/r1" in p for p in section.problems)
+    assert (tmp_path / "figs" / "triad_smoke.png").exists()
+    report.save_section(section, tmp_path / "figs")
+    assert "broken/r1" in report.write_index(tmp_path / "figs").read_text()
+
+
+def test_unknown_parameter_through_papermill_names_it(tmp_path):
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as err:
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / "010_measure_triad.ipynb"), str(tmp_path / "out.ipynb"),
+            parameters={"triad_thread": [1], "runs_dir": str(tmp_path)},
+            kernel_name="python3", progress_bar=False, cwd=str(ROOT))
+    assert err.value.ename == "ParamError"
+    assert "unknown parameter 'triad_thread'" in err.value.evalue
+    assert not (tmp_path / "local").exists()  # nothing was started
+
+
+def test_bad_params_leave_earlier_results_intact(smoke_run, tmp_path, cli):
+    before = snapshot(smoke_run)
+    cases = {
+        "unknown.yaml": "vm: smoke\ntriad_treads: [1]\n",
+        "malformed.yaml": "vm: smoke\ntriad_threads: [1,\n",
+        "threads0.yaml": "vm: smoke\ntriad_threads: [0]\n",
+        "size.yaml": "vm: smoke\ntriad_size: -1\n",
+        "ntimes.yaml": "vm: smoke\ntriad_ntimes: 1\n",
+        "places.yaml": "vm: smoke\ntriad_places: [cors]\n",
+        "kmp.yaml": "vm: smoke\ntriad_kmp_affinity: [compactt]\n",
+    }
+    for name, text in cases.items():
+        f = tmp_path / name
+        f.write_text(text)
+        proc = cli("-m", "burstbench", "run", "--params", str(f), "--runs-dir", str(smoke_run))
+        assert proc.returncode == 2, name
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error:")
+    assert snapshot(smoke_run) == before
+
+
+def test_failing_variant_in_a_sweep_shows_the_compiler_message(tmp_path, cli):
+    f = tmp_path / "p.yaml"
+    f.write_text("vm: v\ntriad_size: 100000\ntriad_threads: [1]\ntriad_baselines: []\n"
+                 "triad_variants: [{compiler: gcc, flags: -O2 -fopenmp -fno-such-flag}]\n")
+    proc = cli("-m", "burstbench", "run", "--params", str(f), "--runs-dir", str(tmp_path),
+               "--quiet")
+    assert proc.returncode == 1
+    assert "failed to compile" in proc.stderr and "-fno-such-flag" in proc.stderr
+
+
+def test_cli_help(cli):
+    for args in ([], ["run"], ["report"], ["params"]):
+        proc = cli("-m", "burstbench", *args, "--help")
+        assert proc.returncode == 0 and "example" in proc.stdout
+
+
+def test_params_command_checks_every_file(cli, tmp_path):
+    assert cli("-m", "burstbench", "params", *map(str, ROOT.glob("papermill_params/*.yaml"))
+               ).returncode == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("vm: x\nfoo: 1\n")
+    proc = cli("-m", "burstbench", "params", str(bad))
+    assert proc.returncode == 2 and "unknown parameter 'foo'" in proc.stderr

@@ -1,0 +1,181 @@
+"""Results store (atomic files, loading many runs) and sweeps (stored as measured, resumed)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from burstbench import params, runner, store, triad
+
+SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
+         "triad_places": ["cores"], "triad_bind": ["close", "spread"],
+         "triad_variants": [{"compiler": "gcc", "flags": "-O2 -fopenmp"}],
+         "triad_baselines": ["numpy"], "triad_repetitions": 2}
+
+
+def small_params(tmp_path, **over):
+    return params.validate(SMALL | {"runs_dir": str(tmp_path)} | over, "triad")
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    f = tmp_path / "t.csv"
+    store.atomic_write(f, "old\n")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        store.atomic_write(f, "new\n")
+    assert f.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary left behind
+
+
+def test_plan_labels_and_order(tmp_path):
+    p = small_params(tmp_path)
+    pl = triad.plan(p)
+    labels = [t.config["label"] for t in pl.tasks]
+    gcc = pl.variants[0]["variant"]
+    assert f"{gcc}+cores+close" in labels and f"{gcc}+cores+spread" in labels
+    assert any(lab.startswith("numpy") for lab in labels)
+    # 2 affinities x 2 threads for gcc, 1 for numpy, x 2 repetitions, repetitions outermost
+    assert len(pl.tasks) == 10
+    assert [t.config["repetition"] for t in pl.tasks] == [1] * 5 + [2] * 5
+    assert len({t.key for t in pl.tasks}) == 10
+    env = dict(pl.tasks[0].env)
+    assert env["OMP_PLACES"] == "cores" and env["OMP_PROC_BIND"] == "close"
+
+
+def test_plan_skips_missing_compilers_and_refuses_bad_ones(tmp_path):
+    p = small_params(tmp_path, triad_variants=[{"compiler": "gcc", "flags": "-O2 -fopenmp"},
+                                               {"compiler": "nvc", "flags": "-fast -mp"}])
+    import shutil
+
+    if shutil.which("nvc") is None:
+        assert any("skipped variant nvc" in n for n in triad.plan(p).notes)
+    with pytest.raises(params.ParamError, match="failed to compile"):
+        triad.plan(small_params(tmp_path, triad_variants=[
+            {"compiler": "gcc", "flags": "-O2 -fbroken-flag"}]))
+    with pytest.raises(params.ParamError, match="ignores KMP_AFFINITY"):
+        triad.plan(small_params(tmp_path, triad_variants=[
+            {"compiler": "gcc", "flags": "-O2 -fopenmp",
+             "kmp_affinity": ["granularity=core,compact"]}]))
+    with pytest.raises(params.ParamError, match="two variants are labelled"):
+        triad.plan(small_params(tmp_path, triad_variants=[
+            {"compiler": "gcc", "flags": "-O2 -fopenmp"},
+            {"compiler": "gcc", "flags": "-O3 -fopenmp"}]))
+
+
+def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
+    p = small_params(tmp_path)
+    real = runner.launch
+    calls = {"n": 0}
+
+    def interrupt_third(task):
+        calls["n"] += task.key != "info"  # the plan's --info launches do not count
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(runner, "launch", interrupt_third)
+    with pytest.raises(KeyboardInterrupt):
+        triad.measure(p, progress=False)
+    (run_dir,) = (tmp_path / "t").iterdir()
+    run = store.Run(run_dir)
+    assert run.section("triad")["status"] == "interrupted"
+    kept = pd.read_csv(run.table_path("triad"))
+    assert kept["key"].nunique() == 2  # the two measured before Ctrl-C
+
+    monkeypatch.setattr(runner, "launch", real)
+    calls["n"] = 0
+    run2, table = triad.measure(p, progress=False)  # same parameters: resumes that run
+    assert run2.root == run_dir
+    assert table["key"].nunique() == 10
+    assert len(table) == 10 * 4 * 4  # configurations x functions x metrics
+    assert run2.section("triad")["status"] == "complete"
+    # a finished run is not resumed: the next identical sweep starts a new run
+    assert store.find_resumable(tmp_path, "t", "triad", params.digest(p, "triad")) == ""
+
+
+def test_failed_configuration_is_reported_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    p = small_params(tmp_path, triad_repetitions=1)
+    real = runner.launch
+
+    def fail_numpy(task):
+        if task.config.get("impl") == "numpy":
+            raise runner.TaskFailed("simulated crash")
+        return real(task)
+
+    monkeypatch.setattr(runner, "launch", fail_numpy)
+    with pytest.raises(triad.SweepFailed, match="1 of 5 configurations failed"):
+        triad.measure(p, progress=False)
+    (run_dir,) = (tmp_path / "t").iterdir()
+    sec = store.Run(run_dir).section("triad")
+    assert sec["status"] == "incomplete" and "simulated crash" in sec["failures"][0]["reason"]
+    assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 4
+
+
+def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
+    p = small_params(tmp_path, triad_repetitions=1)
+    run, _ = triad.open_run(p)
+    pl = triad.plan(p)
+    task = pl.tasks[0]
+    out, err = runner.launch(task)
+    rows, raw, _ = triad.parse(task, out, err)
+    run.save("triad", task.key, [r | {"run_id": run.run_id, "vm": "t"} for r in rows], raw)
+    # ... and the process died here, before finalize: the part is on disk
+    loaded = store.load(tmp_path, "triad")
+    assert len(loaded.table) == 16
+    assert any("not finalized" in msg for msg in loaded.problems)
+    assert run.done_keys("triad") == {task.key}
+
+
+def test_load_reports_damaged_runs_by_name_and_loads_the_rest(tmp_path):
+    p = small_params(tmp_path, triad_repetitions=1, triad_threads=[1])
+    good, _ = triad.measure(p, progress=False)
+    bad, _ = triad.measure(p, progress=False)
+    junk = tmp_path / "t" / "junk-run"
+    junk.mkdir()
+    (junk / "provenance.json").write_text("{not json")
+    bad.table_path("triad").write_text("this,is\nnot,a results table\n")
+    loaded = store.load(tmp_path, "triad")
+    assert set(loaded.table["run_id"]) == {good.run_id}
+    text = " ".join(loaded.problems)
+    assert "junk-run" in text and bad.run_id in text
+
+
+def test_provenance_has_what_the_issue_lists(tmp_path):
+    p = small_params(tmp_path, triad_repetitions=1, triad_threads=[1])
+    run, table = triad.measure(p, progress=False)
+    prov = run.provenance()
+    cpu = prov["system"]["cpu"]
+    for key in ("model", "sockets", "cores", "threads_per_core", "caches"):
+        assert cpu[key], key
+    assert prov["system"]["numa"] and prov["system"]["memory"]["total_bytes"] > 0
+    assert prov["system"]["os"]["kernel"] and prov["system"]["hostname"]
+    assert "numpy" in prov["software"]["packages"] and prov["software"]["python"]
+    assert "gcc" in prov["software"]["compilers"]
+    assert "dirty" in prov["git"] and "commit" in prov["git"]
+    sec = prov["benchmarks"]["triad"]
+    assert sec["started"] and sec["finished"] and sec["params"]["triad_size"] == 50_000
+    v = sec["variants"][0]
+    assert v["flags"] == "-O2 -fopenmp" and v["openmp_library"] and v["compiler_version"]
+    raw = [json.loads(x) for x in run.raw_path("triad").read_text().splitlines()]
+    assert raw and all("binding" in r and "env" in r for r in raw)
+    assert set(table.columns) >= set(store.SCHEMA)
+    assert (table["run_id"] == run.run_id).all() and (table["vm"] == "t").all()
+
+
+def test_spread_statistics():
+    base = {"vm": "v", "run_id": "r", "label": "L", "impl": "c", "variant": "gcc",
+            "compiler": "gcc", "places": "cores", "bind": "close", "kmp_affinity": "",
+            "threads": 2, "function": "Triad", "metric": "best_rate", "bound_cpus": "0,1"}
+    df = pd.DataFrame([base | {"value": v} for v in (10.0, 12.0, 14.0)])
+    s = triad.spread(df)
+    assert len(s) == 1
+    row = s.iloc[0]
+    assert (row.median_gbs, row.min_gbs, row.max_gbs, row.n) == (12.0, 10.0, 14.0, 3)
+    assert row.cv == pytest.approx(2.0 / 12.0, abs=1e-4)

@@ -1,0 +1,135 @@
+"""The C STREAM kernels against NumPy oracles, STREAM's check, and the GIL."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kernels_ext import _triad, baselines
+from kernels_ext.triad import BYTES_PER_ELEMENT, summarize
+
+SCALAR = 3.0
+
+
+def numpy_stream(a, b, c, ntimes):
+    """What stream.c does to its arrays, in NumPy: the oracle."""
+    a = 2.0 * a
+    for _ in range(ntimes):
+        c = a.copy()
+        b = SCALAR * c
+        c = a + b
+        a = b + SCALAR * c
+    return a, b, c
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 7, 1001, 100_003])
+def test_kernels_match_numpy(n, threads):
+    rng = np.random.default_rng(n + threads)
+    a, b, c = rng.random(n), rng.random(n), rng.random(n)
+    ea, eb, ec = numpy_stream(a, b, c, 4)
+    out = _triad.passes(a, b, c, 4, threads)
+    # -march=native may fuse b + s*c into one FMA: equal up to a few ulps
+    np.testing.assert_allclose(a, ea, rtol=1e-14)
+    np.testing.assert_allclose(b, eb, rtol=1e-14)
+    np.testing.assert_allclose(c, ec, rtol=1e-14)
+    assert out["threads"] == threads
+    assert set(out["times"]) == {"Copy", "Scale", "Add", "Triad"}
+    assert all(len(v) == 4 and min(v) >= 0 for v in out["times"].values())
+
+
+def test_run_validates_and_reports_stream_expected_values():
+    ntimes = 5
+    out = _triad.run(200_000, ntimes, 2)
+    ea, eb, ec = numpy_stream(np.ones(1), np.full(1, 2.0), np.zeros(1), ntimes)
+    assert out["check"]["validated"] is True
+    assert out["check"]["expected"] == pytest.approx((ea[0], eb[0], ec[0]), rel=1e-15)
+    assert out["check"]["bad_elements"] == (0, 0, 0)
+    assert out["threads"] == 2
+    assert [b["thread"] for b in out["binding"]] == [0, 1]
+
+
+@pytest.mark.parametrize("index", [0, 12_345, 199_999])
+def test_lost_write_fails_the_check(index):
+    out = _triad.run(200_000, 3, 2, fault_index=index)
+    assert out["check"]["validated"] is False
+    assert out["check"]["bad_elements"][0] == 1
+
+
+def test_check_catches_a_corrupted_array():
+    n, ntimes = 10_000, 3
+    a, b, c = numpy_stream(np.ones(n), np.full(n, 2.0), np.zeros(n), ntimes)
+    assert _triad.check(a, b, c, ntimes)["validated"] is True
+    c[4321] *= 1.0 + 1e-6  # a small error in one element of c
+    got = _triad.check(a, b, c, ntimes)
+    assert got["validated"] is False
+    assert got["bad_elements"] == (0, 0, 1)
+    c[4321] = np.nan  # NaN compares false with everything: still caught
+    assert _triad.check(a, b, c, ntimes)["bad_elements"] == (0, 0, 1)
+    assert _triad.check(a, b, c, ntimes + 1)["validated"] is False  # wrong pass count
+
+
+def test_check_tolerance_is_streams():
+    n, ntimes = 1000, 2
+    a, b, c = numpy_stream(np.ones(n), np.full(n, 2.0), np.zeros(n), ntimes)
+    a *= 1 + 0.5e-13  # mean relative error 5e-14 <= 1e-13: accepted, as stream.c does
+    assert _triad.check(a, b, c, ntimes)["validated"] is True
+    a *= 1 + 1e-13
+    assert _triad.check(a, b, c, ntimes)["validated"] is False
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError):
+        _triad.run(0, 3, 1)
+    with pytest.raises(ValueError):
+        _triad.run(10, 1, 1)
+    with pytest.raises(ValueError):
+        _triad.check(np.ones(3), np.ones(4), np.ones(3), 2)
+    with pytest.raises(ValueError):
+        _triad.check(np.ones(3, dtype=np.float32), np.ones(3), np.ones(3), 2)
+
+
+def test_gil_is_released_while_the_kernel_runs():
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        before = ticks
+        _triad.run(10_000_000, 4, 1)
+        during = ticks - before
+    finally:
+        stop.set()
+        t.join()
+    assert during > 1000  # a held GIL would freeze the counting thread for the whole run
+
+
+def test_summarize_counts_bytes_as_stream_does():
+    times = {f: [9.0, 2.0, 1.0, 4.0] for f in ("Copy", "Scale", "Add", "Triad")}
+    recs = {r["function"]: r for r in summarize(times, 1_000_000)}
+    # first pass (9 s) is left out: min 1, max 4, mean (2 + 1 + 4) / 3
+    assert recs["Triad"]["min_time_s"] == 1.0
+    assert recs["Triad"]["max_time_s"] == 4.0
+    assert recs["Triad"]["avg_time_s"] == pytest.approx(7 / 3)
+    assert recs["Triad"]["best_rate_gbs"] == pytest.approx(24e6 / 1.0 / 1e9)
+    assert recs["Copy"]["best_rate_gbs"] == pytest.approx(16e6 / 1e9)
+    assert BYTES_PER_ELEMENT == {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
+
+
+def test_numpy_and_numba_baselines_validate_and_catch_faults():
+    for fn, args in ((baselines.numpy_stream, (50_000, 3)),
+                     (baselines.numba_stream, (50_000, 3, 2))):
+        good = fn(*args)
+        assert good["check"]["validated"] is True
+        assert len(good["times"]["Triad"]) == 3
+        bad = fn(*args, fault_index=77)
+        assert bad["check"]["validated"] is False
+    assert baselines.numba_stream(50_000, 2, 2)["threads"] == 2

@@ -1,0 +1,134 @@
+"""`python -m kernels_ext.triad`: JSON records, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernels_ext import _sysinfo
+
+FIELDS = {"function", "best_rate_gbs", "avg_time_s", "min_time_s", "max_time_s", "size",
+          "threads", "validated", "binding", "variant", "openmp_library"}
+
+
+def records(proc):
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_one_json_line_per_function(cli):
+    recs = records(cli("-m", "kernels_ext.triad", "--size", "300000", "--ntimes", "3",
+                       "--threads", "2"))
+    assert [r["function"] for r in recs] == ["Copy", "Scale", "Add", "Triad"]
+    for r in recs:
+        assert FIELDS <= set(r)
+        assert r["validated"] is True and r["size"] == 300_000 and r["threads"] == 2
+        assert r["min_time_s"] <= r["avg_time_s"] <= r["max_time_s"]
+        assert r["best_rate_gbs"] == pytest.approx(
+            {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}[r["function"]] * 300_000
+            / r["min_time_s"] / 1e9)
+        assert len(r["times_s"]) == 3
+        assert len(r["binding"]) == 2
+
+
+def test_binding_records_where_threads_ran(cli):
+    recs = records(cli("-m", "kernels_ext.triad", "--size", "300000", "--ntimes", "3",
+                       "--threads", "2", env={"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}))
+    r = recs[-1]
+    assert r["places_requested"] == "cores" and r["bind_requested"] == "close"
+    assert r["affinity_label"] == "cores+close"
+    assert r["env"]["OMP_PLACES"] == "cores"
+    assert r["proc_bind"] == "close"
+    cpus = set(range(_sysinfo.available_cpus() * 4))
+    for b in r["binding"]:
+        assert b["place"] >= 0  # bound threads have a place
+        assert b["cpu_first"] in cpus and b["cpu_last"] in cpus
+        assert b["cpu_first"] in r["places"][b["place"]]  # it ran inside its place
+    assert r["openmp_library"]  # the runtime's file, e.g. libgomp.so.1
+
+
+def test_out_file_is_written_whole(cli, tmp_path):
+    out = tmp_path / "triad.jsonl"
+    proc = cli("-m", "kernels_ext.triad", "--size", "200000", "--ntimes", "2", "--threads",
+               "1", "--out", str(out))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert len(out.read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize("impl,threads", [("numpy", "1"), ("numba", "2")])
+def test_baselines_from_the_cli(cli, impl, threads):
+    recs = records(cli("-m", "kernels_ext.triad", "--impl", impl, "--size", "100000",
+                       "--ntimes", "2", "--threads", threads))
+    assert recs[-1]["variant"].startswith(impl) and recs[-1]["validated"]
+
+
+BAD = [
+    (["--size", "0"], "size must be a positive number"),
+    (["--size", "-5"], "size must be a positive number"),
+    (["--size", "1.5"], "size must be an integer"),
+    (["--size", "ten"], "size must be an integer"),
+    (["--size", "1e13"], "of memory is available"),
+    (["--ntimes", "1"], "ntimes must be at least 2"),
+    (["--threads", "0"], "threads must be at least 1"),
+    (["--compiler", "frobnicc"], "unknown compiler 'frobnicc'"),
+    (["--impl", "numpy", "--threads", "2"], "NumPy baseline runs on one thread"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD)
+def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", *args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"OMP_PLACES": "cors"}, "unknown OMP_PLACES value 'cors'"),
+    ({"OMP_PROC_BIND": "spreadd"}, "unknown OMP_PROC_BIND value 'spreadd'"),
+    ({"KMP_AFFINITY": "granularity=core,compactt"}, "unknown KMP_AFFINITY value"),
+])
+def test_unknown_affinity_values_are_refused(cli, env, message):
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", env=env)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
+
+
+def test_failed_validation_is_an_error_not_a_number(cli):
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "2", "--threads",
+               "1", "--inject-fault", "5")
+    assert proc.returncode == 3
+    assert proc.stdout == ""  # no bandwidth printed for a wrong answer
+    assert "failed STREAM validation" in proc.stderr
+
+
+def test_oversubscription_warns(cli):
+    threads = _sysinfo.available_cpus() + 1
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "2", "--threads",
+               str(threads))
+    assert proc.returncode == 0
+    assert "oversubscribes" in proc.stderr
+    assert records(proc)[0]["warnings"]
+
+
+def test_small_size_warns_about_cache(cli):
+    proc = cli("-m", "kernels_ext.triad", "--size", "1000", "--ntimes", "2", "--threads", "1")
+    assert proc.returncode == 0 and "last-level cache" in proc.stderr
+
+
+def test_default_size_is_four_times_the_llc(cli):
+    from kernels_ext.triad import default_size
+
+    assert default_size() >= 10_000_000
+    assert default_size() * 8 >= 4 * _sysinfo.last_level_cache_bytes()
+
+
+def test_help_explains(cli):
+    proc = cli("-m", "kernels_ext.triad", "--help")
+    assert proc.returncode == 0 and "OMP_PLACES" in proc.stdout and "examples" in proc.stdout
+
+
+def test_info_names_the_build(cli):
+    info = json.loads(cli("-m", "kernels_ext.triad", "--info").stdout)
+    assert info["impl"] == "c" and info["openmp_version"] > 0 and info["flags"]

@@ -1,0 +1,92 @@
+"""Compiler variants: built from the same sources, cached by compiler identity and flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import needs_clang
+from kernels_ext import variants
+
+GCC_FLAGS = "-O2 -fopenmp"
+
+
+def test_build_is_cached_and_reused():
+    v1 = variants.build("gcc", GCC_FLAGS)
+    mtime = os.path.getmtime(v1.path)
+    v2 = variants.build("gcc", GCC_FLAGS)
+    assert v2.key == v1.key and v2.path == v1.path
+    assert os.path.getmtime(v1.path) == mtime  # not rebuilt
+    record = json.loads((variants.cache_root() / v1.key / "build.json").read_text())
+    assert record["flags"] == GCC_FLAGS and "gcc" in record["command"]
+    assert v1.label.startswith("gcc") and v1.compiler.version in v1.label
+
+
+def test_key_changes_with_flags_and_tag_changes_only_the_label():
+    a = variants.build("gcc", GCC_FLAGS)
+    b = variants.build("gcc", "-O3 -fopenmp")
+    c = variants.build("gcc", GCC_FLAGS, tag="fast")
+    assert a.key != b.key
+    assert c.key == a.key and c.label == a.label + "-fast"
+
+
+def test_key_changes_with_the_sources(monkeypatch, tmp_path):
+    a = variants.build("gcc", GCC_FLAGS)
+    src = tmp_path / "pkg"
+    shutil.copytree(variants.PACKAGE_DIR, src, ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "src" / "stream.c").write_text((src / "src" / "stream.c").read_text() + "\n/* */\n")
+    monkeypatch.setattr(variants, "PACKAGE_DIR", src)
+    assert variants.build("gcc", GCC_FLAGS).key != a.key
+
+
+def test_variant_runs_in_a_fresh_process(cli):
+    proc = cli("-m", "kernels_ext.triad", "--compiler", "gcc", f"--flags={GCC_FLAGS}",
+               "--size", "100000", "--ntimes", "2", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(proc.stdout.splitlines()[-1])
+    assert rec["flags"] == GCC_FLAGS and rec["compiler"] == "gcc" and rec["validated"]
+
+
+def test_failed_compile_shows_the_compilers_message(cli):
+    with pytest.raises(variants.BuildFailed) as err:
+        variants.build("gcc", "-O2 -fno-such-option-anywhere")
+    assert "-fno-such-option-anywhere" in str(err.value)
+    proc = cli("-m", "kernels_ext.triad", "--compiler", "gcc",
+               "--flags=-O2 -fno-such-option-anywhere", "--size", "100000")
+    assert proc.returncode == 4
+    assert "failed to compile" in proc.stderr and "-fno-such-option-anywhere" in proc.stderr
+
+
+def test_unknown_and_missing_compilers(monkeypatch):
+    with pytest.raises(variants.VariantError, match="unknown compiler 'frobnicc'"):
+        variants.identify("frobnicc")
+    with pytest.raises(variants.VariantError, match="does not identify as a C compiler"):
+        variants.identify("true")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(variants.CompilerNotFound, match="'nvc' is not installed"):
+        variants.identify("nvc")
+
+
+def test_bad_tag_is_refused():
+    with pytest.raises(variants.VariantError, match="tag"):
+        variants.build("gcc", GCC_FLAGS, tag="a b")
+
+
+def test_installed_module_reports_its_build():
+    _, info = variants.installed()
+    assert info["label"].startswith(info["family"]) and "-O" in info["flags"]
+
+
+@needs_clang
+def test_clang_variant_uses_llvm_openmp(cli):
+    v = variants.build("clang", "-O3 -march=native -fopenmp")
+    assert v.compiler.family == "clang" and v.label.startswith("clang")
+    proc = cli("-m", "kernels_ext.triad", "--compiler", "clang",
+               "--flags=-O3 -march=native -fopenmp", "--size", "100000", "--ntimes", "2",
+               "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(proc.stdout.splitlines()[-1])
+    assert "libomp" in rec["openmp_library"] and rec["threads"] == 2
