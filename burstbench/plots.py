@@ -18,7 +18,7 @@ def apply_style() -> None:
     """The shared look: white grid, paper-sized fonts, colour-blind palette."""
     sns.set_theme(style="whitegrid", context="paper", palette="colorblind",
                   rc={"figure.dpi": 110, "savefig.dpi": 150, "axes.titleweight": "bold",
-                      "legend.frameon": False})
+                      "legend.frameon": False, "svg.hashsalt": "burstbench"})
 
 
 def palette(n: int) -> list:
@@ -60,20 +60,24 @@ def bandwidth_vs_threads(stats: pd.DataFrame, ax: plt.Axes | None = None,
         _, ax = plt.subplots(figsize=(9, 5))
     labels = list(dict.fromkeys(stats.sort_values(["impl", "label"])["label"]))
     colors = dict(zip(labels, palette(len(labels))))
-    for label in labels:
+    threads = sorted(stats["threads"].unique())
+    # spread the labels a little along x so their error bars do not hide each other
+    gap = min(b - a for a, b in zip(threads, threads[1:])) if len(threads) > 1 else 1
+    step = 0.25 * gap / max(1, len(labels))
+    for i, label in enumerate(labels):
         d = stats[stats["label"] == label].sort_values("threads")
         impl = d["impl"].iloc[0]
-        ax.plot(d["threads"], d["median_gbs"], IMPL_STYLE.get(impl, "-"),
+        x = d["threads"] + (i - (len(labels) - 1) / 2) * step
+        ax.plot(x, d["median_gbs"], IMPL_STYLE.get(impl, "-"),
                 marker=IMPL_MARKER.get(impl, "o"), ms=6 if impl == "numpy" else 4,
                 color=colors[label], label=label)
         if (d["n"] > 1).any():
-            ax.errorbar(d["threads"], d["median_gbs"],
+            ax.errorbar(x, d["median_gbs"],
                         yerr=[d["median_gbs"] - d["min_gbs"], d["max_gbs"] - d["median_gbs"]],
                         fmt="none", ecolor=colors[label], alpha=0.6, capsize=2)
     ax.set_xlabel("OpenMP threads")
     ax.set_ylabel("Triad bandwidth (GB/s, 1 GB = 10$^9$ B)")
     ax.set_ylim(bottom=0)
-    threads = sorted(stats["threads"].unique())
     if threads and len(threads) <= 16:
         ax.set_xticks(threads)
     if title:

@@ -150,12 +150,12 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             plots.reference_line(ax, peak, f"theoretical {peak:g} GB/s", ":", "0.6")
             marks.append(f"theoretical bandwidth ({peak_src})")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        size = int(s.get("size", pd.Series([0])).iloc[0]) if "size" in s else None
-        params = run["params"]
+        sizes = loaded.table.loc[loaded.table["run_id"] == run["run_id"], "size"].dropna()
+        size = f"{int(sizes.iloc[0]):,}" if len(sizes) else "?"
         caption = (f"Data: {run_rel} ({run['status']}); median of "
                    f"{int(s['n'].max())} fresh processes per point, bars min-max; "
-                   f"N = {params.get('triad_size', '?')} doubles per array, "
-                   f"NTIMES = {params.get('triad_ntimes', '?')}. "
+                   f"N = {size} doubles per array, "
+                   f"NTIMES = {run['params'].get('triad_ntimes', '?')}. "
                    + (f"Reference marks: {'; '.join(marks)}." if marks else
                       "No reference figure is known for this VM."))
         files = plots.save(fig, fig_dir / f"triad_{vm}", caption)
@@ -262,6 +262,9 @@ def write_index(figures_dir: Path | str = "") -> Path:
         for e in sec["entries"]:
             out += [f"### {e['title']}", ""]
             out += [f"![{e['title']}]({f})" for f in e["files"] if f.endswith(".png")]
+            for f in e["files"]:  # tables inline, so the index reads as the report
+                if f.endswith(".md") and (fig_dir / f).exists():
+                    out += [(fig_dir / f).read_text()]
             links = ", ".join(f"[{Path(f).suffix[1:]}]({f})" for f in e["files"])
             out += ["", e["caption"], "", f"Files: {links}. Data: "
                     + ", ".join(f"`{r}`" for r in e["runs"]), ""]

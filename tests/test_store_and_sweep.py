@@ -63,6 +63,8 @@ def test_plan_skips_missing_compilers_and_refuses_bad_ones(tmp_path):
         triad.plan(small_params(tmp_path, triad_variants=[
             {"compiler": "gcc", "flags": "-O2 -fopenmp",
              "kmp_affinity": ["granularity=core,compact"]}]))
+    with pytest.raises(params.ParamError, match="unknown compiler 'gcx'"):
+        triad.plan(small_params(tmp_path, triad_variants=[{"compiler": "gcx", "flags": ""}]))
     with pytest.raises(params.ParamError, match="two variants are labelled"):
         triad.plan(small_params(tmp_path, triad_variants=[
             {"compiler": "gcc", "flags": "-O2 -fopenmp"},
