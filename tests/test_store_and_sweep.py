@@ -181,3 +181,25 @@ def test_spread_statistics():
     row = s.iloc[0]
     assert (row.median_gbs, row.min_gbs, row.max_gbs, row.n) == (12.0, 10.0, 14.0, 3)
     assert row.cv == pytest.approx(2.0 / 12.0, abs=1e-4)
+
+
+def test_a_hung_configuration_is_killed_whole_at_its_timeout():
+    import sys
+    import time
+
+    task = runner.Task("hang", {"label": "hang"},
+                       ("/bin/sh", "-c", f"{sys.executable} -c 'import time; time.sleep(60)' "
+                        "& wait"), timeout_s=0.5)
+    t0 = time.monotonic()
+    with pytest.raises(runner.TaskFailed, match="timeout of 0.5 s"):
+        runner.launch(task)
+    assert time.monotonic() - t0 < 10  # the grandchild did not keep the pipes open
+
+
+def test_a_failing_command_reports_its_error_line():
+    task = runner.Task("bad", {}, ("/bin/sh", "-c", "echo noise >&2; echo 'error: the reason' >&2;"
+                                   " exit 3"))
+    with pytest.raises(runner.TaskFailed, match="^error: the reason$"):
+        runner.launch(task)
+    with pytest.raises(runner.TaskFailed, match="cannot start"):
+        runner.launch(runner.Task("missing", {}, ("/no/such/program",)))
