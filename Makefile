@@ -22,12 +22,16 @@ figures: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-## install: virtual environment + editable install (rebuilt when the C or build files change)
+## install: virtual environment + editable install (rebuilt when the C or build files change).
+## MPI (the mpich wheel) and mpi4py go in first, and the build sees the environment's
+## bin/ first on PATH, so CMake's FindMPI takes the wheel's mpicc, not a system one.
 install: $(STAMP)
 $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.c kernels_ext/src/*.[ch])
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0'
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
+	    -e '.[test,mpi]'
 	touch $@
 
 clean:

@@ -35,12 +35,36 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: Sources of each kernel module: the shim first, then the pure C kernels.
 MODULES: dict[str, tuple[str, ...]] = {
     "_triad": ("_triad.c", "src/stream.c"),
+    "_pingpong": ("_pingpong.c", "src/pingpong.c"),
 }
-HEADERS: dict[str, tuple[str, ...]] = {"_triad": ("src/stream.h",)}
+HEADERS: dict[str, tuple[str, ...]] = {"_triad": ("src/stream.h",),
+                                       "_pingpong": ("src/pingpong.h",)}
+
+
+def _extra_includes(module: str) -> list[str]:
+    """Include folders a module needs besides Python's (mpi4py's C API for the MPI ones)."""
+    if module == "_pingpong":
+        import mpi4py
+
+        return [mpi4py.get_include()]
+    return []
+
+
+def _wrapper_config(path: str) -> str:
+    """What an MPI compiler wrapper adds (mpicc -show / --showme), '' for a plain compiler."""
+    for flag in ("-show", "--showme"):
+        try:
+            proc = subprocess.run([path, flag], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip()
+    return ""
 
 #: Compiler families we know by name. One that is not installed is skipped with
 #: a note by the sweeps; a name that is neither installed nor here is an error.
-KNOWN_COMPILERS = ("gcc", "clang", "icx", "icc", "nvc", "pgcc", "armclang", "aocc", "cc")
+KNOWN_COMPILERS = ("gcc", "clang", "icx", "icc", "nvc", "pgcc", "armclang", "aocc", "cc",
+                   "mpicc", "mpiicc", "mpiicx", "mpicc.openmpi", "mpicc.mpich")
 
 
 class VariantError(Exception):
@@ -149,6 +173,8 @@ def _digest(module: str, compiler: Compiler, flags: list[str]) -> str:
         "flags": flags,
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
         "include": sysconfig.get_paths()["include"],
+        "extra_includes": _extra_includes(module),
+        "wrapper": _wrapper_config(compiler.path) if "mpi" in Path(compiler.path).name else "",
     }
     h.update(json.dumps(ident, sort_keys=True).encode())
     for src in _sources(module) + [PACKAGE_DIR / s for s in HEADERS.get(module, ())]:
@@ -201,6 +227,7 @@ def build(
     target = target_dir / f"{module}{sysconfig.get_config_var('EXT_SUFFIX')}"
     include = sysconfig.get_paths()["include"]
     argv = [cc.path, *flag_list, "-fPIC", "-shared", f"-I{include}", f"-I{PACKAGE_DIR}"]
+    argv += [f"-I{d}" for d in _extra_includes(module)]
     argv += [str(s) for s in _sources(module)] + ["-o", target.name, "-lm", "-ldl"]
     variant = Variant(module, cc, " ".join(flag_list), tag or "", key, str(target), shlex.join(argv))
     if target.exists() and not force:

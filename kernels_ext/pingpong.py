@@ -1,0 +1,422 @@
+"""MPI ping-pong: Python API and ``mpiexec -n 2 python -m kernels_ext.pingpong``.
+
+Latency (osu_latency), bandwidth (osu_bw) and bidirectional bandwidth
+(osu_bibw) between two ranks, by the OSU Micro-Benchmarks 7.x methods and
+defaults, so the numbers compare with theirs: latency 10,000 iterations with
+100 skipped up to 8 KiB, 1,000 with 10 above; bandwidth 100 with 10 skipped up
+to 8 KiB, 20 with 2 above, a window of 64 messages.  One-way latency in
+microseconds; bandwidth in GB/s (1 GB = 1e9 B; OSU prints MB/s, 1e6 B).
+
+The C kernel (``_pingpong``) takes its communicator from mpi4py; it must be
+built against the MPI library mpi4py loads at run time, which is checked at
+load (MPIMismatch) instead of crashing.  ``--impl mpi4py`` runs the same
+methods as a pure-Python mpi4py loop, to show what the extension buys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+TESTS = ("latency", "bw", "bibw")
+#: OSU 7.x defaults (osu_util.h: LAT_LOOP_*, LAT_SKIP_*, BW_LOOP_*, BW_SKIP_*, WINDOW_SIZE_LARGE).
+OSU_DEFAULTS = {
+    "latency": {"iterations": 10_000, "skip": 100, "iterations_large": 1_000, "skip_large": 10,
+                "window": 1},
+    "bw": {"iterations": 100, "skip": 10, "iterations_large": 20, "skip_large": 2, "window": 64},
+    "bibw": {"iterations": 100, "skip": 10, "iterations_large": 20, "skip_large": 2,
+             "window": 64},
+}
+LARGE_MESSAGE_SIZE = 8192
+MAX_MESSAGE_SIZE = 1 << 22  # OSU's default upper bound, 4 MiB
+SIZE_LIMIT = 1 << 30
+IMPLS = ("c", "mpi4py")
+
+
+class PingPongError(Exception):
+    """A run that gives no number; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class BadInput(PingPongError):
+    """An argument, the rank count or a size is wrong (exit status 2)."""
+
+    exit_code = 2
+
+
+class ValidationFailed(PingPongError):
+    """Received data differed from what was sent (exit status 3)."""
+
+    exit_code = 3
+
+
+class MPIMismatch(PingPongError):
+    """The kernel was built against another MPI than mpi4py runs on (exit status 4)."""
+
+    exit_code = 4
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from ``4194304``, ``4M``, ``4MiB``, ``64K`` or ``1k`` (binary multiples)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*", str(text))
+    if not m:
+        raise BadInput(f"message size '{text}' is not a number of bytes (e.g. 4096, 64K, 4M)")
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[
+        m.group(2).lower()]
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def message_sizes(test: str, min_size: int | None = None,
+                  max_size: int = MAX_MESSAGE_SIZE) -> list[int]:
+    """The sizes OSU sweeps: 0 (latency only), then powers of two from min to max.
+
+    Raises BadInput for a size outside 0 .. 1 GiB, a min above the max, a
+    bound that is not a power of two, or 0 for a bandwidth test.
+    """
+    if test not in TESTS:
+        raise BadInput(f"unknown test '{test}' (known: {', '.join(TESTS)})")
+    lo = (0 if test == "latency" else 1) if min_size is None else min_size
+    for name, v in (("min-size", lo), ("max-size", max_size)):
+        if not 0 <= v <= SIZE_LIMIT:
+            raise BadInput(f"{name} {v} is out of range (0 .. {SIZE_LIMIT} bytes)")
+        if v and not is_power_of_two(v):
+            raise BadInput(f"{name} {v} is not a power of two (OSU sweeps 1, 2, 4, ... bytes)")
+    if lo == 0 and test != "latency":
+        raise BadInput(f"{test} needs messages of at least 1 byte (min-size 0 is for latency)")
+    if max_size == 0 and test != "latency":
+        raise BadInput(f"{test} needs a max-size of at least 1 byte")
+    if lo > max_size:
+        raise BadInput(f"min-size {lo} is larger than max-size {max_size}")
+    sizes = [0] if lo == 0 else []
+    s = max(lo, 1)
+    while s <= max_size:
+        sizes.append(s)
+        s *= 2
+    return sizes
+
+
+def method(test: str, iterations: int | None = None, skip: int | None = None,
+           iterations_large: int | None = None, skip_large: int | None = None,
+           window: int | None = None) -> dict[str, int]:
+    """OSU's iteration counts for `test`, with any of them overridden."""
+    m = dict(OSU_DEFAULTS[test])
+    for key, v in (("iterations", iterations), ("skip", skip),
+                   ("iterations_large", iterations_large), ("skip_large", skip_large),
+                   ("window", window)):
+        if v is not None:
+            m[key] = v
+    for key in ("iterations", "iterations_large", "window"):
+        if m[key] < 1:
+            raise BadInput(f"{key.replace('_', '-')} must be at least 1, not {m[key]}")
+    for key in ("skip", "skip_large"):
+        if m[key] < 0:
+            raise BadInput(f"{key.replace('_', '-')} must be at least 0, not {m[key]}")
+    if test == "latency":
+        m["window"] = 1
+    return m
+
+
+def init_mpi(thread_level: str = "single"):
+    """Import mpi4py's MPI with `thread_level` (OSU initialises with MPI_Init: single)."""
+    import mpi4py
+
+    mpi4py.rc.thread_level = thread_level
+    from mpi4py import MPI
+
+    return MPI
+
+
+def library_family(version_text: str) -> str:
+    """'openmpi' or 'mpich' (the MPICH ABI: MPICH, Intel MPI, MVAPICH) from MPI_Get_library_version."""
+    return "openmpi" if "Open MPI" in version_text else "mpich"
+
+
+def library_label(version_text: str) -> str:
+    """A short name of the MPI library: mpich5.0.2, openmpi4.1.4, impi2021.4, mvapich2-2.3.6."""
+    for pattern, name in ((r"Open MPI v(\d[\w.]*)", "openmpi"),
+                          (r"Intel\(R\) MPI Library (\d[\w.]*)", "impi"),
+                          (r"MVAPICH2? Version:?\s*(\d[\w.]*)", "mvapich2-"),
+                          (r"MPICH Version:\s*(\d[\w.]*)", "mpich")):
+        m = re.search(pattern, version_text)
+        if m:
+            return f"{name}{m.group(1)}"
+    return "mpi"
+
+
+def built_family(path: str | os.PathLike) -> str:
+    """The MPI ABI an extension module was linked for, read from its bytes (no import).
+
+    Open MPI's predefined handles are global objects (``ompi_mpi_comm_world``,
+    ``ompi_mpi_char``) that its users reference by name; MPICH-ABI libraries
+    use integer constants.  Importing a module built for the other ABI fails
+    inside mpi4py's C API with an obscure message, so this is checked first.
+    """
+    return "openmpi" if b"ompi_mpi_" in Path(path).read_bytes() else "mpich"
+
+
+def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any, dict]:
+    """The C kernel (installed, or a variant built with an MPI compiler wrapper) and its build.
+
+    Raises MPIMismatch when it was compiled for another MPI ABI than the one
+    mpi4py loaded, BadInput when it cannot be built or is missing.
+    """
+    import importlib.util
+
+    from kernels_ext import variants
+
+    if compiler is None:
+        spec = importlib.util.find_spec("kernels_ext._pingpong")
+        if spec is None or spec.origin is None:
+            raise BadInput("kernels_ext._pingpong is not built: no MPI was found when the "
+                           "package was installed (install mpich and mpi4py, then reinstall; "
+                           "or use --impl mpi4py)")
+        path = spec.origin
+    else:
+        try:
+            v = variants.build(compiler, flags, module="_pingpong")
+        except variants.VariantError as exc:
+            raise BadInput(str(exc)) from exc
+        path = v.path
+    runtime = MPI.Get_library_version().strip()
+    family = built_family(path)
+    if family != library_family(runtime):
+        raise MPIMismatch(
+            f"{path} was built for the {family} ABI but mpi4py loaded "
+            f"'{runtime.splitlines()[0].strip()}': rebuild it with that MPI's mpicc (first on "
+            "PATH, pip install --no-build-isolation -e .; or --compiler /path/to/its/mpicc), "
+            "or point mpi4py at the library it was built with (MPI4PY_LIBMPI=/path/to/libmpi.so)")
+    if compiler is None:
+        module, build = variants.installed("_pingpong")
+    else:
+        module = variants.load(path, "_pingpong")
+        build = {"label": v.label, "compiler": v.compiler.path, "flags": v.flags,
+                 "mpicc": v.compiler.path, "variant_key": v.key}
+    return module, build | {"mpi_build": module.build_mpi()["version"]}
+
+
+def where(comm, MPI, cpu) -> list[dict]:
+    """Host, CPU and allowed CPUs of every rank (gathered on rank 0; None elsewhere)."""
+    me = {"rank": comm.Get_rank(), "host": MPI.Get_processor_name(), "cpu": cpu(),
+          "cpus_allowed": sorted(os.sched_getaffinity(0)), "pid": os.getpid()}
+    return comm.gather(me, root=0)
+
+
+def _pattern(i: int, size: int, r: int):
+    import numpy as np
+
+    k = np.arange(size, dtype=np.int64)
+    return ((i * 31 + (k % 251) * 7 + r * 101 + 1) & 0xFF).astype(np.uint8)
+
+
+def python_pingpong(comm, MPI, test: str, sizes: list[int], m: dict[str, int],
+                    validate: bool = False) -> list[dict]:
+    """The OSU methods as a plain mpi4py loop (the Python-only baseline)."""
+    import numpy as np
+
+    rank, peer = comm.Get_rank(), 1 - comm.Get_rank()
+    cap = max(sizes + [4])
+    sbuf, rbuf = np.full(cap, ord("a"), np.uint8), np.full(cap, ord("b"), np.uint8)
+    out = []
+    for size in sizes:
+        large = size > LARGE_MESSAGE_SIZE
+        iters = m["iterations_large"] if large else m["iterations"]
+        skip = m["skip_large"] if large else m["skip"]
+        window = m["window"]
+        s, r = [sbuf, size, MPI.CHAR], [rbuf, size, MPI.CHAR]
+        ack_s, ack_r = [sbuf, 4, MPI.CHAR], [rbuf, 4, MPI.CHAR]
+        sbuf[:size] = ord("a")
+        rbuf[:size] = ord("b")
+        total, errors, t0 = 0.0, 0, 0.0
+        comm.Barrier()
+        for i in range(iters + skip):
+            if validate:
+                sbuf[:size] = _pattern(i, size, rank)
+                comm.Barrier()
+            timed = rank == 0 and i >= skip
+            if timed:
+                t0 = MPI.Wtime()
+            if test == "latency":
+                if rank == 0:
+                    comm.Send(s, 1, 1)
+                    comm.Recv(r, 1, 1)
+                else:
+                    comm.Recv(r, 0, 1)
+                    comm.Send(s, 0, 1)
+            elif test == "bw":
+                if rank == 0:
+                    MPI.Request.Waitall([comm.Isend(s, 1, 100) for _ in range(window)])
+                    comm.Recv(ack_r, 1, 101)
+                else:
+                    MPI.Request.Waitall([comm.Irecv(r, 0, 100) for _ in range(window)])
+                    comm.Send(ack_s, 0, 101)
+            else:
+                recvs = [comm.Irecv(r, peer, 10 if rank == 0 else 100) for _ in range(window)]
+                sends = [comm.Isend(s, peer, 100 if rank == 0 else 10) for _ in range(window)]
+                MPI.Request.Waitall(sends if rank == 0 else recvs)
+                MPI.Request.Waitall(recvs if rank == 0 else sends)
+            if timed:
+                total += MPI.Wtime() - t0
+            if validate and (test != "bw" or rank == 1):
+                src = 0 if test == "bw" else peer
+                errors += int(np.count_nonzero(rbuf[:size] != _pattern(i, size, src)))
+        errors = comm.allreduce(errors)
+        value = (total * 1e6 / (2.0 * iters) if test == "latency" else
+                 size * iters * window * (2.0 if test == "bibw" else 1.0) / total) \
+            if total > 0 else 0.0
+        out.append({"size": size, "value": value, "seconds": total, "iterations": iters,
+                    "skip": skip, "window": window, "errors": errors})
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mpiexec -n 2 python -m kernels_ext.pingpong",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "MPI latency (osu_latency), bandwidth (osu_bw) or bidirectional bandwidth "
+            "(osu_bibw) between exactly two ranks, by the OSU 7.x methods and defaults. Rank 0 "
+            "prints one JSON line per message size: size_bytes and latency_us (one-way) or "
+            "bandwidth_gbs (1 GB/s = 1e9 B/s), with the MPI library and where each rank ran. "
+            "Exit status: 0 ok, 2 bad input or not 2 ranks, 3 validation failed, 4 the kernel "
+            "and mpi4py use different MPI libraries."),
+        epilog=("examples:\n"
+                "  mpiexec -n 2 python -m kernels_ext.pingpong --test latency --max-size 64K\n"
+                "  mpiexec -n 2 -bind-to user:0,1 python -m kernels_ext.pingpong --test bw\n"
+                "  mpiexec -n 2 python -m kernels_ext.pingpong --test bibw --validate\n"
+                "  mpiexec -n 2 python -m kernels_ext.pingpong --impl mpi4py\n"
+                "  python -m kernels_ext.pingpong --info"))
+    p.add_argument("--test", default="latency", choices=TESTS)
+    p.add_argument("--min-size", default=None,
+                   help="smallest message in bytes, 0 or a power of two (default: 0 for "
+                        "latency, 1 for bw/bibw)")
+    p.add_argument("--max-size", default=str(MAX_MESSAGE_SIZE),
+                   help="largest message, a power of two (default 4M = 4194304)")
+    for name, what in (("iterations", "timed iterations up to 8 KiB"),
+                       ("skip", "warm-up iterations up to 8 KiB"),
+                       ("iterations-large", "timed iterations above 8 KiB"),
+                       ("skip-large", "warm-up iterations above 8 KiB"),
+                       ("window", "messages in flight (bw, bibw)")):
+        p.add_argument(f"--{name}", type=int, default=None, help=f"{what} (default: OSU's)")
+    p.add_argument("--validate", action="store_true",
+                   help="fill and check a data pattern every iteration (timings then include "
+                        "no checking, but are not for reporting)")
+    p.add_argument("--impl", default="c", choices=IMPLS,
+                   help="c (default) or mpi4py: the same methods as a Python loop")
+    p.add_argument("--compiler", default=None,
+                   help="build the kernel with this MPI compiler wrapper (e.g. "
+                        "/usr/bin/mpicc.openmpi) instead of using the installed one")
+    p.add_argument("--flags", default="-O2", help="flags for --compiler (default -O2)")
+    p.add_argument("--thread-level", default="single",
+                   choices=("single", "funneled", "serialized", "multiple"),
+                   help="MPI thread support requested (default single, as OSU)")
+    p.add_argument("--out", default=None, help="write the JSON lines to this file (rank 0)")
+    p.add_argument("--info", action="store_true",
+                   help="print the kernel's build and the MPI library as JSON, then exit "
+                        "(runs with one rank)")
+    return p
+
+
+def _records(results: list[dict], test: str, impl: str, context: dict, validate: bool):
+    for r in results:
+        rec = {"test": test, "impl": impl, "size_bytes": r["size"]}
+        if test == "latency":
+            rec["latency_us"] = r["value"]
+        else:
+            rec["bandwidth_gbs"] = r["value"] / 1e9
+        rec |= {"iterations": r["iterations"], "skip": r["skip"], "window": r["window"],
+                "seconds": r["seconds"], "validated": (r["errors"] == 0) if validate else None,
+                "errors": r["errors"]}
+        yield rec | context
+
+
+def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
+    """Everything main() does except printing; returns (JSON lines on rank 0, rank)."""
+    args = build_parser().parse_args(argv)
+    MPI = init_mpi(args.thread_level)
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    runtime = MPI.Get_library_version().strip()
+    module, build = (None, {}) if args.impl == "mpi4py" else load_kernel(
+        MPI, args.compiler, args.flags)
+    if args.info:
+        info = {"impl": args.impl, "mpi_library": runtime.splitlines()[0].strip(),
+                "mpi_library_version": runtime, "mpi_label": library_label(runtime),
+                "mpi_family": library_family(runtime), "mpi_standard": MPI.Get_version(),
+                "thread_level": args.thread_level} | build
+        return ([json.dumps(info)] if rank == 0 else []), rank
+    if comm.Get_size() != 2:
+        raise BadInput(f"the ping-pong needs exactly 2 MPI ranks, got {comm.Get_size()} "
+                       "(mpiexec -n 2 ...)")
+    sizes = message_sizes(args.test, None if args.min_size is None else parse_size(args.min_size),
+                          parse_size(args.max_size))
+    m = method(args.test, args.iterations, args.skip, args.iterations_large, args.skip_large,
+               args.window)
+    cpu = module.cpu if module is not None else (lambda: -1)
+    ranks = where(comm, MPI, cpu)
+    started = time.time()
+    if args.impl == "c":
+        results = module.run(comm, args.test, sizes, m["iterations"], m["skip"],
+                             m["iterations_large"], m["skip_large"], m["window"],
+                             LARGE_MESSAGE_SIZE, args.validate)
+    else:
+        results = python_pingpong(comm, MPI, args.test, sizes, m, args.validate)
+    bad = [r for r in results if r["errors"]]
+    if args.validate and bad:
+        raise ValidationFailed(f"{args.test}: {bad[0]['errors']} bytes differed from what was "
+                               f"sent at message size {bad[0]['size']}")
+    if rank != 0:
+        return [], rank
+    context = {"mpi_library": runtime.splitlines()[0].strip(), "mpi_label": library_label(runtime),
+               "thread_level": args.thread_level, "ranks": ranks,
+               "hosts": len({r["host"] for r in ranks}), "host": socket.gethostname(),
+               "started": started} | build
+    return [json.dumps(rec) for rec in _records(results, args.test, args.impl, context,
+                                                args.validate)], rank
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m kernels_ext.pingpong``; returns the exit status."""
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    out = None
+    try:
+        args = build_parser().parse_args(argv)
+        out = args.out
+        lines, rank = run(argv)
+    except PingPongError as exc:
+        if rank == 0:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    except Exception as exc:  # anything else: take every rank down, never leave one waiting
+        print(f"error: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            mpi.COMM_WORLD.Abort(1)
+        return 1
+    if rank == 0 and lines:
+        text = "".join(line + "\n" for line in lines)
+        if out:
+            path = Path(out)
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
