@@ -64,8 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     first = checked[only[0]]
     runs_dir = paths.runs_dir(args.runs_dir or first["runs_dir"])
     vm = first["vm"]
-    run_id = args.run_id or first["run_id"] or store.find_resumable(
-        runs_dir, vm, only[0], params.digest(first, only[0])) or store.new_run_id()
+    digests = {name: params.digest(checked[name], name) for name in only}
+    run_id = (args.run_id or first["run_id"] or store.find_resumable_many(runs_dir, vm, digests)
+              or store.new_run_id())
     run_dir = runs_dir / vm / run_id
     try:
         run_dir.mkdir(parents=True, exist_ok=True)

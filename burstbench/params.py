@@ -94,7 +94,7 @@ def _run_id(v: Any) -> str:
 
 def _list_of(name: str, item: Callable[[Any], Any], allow_empty: bool = True):
     def check(v: Any) -> list:
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+        if isinstance(v, (str, int, float)):
             v = [v]
         if not isinstance(v, list) or (not v and not allow_empty):
             raise ParamError(f"{name} must be a {'non-empty ' if not allow_empty else ''}list, "
@@ -217,7 +217,166 @@ SECTIONS: dict[str, list[Param]] = {
     ],
 }
 
-NOTEBOOKS = {"triad": "010_measure_triad.ipynb"}
+LAUNCHERS = ("hydra", "openmpi", "intel", "slurm", "none")
+COMBO_KEYS = {
+    "label": "name in figures; empty: <compiler><version>+<mpi><version> of the build",
+    "mpiexec": "launcher command, a name on PATH (the environment's bin/ first) or a path",
+    "launcher": f"how placements become arguments: {', '.join(LAUNCHERS)}",
+    "args": "extra launcher arguments (list of strings)",
+    "env": "extra environment variables (mapping), e.g. MPI4PY_LIBMPI",
+    "mpicc": "build the kernel with this MPI compiler wrapper (empty: the installed module)",
+    "flags": "flags for mpicc (default -O2)",
+    "optional": "true: skip this combination with a note where its mpiexec/mpicc is missing",
+}
+PLACEMENTS = ("same-socket", "across-sockets", "across-nodes")
+
+
+def _str_list(name: str) -> Callable[[Any], list[str]]:
+    def check(v: Any) -> list[str]:
+        if not isinstance(v, list) or not all(isinstance(x, (str, int)) for x in v):
+            raise ParamError(f"{name} must be a list of strings, not {v!r}")
+        return [str(x) for x in v]
+
+    return check
+
+
+def _combination(v: Any) -> dict:
+    where = "pingpong_combinations"
+    if not isinstance(v, dict):
+        raise ParamError(f"{where}: each combination is a mapping with keys "
+                         f"{', '.join(COMBO_KEYS)}, not {v!r}")
+    unknown = sorted(set(v) - set(COMBO_KEYS))
+    if unknown:
+        raise ParamError(f"{where}: unknown key '{unknown[0]}' in {v!r} "
+                         f"(valid: {', '.join(COMBO_KEYS)})")
+    out = {"label": _text(f"{where} label")(v.get("label", "")),
+           "mpiexec": _text(f"{where} mpiexec")(v.get("mpiexec", "mpiexec")),
+           "launcher": v.get("launcher", "hydra"),
+           "args": _str_list(f"{where} args")(v.get("args", [])),
+           "mpicc": _text(f"{where} mpicc")(v.get("mpicc", "")),
+           "flags": _text(f"{where} flags")(v.get("flags", "-O2")),
+           "optional": v.get("optional", False)}
+    if out["launcher"] not in LAUNCHERS:
+        raise ParamError(f"{where}: launcher '{out['launcher']}' is not one of "
+                         f"{', '.join(LAUNCHERS)}")
+    if not out["mpiexec"].strip():
+        raise ParamError(f"{where}: mpiexec must name a command")
+    if out["label"] and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", out["label"]):
+        raise ParamError(f"{where}: label '{out['label']}' may hold only letters, digits and "
+                         "_ . + -")
+    env = v.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
+        raise ParamError(f"{where}: env must map variable names to values, not {env!r}")
+    out["env"] = {k: str(x) for k, x in env.items()}
+    if not isinstance(out["optional"], bool):
+        raise ParamError(f"{where}: optional must be true or false")
+    return out
+
+
+def _placement(v: Any) -> dict:
+    where = "pingpong_placements"
+    if isinstance(v, str):
+        if v not in PLACEMENTS:
+            raise ParamError(f"{where}: unknown placement '{v}' (use {', '.join(PLACEMENTS)} "
+                             "or a mapping {label, cpus: [a, b], hosts: [h1, h2]})")
+        return {"label": v, "kind": v}
+    if not isinstance(v, dict) or set(v) - {"label", "cpus", "hosts"} or "label" not in v:
+        raise ParamError(f"{where}: a custom placement is a mapping with label and cpus "
+                         f"and/or hosts, not {v!r}")
+    cpus, hosts = v.get("cpus"), v.get("hosts")
+    if cpus is not None and (not isinstance(cpus, list) or len(cpus) != 2 or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)):
+        raise ParamError(f"{where}: cpus must be two CPU numbers (rank 0, rank 1), not {cpus!r}")
+    if hosts is not None and (not isinstance(hosts, list) or len(hosts) not in (1, 2) or not all(
+            isinstance(h, str) and h for h in hosts)):
+        raise ParamError(f"{where}: hosts must be one or two host names, not {hosts!r}")
+    return {"label": _label(f"{where} label")(v["label"]), "kind": "custom", "cpus": cpus,
+            "hosts": hosts}
+
+
+def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        from kernels_ext.pingpong import SIZE_LIMIT, PingPongError, is_power_of_two, parse_size
+
+        try:
+            n = parse_size(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+        except PingPongError as exc:
+            raise ParamError(f"{name}: {exc}") from exc
+        if n is None or n > SIZE_LIMIT or not (is_power_of_two(n) or (allow_zero and n == 0)):
+            raise ParamError(f"{name} must be {'0 or ' if allow_zero else ''}a power of two "
+                             f"up to {SIZE_LIMIT} bytes, not {v!r}")
+        return n
+
+    return check
+
+
+def _optional_count(name: str, minimum: int) -> Callable[[Any], int | None]:
+    def check(v: Any) -> int | None:
+        return None if v is None else _count(name, minimum)(v)
+
+    return check
+
+
+def _choices(name: str, allowed: tuple[str, ...], allow_empty: bool = True):
+    def check(v: Any) -> list[str]:
+        items = _list_of(name, _text(name), allow_empty)(v)
+        for x in items:
+            if x not in allowed:
+                raise ParamError(f"{name}: unknown value '{x}' (valid: {', '.join(allowed)})")
+        return items
+
+    return check
+
+
+def _bool(name: str) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        if not isinstance(v, bool):
+            raise ParamError(f"{name} must be true or false, not {v!r}")
+        return v
+
+    return check
+
+
+SECTIONS["pingpong"] = [
+    Param("pingpong_combinations", [{"mpiexec": "mpiexec", "launcher": "hydra"}],
+          "compiler x MPI library combinations: list of {label, mpiexec, launcher, args, env, "
+          "mpicc, flags, optional}", _list_of("pingpong_combinations", _combination, False)),
+    Param("pingpong_placements", ["same-socket", "across-sockets", "across-nodes"],
+          "where the two ranks run: same-socket, across-sockets, across-nodes, or "
+          "{label, cpus, hosts}; impossible ones are skipped with a note",
+          _list_of("pingpong_placements", _placement, False)),
+    Param("pingpong_hosts", [], "host names for across-nodes; empty: the scheduler's node "
+          "file ($PBS_NODEFILE, $SLURM_JOB_NODELIST)", _str_list("pingpong_hosts")),
+    Param("pingpong_tests", ["latency", "bw", "bibw"], "OSU tests to run",
+          _choices("pingpong_tests", ("latency", "bw", "bibw"), allow_empty=False)),
+    Param("pingpong_min_size", 0, "smallest message in bytes (0 or a power of two; bandwidth "
+          "tests start at 1)", _pp_size("pingpong_min_size", True)),
+    Param("pingpong_max_size", 4194304, "largest message in bytes (a power of two)",
+          _pp_size("pingpong_max_size", False)),
+    Param("pingpong_iterations", None, "timed iterations up to 8 KiB (null: OSU's, 10000 "
+          "latency / 100 bandwidth)", _optional_count("pingpong_iterations", 1)),
+    Param("pingpong_skip", None, "warm-up iterations up to 8 KiB (null: OSU's)",
+          _optional_count("pingpong_skip", 0)),
+    Param("pingpong_iterations_large", None, "timed iterations above 8 KiB (null: OSU's)",
+          _optional_count("pingpong_iterations_large", 1)),
+    Param("pingpong_skip_large", None, "warm-up iterations above 8 KiB (null: OSU's)",
+          _optional_count("pingpong_skip_large", 0)),
+    Param("pingpong_window", None, "messages in flight for bw/bibw (null: OSU's 64)",
+          _optional_count("pingpong_window", 1)),
+    Param("pingpong_hugepages", [False], "message buffers without (false, as OSU) and/or with "
+          "transparent huge pages (true: label +thp)", _list_of(
+              "pingpong_hugepages", _bool("pingpong_hugepages"), allow_empty=False)),
+    Param("pingpong_baselines", ["mpi4py"], "Python-only baselines in the same sweep",
+          _choices("pingpong_baselines", ("mpi4py",))),
+    Param("pingpong_validate", True, "first check the data of every combination, placement "
+          "and test with a short validated run", _bool("pingpong_validate")),
+    Param("pingpong_repetitions", 3, "fresh mpiexec runs per configuration",
+          _count("pingpong_repetitions", 1)),
+    Param("pingpong_timeout_s", 300, "seconds one mpiexec may run before it is stopped",
+          _positive_number("pingpong_timeout_s")),
+]
+
+NOTEBOOKS = {"triad": "010_measure_triad.ipynb", "pingpong": "020_measure_pingpong.ipynb"}
 
 
 def schema(section: str) -> dict[str, Param]:

@@ -34,11 +34,15 @@ def add_caption(fig: plt.Figure, caption: str) -> None:
              ha="left", va="bottom")
 
 
-def save(fig: plt.Figure, stem: Path, caption: str) -> list[Path]:
-    """Write `stem`.png and `stem`.svg with the caption; return the paths."""
+def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0) -> list[Path]:
+    """Write `stem`.png and `stem`.svg with the caption; return the paths.
+
+    `legend_right` < 1 keeps that fraction of the width for the axes (a figure
+    legend sits to the right).
+    """
     add_caption(fig, caption)
     lines = caption.count("\n") + 1 + len(caption) // 150
-    fig.tight_layout(rect=(0, 0.03 + 0.022 * lines, 1, 1))
+    fig.tight_layout(rect=(0, 0.03 + 0.022 * lines, legend_right, 1))
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
     for ext in ("png", "svg"):
@@ -91,3 +95,33 @@ def reference_line(ax: plt.Axes, value: float, text: str, style: str = "--",
     ax.axhline(value, ls=style, color=color, lw=1.1, label=text)
     if x is not None:
         ax.plot([x], [value], marker="D", color=color, ms=6)
+
+
+def versus_message_size(stats: pd.DataFrame, ax: plt.Axes, function: str) -> plt.Axes:
+    """Median against message size (log2 x), one line per label, min-max as error bars.
+
+    `stats` is ``burstbench.pingpong.spread`` output for one VM; `function` is
+    latency (log y, microseconds), bw or bibw (GB/s).
+    """
+    apply_style()
+    d0 = stats[stats["function"] == function]
+    labels = list(dict.fromkeys(d0.sort_values(["impl", "label"])["label"]))
+    colors = dict(zip(labels, palette(len(labels))))
+    for label in labels:
+        d = d0[d0["label"] == label].sort_values("message_size")
+        impl = d["impl"].iloc[0]
+        x = d["message_size"].clip(lower=0.5)  # size 0 drawn at 0.5 B on the log axis
+        ax.errorbar(x, d["median"], yerr=[d["median"] - d["min"], d["max"] - d["median"]],
+                    fmt="--" if impl != "c" else "-", marker="o" if impl == "c" else "s",
+                    ms=3, lw=1.2, capsize=1.5, color=colors[label], label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes; 0 B drawn at 0.5)")
+    if function == "latency":
+        ax.set_yscale("log")
+        ax.set_ylabel("one-way latency (µs)")
+    else:
+        ax.set_ylabel(("bidirectional " if function == "bibw" else "") + "bandwidth (GB/s)")
+        ax.set_ylim(bottom=0)
+    ax.set_title({"latency": "osu_latency method", "bw": "osu_bw method",
+                  "bibw": "osu_bibw method"}[function])
+    return ax

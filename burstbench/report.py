@@ -18,7 +18,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from burstbench import paths, plots, store, triad
+from burstbench import paths, pingpong, plots, store, triad
 
 AZURE_HBV3_GBS = 358.0  # Azure's published HBv3 Triad, N = 4e8 (data/reference/triad_best.csv)
 
@@ -236,6 +236,90 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
     plt.close(fig)
     return Entry("STREAM Triad: best per VM, ours beside the study's",
                  [_rel(f, fig_dir) for f in files], caption, sorted(set(best["data"])))
+
+
+def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                    figures_dir: Path | str = "", show: bool = False) -> Section:
+    """The study's Figures 5-10 for every VM with data, and the latency/bandwidth table."""
+    runs_dir = paths.runs_dir(runs_dir)
+    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
+    fig_dir = paths.figures_dir(figures_dir)
+    root = paths.project_root()
+    section = Section("pingpong")
+    loaded = store.load(runs_dir, "pingpong")
+    section.problems += loaded.problems
+    ref = read_reference(ref_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
+                                              "bandwidth_max_gbs", "source"], section.problems)
+    stats = pingpong.spread(loaded.table)
+    rows = []
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if s.empty:
+            continue
+        run_rel = _rel(Path(run["path"]), root)
+        tests = [t for t in ("latency", "bw", "bibw") if t in set(s["function"])]
+        fig, axes = plt.subplots(1, len(tests), figsize=(5.2 * len(tests) + 2.5, 5),
+                                 squeeze=False)
+        r = ref[ref["vm"].map(vm_key) == vm_key(vm)]
+        marks = []
+        for ax, test in zip(axes[0], tests):
+            plots.versus_message_size(s, ax, test)
+            for x in r.itertuples():
+                if test == "latency" and pd.notna(x.latency_min_us):
+                    ax.axhspan(x.latency_min_us, x.latency_max_us, color="0.5", alpha=0.15,
+                               label=f"study: {x.latency_min_us:g}-{x.latency_max_us:g} µs")
+                    marks.append("the study's latency range")
+                if test == "bw" and pd.notna(x.bandwidth_max_gbs):
+                    plots.reference_line(ax, x.bandwidth_max_gbs,
+                                         f"study max {x.bandwidth_max_gbs:g} GB/s")
+                    marks.append("the study's maximum bandwidth")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for ax in axes[0][1:]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.8, 0.5), fontsize=7)
+        fig.suptitle(f"{vm}: MPI ping-pong, two ranks (measured here)", fontweight="bold")
+        params = run["params"]
+        caption = (f"Data: {run_rel} ({run['status']}); median of "
+                   f"{int(s['n'].max())} mpiexec runs per point, bars min-max; OSU 7.x methods "
+                   f"(iterations {params.get('pingpong_iterations') or 'as OSU'}), "
+                   "solid: C kernel, dashed: the same loop in mpi4py. "
+                   + (f"Reference marks: {', '.join(dict.fromkeys(marks))} "
+                      "(data/reference/osu.csv)." if marks else
+                      "No reference figure is known for this VM."))
+        files = plots.save(fig, fig_dir / f"pingpong_{vm}", caption, legend_right=0.8)
+        if show:
+            plt.show()
+        plt.close(fig)
+        section.entries.append(Entry(f"MPI latency and bandwidth vs message size on {vm}",
+                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        for row in pingpong.extremes(s).to_dict("records"):
+            rows.append({"vm": vm, "source": "measured here"} | row | {"data": run_rel})
+    for x in ref.itertuples():
+        base = {"vm": x.vm, "source": "the study", "label": "", "impl": "",
+                "combination": f"{x.combinations:g} combinations" if pd.notna(
+                    getattr(x, "combinations", float("nan"))) else "", "placement": "inter-node",
+                "at_size_bytes": math.nan, "min": math.nan, "max": math.nan,
+                "repetitions": math.nan, "data": "data/reference/osu.csv"}
+        rows.append(base | {"test": "latency", "value": x.latency_min_us, "unit": "us",
+                            "note": f"range {x.latency_min_us:g}-{x.latency_max_us:g} us"})
+        rows.append(base | {"test": "bw", "value": x.bandwidth_max_gbs, "unit": "GB/s",
+                            "note": "maximum"})
+    table = pd.DataFrame(rows).drop(columns=["run_id"], errors="ignore")
+    if not table.empty:
+        files = _write_table(table, fig_dir / "pingpong_extremes")
+        section.entries.append(Entry(
+            "Minimum latency and maximum bandwidth per VM, combination and placement",
+            [_rel(f, fig_dir) for f in files],
+            "Per VM, combination (compiler + MPI library), placement and test: the smallest "
+            "median latency and the largest median bandwidth over message sizes, with the "
+            "size where it occurs. 'measured here' rows: the newest run of each VM under "
+            "data/runs; 'the study' rows: data/reference/osu.csv (its latency range and "
+            "maximum bandwidth, inter-node).",
+            sorted({str(r["data"]) for r in rows})))
+    return section
 
 
 def save_section(section: Section, figures_dir: Path | str = "") -> Path:

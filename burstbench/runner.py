@@ -10,6 +10,7 @@ is stored the moment it arrives; a re-run skips what is stored.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,9 +64,16 @@ class SweepResult:
 
 
 def _error_line(stderr: str, rc: int) -> str:
-    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    """One line saying why: our own 'error:' line, else a launcher's first and last lines
+    (MPI launchers put the cause first and a generic summary last)."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines()
+             if re.search(r"\w", ln) and not ln.strip().startswith("<frozen")]
     errors = [ln for ln in lines if ln.lower().startswith("error")]
-    return (errors or lines or [f"exit status {rc}"])[-1]
+    if errors:
+        return errors[-1]
+    if not lines:
+        return f"exit status {rc}"
+    return lines[0] if len(lines) == 1 else f"{lines[0]} | {lines[-1]}"
 
 
 def launch(task: Task) -> tuple[str, str]:

@@ -203,14 +203,26 @@ def read_table(path: Path) -> pd.DataFrame:
 def find_resumable(runs_dir: Path, vm: str, benchmark: str, digest: str) -> str:
     """The newest run of `vm` whose `benchmark` sweep has this parameter digest and did not
     finish, or ''."""
+    return find_resumable_many(runs_dir, vm, {benchmark: digest})
+
+
+def find_resumable_many(runs_dir: Path, vm: str, digests: dict[str, str]) -> str:
+    """The newest run of `vm` that these sweeps can continue, or ''.
+
+    Each benchmark in `digests` must be absent from the run or have measured
+    with the same parameters, and at least one must be absent or unfinished.
+    """
     for cand in sorted((Path(runs_dir) / vm).glob("*"), reverse=True):
         if not (cand / "provenance.json").exists():
             continue
         try:
-            sec = Run(cand).section(benchmark)
+            secs = Run(cand).provenance().get("benchmarks", {})
         except StoreError:
             continue
-        if sec.get("params_digest") == digest and sec.get("status") != "complete":
+        if not secs or any(secs.get(b, {}).get("params_digest", d) != d
+                           for b, d in digests.items()):
+            continue
+        if any(secs.get(b, {}).get("status") != "complete" for b in digests):
             return cand.name
     return ""
 

@@ -11,46 +11,24 @@ of the machine spreads over all configurations instead of biasing one.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import sys
-from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
 import pandas as pd
 
-from burstbench import paths, provenance, runner, store
-from burstbench.params import ParamError, digest
+from burstbench import runner, store
+from burstbench import sweep as sweep_
+from burstbench.params import ParamError
+from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
 from kernels_ext import _sysinfo, variants
-from kernels_ext.affinity import UNSET, Affinity
+from kernels_ext.affinity import Affinity
 from kernels_ext.triad import check_size
 
 BENCHMARK = "triad"
 METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),
            ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"))
-
-
-@dataclass
-class Plan:
-    """What a sweep will measure: tasks, the variants behind them, and notes."""
-
-    tasks: list[runner.Task]
-    variants: list[dict]
-    notes: list[str] = field(default_factory=list)
-
-    def table(self) -> pd.DataFrame:
-        """One row per label: how many configurations it contributes."""
-        rows = [t.config for t in self.tasks]
-        if not rows:
-            return pd.DataFrame(columns=["label", "threads", "configurations"])
-        df = pd.DataFrame(rows)
-        return (df.groupby("label", sort=False)
-                  .agg(impl=("impl", "first"), flags=("flags", "first"),
-                       threads=("threads", lambda s: ",".join(map(str, sorted(set(s))))),
-                       configurations=("key", "size"))
-                  .reset_index())
 
 
 def thread_counts(spec: str | list[int]) -> list[int]:
@@ -73,10 +51,6 @@ def _variant_info(spec: dict) -> dict:
     info = json.loads(out.strip().splitlines()[-1])
     info["cli_args"] = args[4:]
     return info
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^\w.+-]+", "_", text)
 
 
 def plan(P: dict) -> Plan:
@@ -158,8 +132,8 @@ def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int)
               "bind": aff.bind if not aff.kmp_affinity else "",
               "kmp_affinity": aff.kmp_affinity, "threads": threads, "size": size,
               "repetition": rep}
-    ident = json.dumps([config, P["triad_ntimes"], info.get("variant_key", "")], sort_keys=True)
-    key = f"{_slug(label)}-t{threads}-r{rep}-{hashlib.sha256(ident.encode()).hexdigest()[:6]}"
+    key = sweep_.task_key(label, f"t{threads}-r{rep}",
+                          [config, P["triad_ntimes"], info.get("variant_key", "")])
     argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
             str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"])
     env = dict(aff.env())
@@ -203,44 +177,12 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
 
 def open_run(P: dict) -> tuple[store.Run, bool]:
     """The run this sweep writes to (resuming an unfinished one with the same parameters)."""
-    run, resumed = store.open_run(
-        paths.runs_dir(P["runs_dir"]), P["vm"], BENCHMARK, P, digest(P, BENCHMARK),
-        P["run_id"], system=lambda: provenance.collect(paths.project_root()))
-    print(("resumed" if resumed else "new") + f" run {run.root}")
-    return run, resumed
-
-
-class SweepFailed(RuntimeError):
-    """Some configurations gave no result; what was measured is stored."""
+    return sweep_.open_run(P, BENCHMARK)
 
 
 def sweep(P: dict, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
-    """Measure every planned configuration not yet stored; finalize and return the table.
-
-    Raises SweepFailed after storing everything measured when some
-    configurations failed, and KeyboardInterrupt when interrupted.
-    """
-    run.set_section(BENCHMARK, variants=the_plan.variants, notes=the_plan.notes,
-                    planned=len(the_plan.tasks))
-    for note in the_plan.notes:
-        print(f"note: {note}")
-    result = runner.sweep(the_plan.tasks, run, BENCHMARK, parse, progress)
-    table = run.finalize(BENCHMARK)
-    status = "complete" if result.complete else ("interrupted" if result.interrupted
-                                                 else "incomplete")
-    run.set_section(BENCHMARK, status=status, finished=store.now_iso(),
-                    failures=[{"configuration": t, "reason": r} for t, r in result.failed],
-                    seconds=round(result.seconds, 1))
-    if result.interrupted:
-        raise KeyboardInterrupt
-    if result.failed:
-        first = result.failed[0]
-        raise SweepFailed(f"{len(result.failed)} of {result.total} configurations failed "
-                          f"(first: {first[0]}: {first[1]}); measured ones are stored in "
-                          f"{run.root}; re-run to retry the failed ones")
-    print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
-          f"{result.seconds:.0f} s; results in {run.root}")
-    return table
+    """Measure every planned configuration not yet stored; finalize and return the table."""
+    return sweep_.execute(run, the_plan, BENCHMARK, parse, progress)
 
 
 GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "places", "bind",

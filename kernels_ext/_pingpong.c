@@ -40,7 +40,7 @@ static const char *const TESTS[] = {"latency", "bw", "bibw"};
 
 PyDoc_STRVAR(run_doc,
              "run(comm, test, sizes, iterations, skip, iterations_large, skip_large,\n"
-             "    window, large_size=8192, validate=False) -> list[dict]\n\n"
+             "    window, large_size=8192, validate=False, hugepages=False) -> list[dict]\n\n"
              "Collective over `comm` (an mpi4py communicator of exactly 2 ranks): measure\n"
              "`test` ('latency', 'bw' or 'bibw') for each message size in bytes, by the\n"
              "OSU 7.x methods, with the GIL released. One dict per size on every rank:\n"
@@ -52,15 +52,16 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"comm",       "test",   "sizes",      "iterations",
                              "skip",       "iterations_large",      "skip_large",
-                             "window",     "large_size", "validate", NULL};
+                             "window",     "large_size", "validate", "hugepages", NULL};
     PyObject *comm_obj, *sizes_obj;
     const char *test_name;
-    pp_params p = {0, 0, 0, 0, 1, 8192, 0};
+    pp_params p = {0, 0, 0, 0, 1, 8192, 0, 0};
     Py_ssize_t large = 8192;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsOiiiii|np", kwlist, &comm_obj, &test_name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsOiiiii|npp", kwlist, &comm_obj, &test_name,
                                      &sizes_obj, &p.iterations, &p.skip, &p.iterations_large,
-                                     &p.skip_large, &p.window, &large, &p.validate))
+                                     &p.skip_large, &p.window, &large, &p.validate,
+                                     &p.hugepages))
         return NULL;
     MPI_Comm *comm = PyMPIComm_Get(comm_obj);
     if (comm == NULL)

@@ -221,11 +221,24 @@ def _pattern(i: int, size: int, r: int):
     return ((i * 31 + (k % 251) * 7 + r * 101 + 1) & 0xFF).astype(np.uint8)
 
 
-def python_pingpong(comm, MPI, test: str, sizes: list[int], m: dict[str, int],
-                    validate: bool = False) -> list[dict]:
-    """The OSU methods as a plain mpi4py loop (the Python-only baseline)."""
+def _numpy_hugepages(enabled: bool) -> None:
+    """NumPy asks for huge pages for large arrays by default; OSU's buffers have none."""
     import numpy as np
 
+    core = getattr(np, "_core", None) or np.core
+    core.multiarray._set_madvise_hugepage(enabled)
+
+
+def python_pingpong(comm, MPI, test: str, sizes: list[int], m: dict[str, int],
+                    validate: bool = False, hugepages: bool = False) -> list[dict]:
+    """The OSU methods as a plain mpi4py loop (the Python-only baseline).
+
+    Its buffers follow the same huge-page policy as the C kernel's (off by
+    default, as OSU), so the two differ only in the loop.
+    """
+    import numpy as np
+
+    _numpy_hugepages(hugepages)
     rank, peer = comm.Get_rank(), 1 - comm.Get_rank()
     cap = max(sizes + [4])
     sbuf, rbuf = np.full(cap, ord("a"), np.uint8), np.full(cap, ord("b"), np.uint8)
@@ -313,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--validate", action="store_true",
                    help="fill and check a data pattern every iteration (timings then include "
                         "no checking, but are not for reporting)")
+    p.add_argument("--hugepages", action="store_true",
+                   help="back the message buffers by transparent huge pages (OSU does not; "
+                        "on some VMs large-message shared-memory bandwidth changes several-fold)")
     p.add_argument("--impl", default="c", choices=IMPLS,
                    help="c (default) or mpi4py: the same methods as a Python loop")
     p.add_argument("--compiler", default=None,
@@ -370,9 +386,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
     if args.impl == "c":
         results = module.run(comm, args.test, sizes, m["iterations"], m["skip"],
                              m["iterations_large"], m["skip_large"], m["window"],
-                             LARGE_MESSAGE_SIZE, args.validate)
+                             LARGE_MESSAGE_SIZE, args.validate, args.hugepages)
     else:
-        results = python_pingpong(comm, MPI, args.test, sizes, m, args.validate)
+        results = python_pingpong(comm, MPI, args.test, sizes, m, args.validate, args.hugepages)
     bad = [r for r in results if r["errors"]]
     if args.validate and bad:
         raise ValidationFailed(f"{args.test}: {bad[0]['errors']} bytes differed from what was "
@@ -380,7 +396,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
     if rank != 0:
         return [], rank
     context = {"mpi_library": runtime.splitlines()[0].strip(), "mpi_label": library_label(runtime),
-               "thread_level": args.thread_level, "ranks": ranks,
+               "thread_level": args.thread_level, "hugepages": args.hugepages, "ranks": ranks,
                "hosts": len({r["host"] for r in ranks}), "host": socket.gethostname(),
                "started": started} | build
     return [json.dumps(rec) for rec in _records(results, args.test, args.impl, context,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import report, store
+from burstbench import report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +36,21 @@ def test_smoke_run_makes_one_complete_run_folder(smoke_run):
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
 
 
+def test_smoke_run_holds_the_pingpong_too(smoke_run):
+    (run_dir,) = (smoke_run / "smoke").iterdir()
+    assert (run_dir / "020_measure_pingpong.ipynb").exists()
+    table = pd.read_csv(run_dir / "pingpong.csv")
+    measured = table[table["metric"] != "validation_errors"]
+    assert set(measured["function"]) == {"latency", "bw", "bibw"}
+    assert set(measured["impl"]) == {"c", "mpi4py"}
+    assert measured["message_size"].max() == 4096 and (measured["value"] > 0).all()
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    sec = prov["benchmarks"]["pingpong"]
+    assert sec["status"] == "complete" and sec["variants"][0]["mpi_library_version"]
+    raw = [json.loads(x) for x in (run_dir / "pingpong.jsonl").read_text().splitlines()]
+    assert all(len(r["ranks"]) == 2 and r["ranks"][0]["host"] for r in raw)
+
+
 def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     figs = tmp_path / "figures"
     proc = cli("-m", "burstbench", "report", "--runs-dir", str(smoke_run), "--figures-dir",
@@ -43,7 +58,8 @@ def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     assert proc.returncode == 0, proc.stderr
     index = (figs / "README.md").read_text()
     for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
-                 "triad_overview.png"):
+                 "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
+                 "pingpong_extremes.csv", "pingpong_extremes.md"):
         assert (figs / name).stat().st_size > 0
         assert name in index
     best = pd.read_csv(figs / "triad_best.csv")
@@ -89,10 +105,12 @@ def test_bad_params_leave_earlier_results_intact(smoke_run, tmp_path, cli):
         "unknown.yaml": "vm: smoke\ntriad_treads: [1]\n",
         "malformed.yaml": "vm: smoke\ntriad_threads: [1,\n",
         "threads0.yaml": "vm: smoke\ntriad_threads: [0]\n",
-        "size.yaml": "vm: smoke\ntriad_size: -1\n",
+        "tsize.yaml": "vm: smoke\ntriad_size: -1\n",
         "ntimes.yaml": "vm: smoke\ntriad_ntimes: 1\n",
         "places.yaml": "vm: smoke\ntriad_places: [cors]\n",
         "kmp.yaml": "vm: smoke\ntriad_kmp_affinity: [compactt]\n",
+        "size.yaml": "vm: smoke\npingpong_max_size: 1000\n",
+        "combo.yaml": "vm: smoke\npingpong_combinations: [{mpiexec: mpiexec, lanucher: x}]\n",
     }
     for name, text in cases.items():
         f = tmp_path / name

@@ -12,7 +12,10 @@
 
 #ifdef __linux__
 #include <sched.h>
+#include <sys/mman.h>
 #endif
+
+#define HUGE_PAGE 2097152
 
 #define TAG_LAT 1
 #define TAG_BW 100
@@ -177,11 +180,17 @@ int pp_run(MPI_Comm comm, int test, const size_t *sizes, int nsizes, const pp_pa
     }
 
     char *s = NULL, *r = NULL;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t align = p->hugepages ? HUGE_PAGE : (size_t)sysconf(_SC_PAGESIZE);
     MPI_Request *req = malloc(2 * (size_t)window * sizeof(MPI_Request));
     MPI_Status *sts = malloc(2 * (size_t)window * sizeof(MPI_Status));
-    int ok = req != NULL && sts != NULL && posix_memalign((void **)&s, page, max) == 0 &&
-             posix_memalign((void **)&r, page, max) == 0;
+    int ok = req != NULL && sts != NULL && posix_memalign((void **)&s, align, max) == 0 &&
+             posix_memalign((void **)&r, align, max) == 0;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (ok && p->hugepages) { /* advice only: where THP is off, nothing changes */
+        madvise(s, max, MADV_HUGEPAGE);
+        madvise(r, max, MADV_HUGEPAGE);
+    }
+#endif
     int all_ok = 0; /* agree on allocation before any point-to-point traffic */
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         rc = PP_EMPI;

@@ -10,6 +10,9 @@
  * = size * iterations * window / sum (twice that for bidirectional); the
  * whole window posted from (and into) one buffer; a 4-byte acknowledgement
  * closing each osu_bw window; iteration counts switching at 8 KiB.
+ * One addition, off by default: `hugepages` asks for transparent huge pages
+ * for the buffers (2 MiB aligned, madvise MADV_HUGEPAGE), which on some VMs
+ * changes large-message shared-memory bandwidth several-fold.
  */
 #ifndef BURSTBENCH_PINGPONG_H
 #define BURSTBENCH_PINGPONG_H
@@ -34,6 +37,7 @@ typedef struct {
     int window;                       /* messages in flight (bw, bibw); ignored by latency */
     size_t large_size;                /* OSU's LARGE_MESSAGE_SIZE, 8192 */
     int validate;                     /* fill and check a pattern per iteration (untimed) */
+    int hugepages;                    /* back the buffers by transparent huge pages (not OSU) */
 } pp_params;
 
 typedef struct {

@@ -1,0 +1,96 @@
+"""What every benchmark's sweep shares: the plan, the run it writes to, and running it.
+
+A benchmark module (``burstbench.triad``, ``burstbench.pingpong``) turns
+validated parameters into a :class:`Plan` of tasks and parses one task's
+output into tidy rows; :func:`execute` runs the plan into a run folder,
+finalizes the tables and records the outcome in the provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from burstbench import paths, provenance, runner, store
+from burstbench.params import digest
+
+
+@dataclass
+class Plan:
+    """What a sweep will measure: tasks, what they run on (variants, MPI builds), notes."""
+
+    tasks: list[runner.Task]
+    variants: list[dict]
+    notes: list[str] = field(default_factory=list)
+    detail: str = "threads"  # the configuration column summarised per label by table()
+
+    def table(self) -> pd.DataFrame:
+        """One row per label: its implementation and how many configurations it has."""
+        rows = [t.config for t in self.tasks]
+        if not rows:
+            return pd.DataFrame(columns=["label", self.detail, "configurations"])
+        df = pd.DataFrame(rows)
+        return (df.groupby("label", sort=False)
+                  .agg(impl=("impl", "first"),
+                       **{self.detail: (self.detail, lambda s: ",".join(
+                           map(str, sorted(set(s), key=str))))},
+                       configurations=("key", "size"))
+                  .reset_index())
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label."""
+    return re.sub(r"[^\w.+-]+", "_", text)
+
+
+def task_key(label: str, parts: str, ident: object) -> str:
+    """``<label>-<parts>-<6 hex of ident>``: readable, and unique for distinct configurations."""
+    h = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:6]
+    return f"{slug(label)}-{parts}-{h}"
+
+
+def open_run(P: dict, benchmark: str) -> tuple[store.Run, bool]:
+    """The run a sweep writes to (resuming an unfinished one with the same parameters)."""
+    run, resumed = store.open_run(
+        paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest(P, benchmark),
+        P["run_id"], system=lambda: provenance.collect(paths.project_root()))
+    print(("resumed" if resumed else "new") + f" run {run.root}")
+    return run, resumed
+
+
+class SweepFailed(RuntimeError):
+    """Some configurations gave no result; what was measured is stored."""
+
+
+def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
+            progress: bool = True) -> pd.DataFrame:
+    """Measure every planned configuration not yet stored; finalize and return the table.
+
+    Raises SweepFailed after storing everything measured when some
+    configurations failed, and KeyboardInterrupt when interrupted.
+    """
+    run.set_section(benchmark, variants=plan.variants, notes=plan.notes,
+                    planned=len(plan.tasks))
+    for note in plan.notes:
+        print(f"note: {note}")
+    result = runner.sweep(plan.tasks, run, benchmark, parse, progress)
+    table = run.finalize(benchmark)
+    status = "complete" if result.complete else ("interrupted" if result.interrupted
+                                                 else "incomplete")
+    run.set_section(benchmark, status=status, finished=store.now_iso(),
+                    failures=[{"configuration": t, "reason": r} for t, r in result.failed],
+                    seconds=round(result.seconds, 1))
+    if result.interrupted:
+        raise KeyboardInterrupt
+    if result.failed:
+        first = result.failed[0]
+        raise SweepFailed(f"{len(result.failed)} of {result.total} configurations failed "
+                          f"(first: {first[0]}: {first[1]}); measured ones are stored in "
+                          f"{run.root}; re-run to retry the failed ones")
+    print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
+          f"{result.seconds:.0f} s; results in {run.root}")
+    return table
