@@ -79,13 +79,17 @@ def _label(name: str) -> Callable[[Any], str]:
     return check
 
 
-def _text(name: str) -> Callable[[Any], str]:
-    def check(v: Any) -> str:
-        if not isinstance(v, str):
-            raise ParamError(f"{name} must be a string, not {v!r}")
+def _typed(name: str, kind: type, what: str) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if not isinstance(v, kind):
+            raise ParamError(f"{name} must be {what}, not {v!r}")
         return v
 
     return check
+
+
+def _text(name: str) -> Callable[[Any], str]:
+    return _typed(name, str, "a string")
 
 
 def _run_id(v: Any) -> str:
@@ -172,12 +176,15 @@ def _variant(v: Any) -> dict:
     return out
 
 
-def _baselines(v: Any) -> list[str]:
-    items = _list_of("triad_baselines", _text("triad_baselines"))(v)
-    for b in items:
-        if b not in ("numba", "numpy"):
-            raise ParamError(f"triad_baselines: unknown baseline '{b}' (valid: numba, numpy)")
-    return items
+def _choices(name: str, allowed: tuple[str, ...], allow_empty: bool = True):
+    def check(v: Any) -> list[str]:
+        items = _list_of(name, _text(name), allow_empty)(v)
+        for x in items:
+            if x not in allowed:
+                raise ParamError(f"{name}: unknown value '{x}' (valid: {', '.join(allowed)})")
+        return items
+
+    return check
 
 
 COMMON = [
@@ -206,7 +213,7 @@ SECTIONS: dict[str, list[Param]] = {
               "compiler variants: list of {compiler, flags, tag, places, bind, kmp_affinity}",
               _list_of("triad_variants", _variant, allow_empty=False)),
         Param("triad_baselines", ["numba", "numpy"], "Python-only baselines measured in the "
-              "same sweep", _baselines),
+              "same sweep", _choices("triad_baselines", ("numba", "numpy"))),
         Param("triad_repetitions", 3, "fresh processes per configuration (median and spread)",
               _count("triad_repetitions", 1)),
         Param("triad_timeout_s", 600, "seconds one configuration may run before it is "
@@ -317,24 +324,8 @@ def _optional_count(name: str, minimum: int) -> Callable[[Any], int | None]:
     return check
 
 
-def _choices(name: str, allowed: tuple[str, ...], allow_empty: bool = True):
-    def check(v: Any) -> list[str]:
-        items = _list_of(name, _text(name), allow_empty)(v)
-        for x in items:
-            if x not in allowed:
-                raise ParamError(f"{name}: unknown value '{x}' (valid: {', '.join(allowed)})")
-        return items
-
-    return check
-
-
 def _bool(name: str) -> Callable[[Any], bool]:
-    def check(v: Any) -> bool:
-        if not isinstance(v, bool):
-            raise ParamError(f"{name} must be true or false, not {v!r}")
-        return v
-
-    return check
+    return _typed(name, bool, "true or false")
 
 
 SECTIONS["pingpong"] = [

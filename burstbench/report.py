@@ -110,16 +110,21 @@ def _latest_runs(loaded: store.Loaded) -> dict[str, dict]:
     return latest
 
 
+def _begin(benchmark: str, runs_dir: Path | str, reference_dir: Path | str,
+           figures_dir: Path | str) -> tuple[Section, store.Loaded, Path, Path, Path]:
+    """A report section with every run of `benchmark` loaded (problems noted), and its folders."""
+    section = Section(benchmark)
+    loaded = store.load(paths.runs_dir(runs_dir), benchmark)
+    section.problems += loaded.problems
+    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
+    return section, loaded, ref_dir, paths.figures_dir(figures_dir), paths.project_root()
+
+
 def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                  figures_dir: Path | str = "", show: bool = False) -> Section:
     """The study's Figures 2-4 for every VM with data, the best-bandwidth table, an overview."""
-    runs_dir = paths.runs_dir(runs_dir)
-    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
-    fig_dir = paths.figures_dir(figures_dir)
-    root = paths.project_root()
-    section = Section("triad")
-    loaded = store.load(runs_dir, "triad")
-    section.problems += loaded.problems
+    section, loaded, ref_dir, fig_dir, root = _begin("triad", runs_dir, reference_dir,
+                                                     figures_dir)
     best_ref = read_reference(ref_dir, "triad_best.csv",
                               ["vm", "best_triad_gbs", "label", "threads", "source"],
                               section.problems)
@@ -241,13 +246,8 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
 def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                     figures_dir: Path | str = "", show: bool = False) -> Section:
     """The study's Figures 5-10 for every VM with data, and the latency/bandwidth table."""
-    runs_dir = paths.runs_dir(runs_dir)
-    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
-    fig_dir = paths.figures_dir(figures_dir)
-    root = paths.project_root()
-    section = Section("pingpong")
-    loaded = store.load(runs_dir, "pingpong")
-    section.problems += loaded.problems
+    section, loaded, ref_dir, fig_dir, root = _begin("pingpong", runs_dir, reference_dir,
+                                                     figures_dir)
     ref = read_reference(ref_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
                                               "bandwidth_max_gbs", "source"], section.problems)
     stats = pingpong.spread(loaded.table)

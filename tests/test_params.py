@@ -93,7 +93,7 @@ def test_malformed_yaml_names_the_line(tmp_path):
     ("triad_variants", [{"compiler": "gcc", "flgs": "-O3"}], "unknown key 'flgs'"),
     ("triad_variants", [{"flags": "-O3"}], "needs a compiler"),
     ("triad_variants", [], "non-empty list"),
-    ("triad_baselines", ["julia"], "unknown baseline 'julia'"),
+    ("triad_baselines", ["julia"], "unknown value 'julia'"),
     ("triad_repetitions", 0, "at least 1"),
     ("triad_timeout_s", -1, "positive number"),
     ("vm", "my vm/1", "names a folder"),
