@@ -67,7 +67,9 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
     """A GitHub Markdown table (no extra dependency)."""
     def fmt(v: object) -> str:
         if isinstance(v, float):
-            return "" if math.isnan(v) else format(v, floatfmt)
+            if math.isnan(v):
+                return ""
+            return str(int(v)) if v.is_integer() and abs(v) >= 1000 else format(v, floatfmt)
         return "" if v is None or v is pd.NA else str(v).replace("|", "\\|")
 
     head = "| " + " | ".join(df.columns) + " |"

@@ -380,7 +380,10 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
                           parse_size(args.max_size))
     m = method(args.test, args.iterations, args.skip, args.iterations_large, args.skip_large,
                args.window)
-    cpu = module.cpu if module is not None else (lambda: -1)
+    if module is not None:
+        cpu = module.cpu
+    else:
+        from kernels_ext.baselines import current_cpu as cpu
     ranks = where(comm, MPI, cpu)
     started = time.time()
     if args.impl == "c":
