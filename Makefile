@@ -26,7 +26,7 @@ test: $(STAMP)
 ## MPI (the mpich wheel) and mpi4py go in first, and the build sees the environment's
 ## bin/ first on PATH, so CMake's FindMPI takes the wheel's mpicc, not a system one.
 install: $(STAMP)
-$(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.c kernels_ext/src/*.[ch])
+$(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.[ch] kernels_ext/src/*.[ch] kernels_ext/src/*/*.[ch])
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0'

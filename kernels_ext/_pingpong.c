@@ -12,29 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_mpi_build.h"
 #include "src/pingpong.h"
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-/* The MPI this module was compiled against, from the headers' own macros. */
-#if defined(OMPI_MAJOR_VERSION)
-#define BUILD_FAMILY "openmpi"
-#define BUILD_VERSION                                                                        \
-    "Open MPI " STR(OMPI_MAJOR_VERSION) "." STR(OMPI_MINOR_VERSION) "." STR(OMPI_RELEASE_VERSION)
-#elif defined(I_MPI_VERSION)
-#define BUILD_FAMILY "mpich"
-#define BUILD_VERSION "Intel MPI " I_MPI_VERSION
-#elif defined(MVAPICH2_VERSION)
-#define BUILD_FAMILY "mpich"
-#define BUILD_VERSION "MVAPICH2 " MVAPICH2_VERSION
-#elif defined(MPICH_VERSION)
-#define BUILD_FAMILY "mpich"
-#define BUILD_VERSION "MPICH " MPICH_VERSION
-#else
-#define BUILD_FAMILY "unknown"
-#define BUILD_VERSION "unknown MPI"
-#endif
 
 static const char *const TESTS[] = {"latency", "bw", "bibw"};
 
@@ -141,9 +120,7 @@ PyDoc_STRVAR(build_doc, "build_mpi() -> dict\n\n"
 static PyObject *py_build_mpi(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
-    return Py_BuildValue("{s:s,s:s,s:i,s:i}", "family", BUILD_FAMILY, "version", BUILD_VERSION,
-                         "standard_version", MPI_VERSION, "standard_subversion",
-                         MPI_SUBVERSION);
+    return mpi_build_dict();
 }
 
 static PyObject *py_cpu(PyObject *self, PyObject *noargs)

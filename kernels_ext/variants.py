@@ -36,14 +36,18 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MODULES: dict[str, tuple[str, ...]] = {
     "_triad": ("_triad.c", "src/stream.c"),
     "_pingpong": ("_pingpong.c", "src/pingpong.c"),
+    "_biccg": ("_biccg.c", "src/biccg/cg.c", "src/biccg/ordering.c", "src/biccg/matrix.c",
+               "src/biccg/ic0.c", "src/biccg/halo.c", "src/biccg/poisson.c"),
 }
 HEADERS: dict[str, tuple[str, ...]] = {"_triad": ("src/stream.h",),
-                                       "_pingpong": ("src/pingpong.h",)}
+                                       "_pingpong": ("src/pingpong.h", "_mpi_build.h"),
+                                       "_biccg": ("src/biccg/biccg.h", "src/biccg/internal.h",
+                                                  "_mpi_build.h")}
 
 
 def _extra_includes(module: str) -> list[str]:
     """Include folders a module needs besides Python's (mpi4py's C API for the MPI ones)."""
-    if module == "_pingpong":
+    if module in ("_pingpong", "_biccg"):
         import mpi4py
 
         return [mpi4py.get_include()]

@@ -1,0 +1,296 @@
+"""BICCG: Python API and ``[mpiexec -n P] python -m kernels_ext.biccg``.
+
+Conjugate gradients preconditioned by block IC(0) with algebraic block
+multicolor ordering (block size 32 and 20 colors in the study), MPI x OpenMP:
+rows split across ranks in contiguous ranges, block Jacobi across ranks, the
+substitutions parallel over the blocks of one color.  Problems: the 3D
+7-point Poisson matrix (each rank builds only its rows) or a Matrix Market
+file.  The right-hand side is b = A (1, ..., 1), so the exact solution is all
+ones and its error is reported beside the residual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class BiccgError(Exception):
+    """A solve that gives no answer; ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class BadInput(BiccgError):
+    """An argument, the matrix or the rank count is wrong (exit status 2)."""
+
+    exit_code = 2
+
+
+class NotConverged(BiccgError):
+    """Max iterations reached, or CG broke down (exit status 3)."""
+
+    exit_code = 3
+
+
+def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:
+    """Rows [r0, r1) of `rank`: contiguous, sizes differing by at most one."""
+    return n * rank // nranks, n * (rank + 1) // nranks
+
+
+def poisson_rows(nx: int, ny: int, nz: int, r0: int, r1: int):
+    """Rows [r0, r1) of the 7-point Laplacian as (indptr, indices, data), built in C.
+
+    Indices are int32 when the global order allows (half the memory), else int64.
+    """
+    from kernels_ext import _biccg
+
+    nnz = _biccg.poisson(nx, ny, nz, r0, r1)
+    indptr = np.empty(r1 - r0 + 1, np.int64)
+    indices = np.empty(nnz, np.int64)
+    data = np.empty(nnz, np.float64)
+    _biccg.poisson(nx, ny, nz, r0, r1, indptr, indices, data)
+    if nx * ny * nz < 2**31 - 1:
+        indices = indices.astype(np.int32)
+    return indptr, indices, data
+
+
+def poisson_matrix(nx: int, ny: int, nz: int):
+    """The whole Poisson matrix as SciPy CSR (for tests and baselines)."""
+    import scipy.sparse as sp
+
+    n = nx * ny * nz
+    indptr, indices, data = poisson_rows(nx, ny, nz, 0, n)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+def check_matrix(A, where: str = "matrix", rtol: float = 1e-12) -> None:
+    """Refuse what CG cannot solve: not square, not symmetric, NaN or Inf entries."""
+    if A.shape[0] != A.shape[1]:
+        raise BadInput(f"{where} is not square ({A.shape[0]} x {A.shape[1]})")
+    if not np.all(np.isfinite(A.data)):
+        raise BadInput(f"{where} holds NaN or Inf")
+    diff = abs(A - A.T)
+    scale = abs(A).max() if A.nnz else 1.0
+    if diff.nnz and diff.max() > rtol * scale:
+        raise BadInput(f"{where} is not symmetric (largest |a_ij - a_ji| = {diff.max():.3g})")
+
+
+def check_params(n: int, block_size: int, colors: int, tol: float, max_iter: int,
+                 nranks: int) -> None:
+    """One clear message per bad solver parameter."""
+    if block_size <= 0:
+        raise BadInput(f"block size must be positive, not {block_size}")
+    if block_size > n:
+        raise BadInput(f"block size {block_size} is larger than the matrix ({n} rows)")
+    if colors <= 0:
+        raise BadInput(f"colors must be positive, not {colors}")
+    if not tol > 0:
+        raise BadInput(f"tol must be positive, not {tol}")
+    if max_iter < 0:
+        raise BadInput(f"max iterations must be at least 0, not {max_iter}")
+    if nranks > n:
+        raise BadInput(f"more MPI ranks ({nranks}) than matrix rows ({n})")
+
+
+def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_size: int = 32,
+                colors: int = 20, tol: float = 1e-7, max_iter: int = 10_000, threads: int = 0,
+                history: bool = False, x0=None) -> tuple[np.ndarray, dict]:
+    """Solve with this rank's rows (collective); returns (x slice, statistics).
+
+    Raises NotConverged on a CG breakdown (naming the iteration), BadInput on
+    NaN/Inf or bad arguments.
+    """
+    from kernels_ext import _biccg
+
+    x = np.zeros(len(b)) if x0 is None else np.array(x0, dtype=np.float64)
+    try:
+        stats = _biccg.solve(comm, indptr, indices, data, np.ascontiguousarray(b, np.float64),
+                             x, n, row_begin, block_size, colors, tol, max_iter, threads,
+                             history)
+    except ArithmeticError as exc:
+        raise NotConverged(str(exc)) from exc
+    except (ValueError, TypeError) as exc:
+        raise BadInput(str(exc)) from exc
+    return x, stats
+
+
+def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
+          max_iter: int = 10_000, threads: int = 0, history: bool = False):
+    """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
+    from kernels_ext.pingpong import init_mpi
+
+    MPI = init_mpi("funneled")
+    check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
+    return solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, A.shape[0], 0,
+                       block_size, colors, tol, max_iter, threads, history)
+
+
+def load_problem(args, rank: int, nranks: int) -> dict:
+    """This rank's rows of the problem and b = A (1, ..., 1)."""
+    if args.poisson:
+        nx, ny, nz = args.poisson
+        if min(nx, ny, nz) < 1:
+            raise BadInput(f"Poisson grid sizes must be positive, not {nx} x {ny} x {nz}")
+        n = nx * ny * nz
+        if nranks > n:
+            raise BadInput(f"more MPI ranks ({nranks}) than matrix rows ({n})")
+        r0, r1 = partition(n, nranks, rank)
+        indptr, indices, data = poisson_rows(nx, ny, nz, r0, r1)
+        name = f"poisson{nx}x{ny}x{nz}"
+    else:
+        from kernels_ext.mtx import MtxError, read_mtx
+
+        try:
+            A = read_mtx(args.mtx)
+        except MtxError as exc:
+            raise BadInput(str(exc)) from exc
+        check_matrix(A, f"{args.mtx}")
+        n = A.shape[0]
+        if nranks > n:
+            raise BadInput(f"more MPI ranks ({nranks}) than matrix rows ({n})")
+        r0, r1 = partition(n, nranks, rank)
+        rows = A[r0:r1]
+        indptr, indices, data = rows.indptr, rows.indices, rows.data
+        name = Path(args.mtx).name.split(".")[0]
+    # b = A 1: the row sums of this rank's rows
+    b = np.add.reduceat(data, indptr[:-1]) if len(data) else np.zeros(r1 - r0)
+    b[np.diff(indptr) == 0] = 0.0
+    nnz_local = int(indptr[-1] - indptr[0])
+    return {"indptr": indptr, "indices": indices, "data": data, "b": b, "n": n, "r0": r0,
+            "r1": r1, "problem": name, "nnz_local": nnz_local}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="[mpiexec -n P] python -m kernels_ext.biccg",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Solve A x = b (b = A 1) by CG preconditioned with block IC(0) and algebraic "
+            "block multicolor ordering, MPI ranks x OpenMP threads. Rank 0 prints one JSON "
+            "line: converged, iterations, relative_residual (recomputed ||b - Ax|| / ||b||), "
+            "colors_used, setup_s, solve_s and the per-iteration time split. Exit status: 0 "
+            "converged, 2 bad input, 3 not converged or CG breakdown, 4 MPI mismatch."),
+        epilog=("examples:\n"
+                "  python -m kernels_ext.biccg --poisson 64 64 64 --threads 2\n"
+                "  mpiexec -n 2 python -m kernels_ext.biccg --poisson 256 256 512 "
+                "--block-size 32 --colors 20 --tol 1e-7\n"
+                "  python -m kernels_ext.biccg --mtx G3_circuit.tar.gz"))
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"),
+                     help="3D 7-point Laplacian on an NX x NY x NZ grid (Dirichlet)")
+    src.add_argument("--mtx", help="Matrix Market file (.mtx, .mtx.gz, SuiteSparse .tar.gz)")
+    p.add_argument("--block-size", type=int, default=32, help="rows per block (default 32)")
+    p.add_argument("--colors", type=int, default=20, help="at least this many colors (20)")
+    p.add_argument("--tol", type=float, default=1e-7, help="relative residual (1e-7)")
+    p.add_argument("--max-iter", type=int, default=10_000, help="iteration limit (10000)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="OpenMP threads per rank (default: OMP_NUM_THREADS or all)")
+    p.add_argument("--history", action="store_true", help="include the residual history")
+    p.add_argument("--out", default=None, help="write the JSON line to this file (rank 0)")
+    return p
+
+
+def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
+    """Everything main() does but printing: (JSON lines on rank 0, rank, exit code)."""
+    args = build_parser().parse_args(argv)
+    from kernels_ext.pingpong import MPIMismatch, built_family, init_mpi, library_family
+
+    MPI = init_mpi("funneled")  # OpenMP threads compute, only the main thread calls MPI
+    comm = MPI.COMM_WORLD
+    rank, nranks = comm.Get_rank(), comm.Get_size()
+    import importlib.util
+
+    spec = importlib.util.find_spec("kernels_ext._biccg")
+    if spec is None or spec.origin is None:
+        raise BadInput("kernels_ext._biccg is not built: no MPI was found when the package "
+                       "was installed")
+    runtime = MPI.Get_library_version().strip()
+    if built_family(spec.origin) != library_family(runtime):
+        raise MPIMismatch(f"{spec.origin} was built for another MPI than mpi4py loaded "
+                          f"('{runtime.splitlines()[0].strip()}')")
+    if args.threads < 0:
+        raise BadInput(f"threads must be at least 1, not {args.threads}")
+    t0 = time.perf_counter()
+    prob = load_problem(args, rank, nranks)
+    t_load = time.perf_counter() - t0
+    check_params(prob["n"], args.block_size, args.colors, args.tol, args.max_iter, nranks)
+    x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
+                        prob["n"], prob["r0"], args.block_size, args.colors, args.tol,
+                        args.max_iter, args.threads, args.history)
+    err = comm.allreduce(float(np.max(np.abs(x - 1.0))) if len(x) else 0.0, op=MPI.MAX)
+    nnz = comm.allreduce(prob["nnz_local"])
+    rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
+    threads = comm.allreduce(args.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
+                             or len(os.sched_getaffinity(0)), op=MPI.MAX)
+    it = max(st["iterations"], 1)
+    t = st["times"]
+    rec = {
+        "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
+        "threads": threads, "block_size": args.block_size, "colors": args.colors,
+        "tol": args.tol, "max_iter": args.max_iter,
+        "converged": st["converged"], "iterations": st["iterations"],
+        "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
+        "error_max": err, "colors_used": st["colors_used"], "shift": st["shift"],
+        "setup_s": t["ordering"] + t["factorization"] + t["halo_setup"],
+        "ordering_s": t["ordering"], "factorization_s": t["factorization"],
+        "halo_setup_s": t["halo_setup"], "solve_s": t["solve"], "load_s": t_load,
+        "per_iteration_s": {k: t[k] / it for k in ("spmv", "precond", "dots", "halo", "vector")},
+        "halo_entries": st["halo_entries"], "peak_rss_bytes": max(rss) if rss else None,
+        "mpi_library": runtime.splitlines()[0].strip(), "host": socket.gethostname(),
+        "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
+    }
+    if args.history:
+        rec["history"] = st["history"]
+    code = 0
+    if not st["converged"]:
+        code = NotConverged.exit_code
+    return ([json.dumps(rec)] if rank == 0 else []), rank, code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m kernels_ext.biccg``; returns the exit status."""
+    from kernels_ext.pingpong import PingPongError
+
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    try:
+        args = build_parser().parse_args(argv)
+        lines, rank, code = run(argv)
+    except (BiccgError, PingPongError) as exc:
+        if rank == 0:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    except Exception as exc:  # take every rank down, never leave one waiting
+        print(f"error: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            mpi.COMM_WORLD.Abort(1)
+        return 1
+    if rank == 0 and lines:
+        text = "".join(line + "\n" for line in lines)
+        if args.out:
+            path = Path(args.out)
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        if code:
+            rec = json.loads(lines[0])
+            print(f"error: not converged: relative residual {rec['relative_residual']:.3g} > "
+                  f"tol {rec['tol']:g} after {rec['iterations']} iterations", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
