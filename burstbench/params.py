@@ -247,8 +247,7 @@ def _str_list(name: str) -> Callable[[Any], list[str]]:
     return check
 
 
-def _combination(v: Any) -> dict:
-    where = "pingpong_combinations"
+def _combination(v: Any, where: str = "pingpong_combinations") -> dict:
     if not isinstance(v, dict):
         raise ParamError(f"{where}: each combination is a mapping with keys "
                          f"{', '.join(COMBO_KEYS)}, not {v!r}")
@@ -367,7 +366,56 @@ SECTIONS["pingpong"] = [
           _positive_number("pingpong_timeout_s")),
 ]
 
-NOTEBOOKS = {"triad": "010_measure_triad.ipynb", "pingpong": "020_measure_pingpong.ipynb"}
+def _problem(v: Any) -> dict:
+    where = "biccg_problems"
+    if isinstance(v, dict) and set(v) == {"poisson"}:
+        grid = v["poisson"]
+        if not (isinstance(grid, list) and len(grid) == 3 and all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid)):
+            raise ParamError(f"{where}: poisson needs three positive grid sizes [nx, ny, nz], "
+                             f"not {grid!r}")
+        return {"poisson": list(grid)}
+    if isinstance(v, dict) and "mtx" in v and set(v) <= {"mtx", "optional"}:
+        if not isinstance(v["mtx"], str) or not v["mtx"]:
+            raise ParamError(f"{where}: mtx needs a file path, not {v['mtx']!r}")
+        return {"mtx": v["mtx"], "optional": _bool(f"{where} optional")(v.get("optional", False))}
+    raise ParamError(f"{where}: each problem is {{poisson: [nx, ny, nz]}} or "
+                     f"{{mtx: path, optional: true/false}}, not {v!r}")
+
+
+SECTIONS["biccg"] = [
+    Param("biccg_problems", [{"poisson": [64, 64, 64]}], "matrices: {poisson: [nx, ny, nz]} "
+          "or {mtx: path, optional}", _list_of("biccg_problems", _problem, allow_empty=False)),
+    Param("biccg_combination", {"mpiexec": "mpiexec", "launcher": "hydra"},
+          "the MPI launcher: {mpiexec, launcher, args, env} as in pingpong_combinations",
+          lambda v: _combination(v, "biccg_combination")),
+    Param("biccg_nodes", [1], "node counts (hosts from biccg_hosts or the scheduler)",
+          _list_of("biccg_nodes", _count("biccg_nodes", 1), allow_empty=False)),
+    Param("biccg_ranks_per_node", [1, 2], "MPI ranks per node (the study: 2)",
+          _list_of("biccg_ranks_per_node", _count("biccg_ranks_per_node", 1), False)),
+    Param("biccg_threads", [1, 2], "OpenMP threads per rank",
+          _list_of("biccg_threads", _count("biccg_threads", 1), allow_empty=False)),
+    Param("biccg_hosts", [], "host names; empty: $PBS_NODEFILE or $SLURM_JOB_NODELIST",
+          _str_list("biccg_hosts")),
+    Param("biccg_block_size", 32, "rows per block (the study: 32)",
+          _count("biccg_block_size", 1)),
+    Param("biccg_colors", 20, "at least this many colors (the study: 20)",
+          _count("biccg_colors", 1)),
+    Param("biccg_tol", 1e-7, "relative residual to stop at (the study: 1e-7)",
+          _positive_number("biccg_tol")),
+    Param("biccg_max_iter", 10000, "iteration limit; reaching it is a failure",
+          _count("biccg_max_iter", 1)),
+    Param("biccg_baselines", ["scipy-cg", "numba-ic0cg"], "Python-side solvers on one "
+          "process, per problem", _choices("biccg_baselines",
+                                          ("scipy-cg", "numba-ic0cg", "numba-cg"))),
+    Param("biccg_repetitions", 3, "fresh runs per configuration",
+          _count("biccg_repetitions", 1)),
+    Param("biccg_timeout_s", 1800, "seconds one solve may run before it is stopped",
+          _positive_number("biccg_timeout_s")),
+]
+
+NOTEBOOKS = {"triad": "010_measure_triad.ipynb", "pingpong": "020_measure_pingpong.ipynb",
+             "biccg": "030_measure_biccg.ipynb"}
 
 
 def schema(section: str) -> dict[str, Param]:

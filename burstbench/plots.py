@@ -125,3 +125,56 @@ def versus_message_size(stats: pd.DataFrame, ax: plt.Axes, function: str) -> plt
     ax.set_title({"latency": "osu_latency method", "bw": "osu_bw method",
                   "bibw": "osu_bibw method"}[function])
     return ax
+
+
+def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axes:
+    """Solve time against cores used (log-log), one line per layout, baselines as markers."""
+    apply_style()
+    d0 = stats[stats["metric"] == "solve_time"]
+    labels = list(dict.fromkeys(d0.sort_values(["impl", "label"])["label"]))
+    colors = dict(zip(labels, palette(len(labels))))
+    for label in labels:
+        d = d0[d0["label"] == label].sort_values("cores")
+        base = d["impl"].iloc[0] != "c"
+        ax.errorbar(d["cores"], d["median"], yerr=[d["median"] - d["min"], d["max"] - d["median"]],
+                    fmt="s" if base else "-o", ms=6 if base else 4, capsize=2,
+                    color=colors[label], label=label + (" (1 process)" if base else ""))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("cores used (nodes x ranks x threads)")
+    ax.set_ylabel("solve time (s)")
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+SPLIT_COLORS = {"spmv": "#0072B2", "precond": "#D55E00", "dots": "#009E73", "halo": "#CC79A7",
+                "vector": "#999999"}
+
+
+def iteration_split(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axes:
+    """Stacked bars: one iteration's time split per configuration, iterations on top."""
+    apply_style()
+    d = stats[stats["impl"] == "c"]
+    med = d.pivot_table(index=["nodes", "label", "cores"], columns="metric",
+                        values="median").reset_index().sort_values(["cores", "label"])
+    x = range(len(med))
+    bottom = [0.0] * len(med)
+    for part, color in SPLIT_COLORS.items():
+        col = f"per_iteration_{part}"
+        if col not in med:
+            continue
+        vals = (med[col] * 1e3).tolist()
+        ax.bar(x, vals, bottom=bottom, color=color, label=part)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    for i, (b, it) in enumerate(zip(bottom, med.get("iterations", [float("nan")] * len(med)))):
+        ax.text(i, b, f"{it:.0f} it", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{r.label}\n{r.nodes} node{'s' if r.nodes > 1 else ''}"
+                        for r in med.itertuples()], fontsize=7)
+    ax.set_ylabel("time per iteration (ms)")
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title)
+    return ax

@@ -18,7 +18,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from burstbench import paths, pingpong, plots, store, triad
+from burstbench import biccg, paths, pingpong, plots, store, triad
 
 AZURE_HBV3_GBS = 358.0  # Azure's published HBv3 Triad, N = 4e8 (data/reference/triad_best.csv)
 
@@ -321,6 +321,70 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             "data/runs; 'the study' rows: data/reference/osu.csv (its latency range and "
             "maximum bandwidth, inter-node).",
             sorted({str(r["data"]) for r in rows})))
+    return section
+
+
+def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                 figures_dir: Path | str = "", show: bool = False) -> Section:
+    """The study's Figures 12-13 for every VM with data (time against parallelism, with
+    iterations and the time split) and the summary table."""
+    section, loaded, ref_dir, fig_dir, root = _begin("biccg", runs_dir, reference_dir,
+                                                     figures_dir)
+    stats = biccg.spread(loaded.table)
+    rows = []
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if s.empty:
+            continue
+        run_rel = _rel(Path(run["path"]), root)
+        problems = sorted(set(s["problem"]))
+        fig, axes = plt.subplots(len(problems), 2, figsize=(13, 4.3 * len(problems)),
+                                 squeeze=False)
+        for (ax_t, ax_s), prob in zip(axes, problems):
+            plots.time_vs_cores(s[s["problem"] == prob], ax_t, f"{prob}: solve time")
+            plots.iteration_split(s[s["problem"] == prob], ax_s, f"{prob}: one iteration")
+        fig.suptitle(f"{vm}: BICCG (block IC(0) CG, multicolor), measured here",
+                     fontweight="bold")
+        params = run["params"]
+        caption = (f"Data: {run_rel} ({run['status']}); median of {int(s['n'].max())} runs, "
+                   f"bars min-max; block size {params.get('biccg_block_size')}, "
+                   f"{params.get('biccg_colors')} colors, tol {params.get('biccg_tol')}; "
+                   "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
+                   "process. The study's Figures 12-13 give no numbers to mark; its conditions "
+                   "are in data/reference/biccg_conditions.csv.")
+        files = plots.save(fig, fig_dir / f"biccg_{vm}", caption)
+        if show:
+            plt.show()
+        plt.close(fig)
+        section.entries.append(Entry(f"BICCG time against parallelism on {vm}",
+                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        med = s.pivot_table(index=["problem", "label", "impl", "nodes", "ranks", "threads",
+                                   "cores"], columns="metric", values="median").reset_index()
+        lo = s[s["metric"] == "solve_time"].set_index(["problem", "label", "nodes"])
+        for r in med.to_dict("records"):
+            one = lo.loc[(r["problem"], r["label"], r["nodes"])]
+            rows.append({"vm": vm, "problem": r["problem"], "solver": r["label"],
+                         "nodes": r["nodes"], "ranks": r["ranks"], "threads": r["threads"],
+                         "cores": r["cores"], "iterations": r.get("iterations"),
+                         "solve_s": round(r["solve_time"], 4),
+                         "solve_min_s": round(float(one["min"]), 4),
+                         "solve_max_s": round(float(one["max"]), 4),
+                         "setup_s": round(r.get("setup_time", math.nan), 4),
+                         **{f"{k}_ms_per_it": round(1e3 * r.get(f"per_iteration_{k}", math.nan),
+                                                    3) for k in biccg.SPLIT},
+                         "peak_rss_gb": round(r.get("peak_rss", math.nan) / 1e9, 3),
+                         "data": run_rel})
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        files = _write_table(table, fig_dir / "biccg_summary")
+        section.entries.append(Entry(
+            "BICCG per problem, solver and layout",
+            [_rel(f, fig_dir) for f in files],
+            "Medians over repetitions: iterations to a relative residual of tol, solve and "
+            "setup times, the time of one iteration split into SpMV, preconditioner, dot "
+            "products (with their Allreduce), halo exchange and vector updates, and the peak "
+            "memory of the largest rank. Newest run of each VM under data/runs.",
+            sorted({r["data"] for r in rows})))
     return section
 
 

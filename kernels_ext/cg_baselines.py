@@ -180,3 +180,70 @@ def scipy_cg(A, b, tol: float = 1e-7, max_iter: int = 10_000,
     true = np.linalg.norm(b - A @ x) / bnorm
     return x, {"iterations": count[0], "converged": bool(info == 0 and true <= tol * 1.01),
                "relative_residual": true, "setup_s": 0.0, "solve_s": solve}
+
+
+METHODS = {"scipy-cg": lambda A, b, a: scipy_cg(A, b, a.tol, a.max_iter),
+           "numba-ic0cg": lambda A, b, a: numba_pcg(A, b, a.tol, a.max_iter, "ic0", a.threads),
+           "numba-cg": lambda A, b, a: numba_pcg(A, b, a.tol, a.max_iter, "none", a.threads)}
+
+
+def main(argv=None) -> int:
+    """``python -m kernels_ext.cg_baselines``: one baseline solve, one JSON line (b = A 1)."""
+    import argparse
+    import json
+    import sys
+
+    from kernels_ext import biccg
+
+    p = argparse.ArgumentParser(
+        prog="python -m kernels_ext.cg_baselines",
+        description="Solve A x = A 1 with a Python-side CG baseline on one process and print "
+                    "one JSON line (converged, iterations, relative_residual, setup_s, "
+                    "solve_s). Exit status 2 for bad input, 3 when not converged.",
+        epilog="example: python -m kernels_ext.cg_baselines --poisson 64 64 64 "
+               "--method numba-ic0cg")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"))
+    src.add_argument("--mtx")
+    p.add_argument("--method", choices=sorted(METHODS), default="numba-ic0cg")
+    p.add_argument("--tol", type=float, default=1e-7)
+    p.add_argument("--max-iter", type=int, default=10_000)
+    p.add_argument("--threads", type=int, default=0)
+    a = p.parse_args(argv)
+    try:
+        if a.poisson:
+            if min(a.poisson) < 1:
+                raise biccg.BadInput("Poisson grid sizes must be positive")
+            A, name = biccg.poisson_matrix(*a.poisson), "poisson{}x{}x{}".format(*a.poisson)
+        else:
+            from kernels_ext.mtx import MtxError, read_mtx
+
+            try:
+                A = read_mtx(a.mtx)
+            except MtxError as exc:
+                raise biccg.BadInput(str(exc)) from exc
+            biccg.check_matrix(A, a.mtx)
+            name = a.mtx.rsplit("/", 1)[-1].split(".")[0]
+        biccg.check_params(A.shape[0], 1, 1, a.tol, a.max_iter, 1)
+        b = A @ np.ones(A.shape[0])
+        x, info = METHODS[a.method](A, b, a)
+    except biccg.BiccgError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ArithmeticError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    rec = {"problem": name, "method": a.method, "n": A.shape[0], "nnz": int(A.nnz),
+           "threads": a.threads, "tol": a.tol, "error_max": float(np.max(np.abs(x - 1.0)))}
+    rec |= {k: (float(v) if isinstance(v, np.floating) else v) for k, v in info.items()}
+    print(json.dumps(rec))
+    if not info["converged"]:
+        print(f"error: not converged after {info['iterations']} iterations", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -191,3 +191,40 @@ def fetch_suitesparse(name: str = "G3_circuit", group: str = "AMD",
                        f"allows and pass the local file") from exc
     tmp.rename(out)
     return out
+
+
+def main(argv=None) -> int:
+    """``python -m kernels_ext.mtx``: fetch a SuiteSparse matrix, or check a file."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(
+        prog="python -m kernels_ext.mtx",
+        description="Download a matrix from the SuiteSparse collection (where the network "
+                    "allows), or read a Matrix Market file and print its size.",
+        epilog="examples:\n  python -m kernels_ext.mtx --fetch G3_circuit --dest data/matrices\n"
+               "  python -m kernels_ext.mtx --check data/matrices/G3_circuit.tar.gz",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--fetch", metavar="NAME", help="matrix name, e.g. G3_circuit")
+    g.add_argument("--check", metavar="FILE", help="a .mtx, .mtx.gz or .tar.gz to read")
+    p.add_argument("--group", default="AMD", help="SuiteSparse group (G3_circuit: AMD)")
+    p.add_argument("--dest", default="data/matrices", help="where to save (data/matrices)")
+    a = p.parse_args(argv)
+    try:
+        if a.fetch:
+            Path(a.dest).mkdir(parents=True, exist_ok=True)
+            print(fetch_suitesparse(a.fetch, a.group, a.dest))
+        else:
+            A = read_mtx(a.check)
+            print(f"{a.check}: {A.shape[0]} x {A.shape[1]}, {A.nnz} nonzeros (both triangles)")
+    except MtxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

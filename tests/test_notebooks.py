@@ -51,6 +51,17 @@ def test_smoke_run_holds_the_pingpong_too(smoke_run):
     assert all(len(r["ranks"]) == 2 and r["ranks"][0]["host"] for r in raw)
 
 
+def test_smoke_run_holds_biccg_too(smoke_run):
+    (run_dir,) = (smoke_run / "smoke").iterdir()
+    assert (run_dir / "030_measure_biccg.ipynb").exists()
+    table = pd.read_csv(run_dir / "biccg.csv")
+    assert set(table["label"]) == {"1x1", "2x1", "scipy-cg", "numba-ic0cg"}
+    res = table[table["metric"] == "relative_residual"]
+    assert (res["value"] <= 1e-7).all()
+    assert json.loads((run_dir / "provenance.json").read_text())["benchmarks"]["biccg"][
+        "status"] == "complete"
+
+
 def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     figs = tmp_path / "figures"
     proc = cli("-m", "burstbench", "report", "--runs-dir", str(smoke_run), "--figures-dir",
@@ -59,7 +70,8 @@ def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     index = (figs / "README.md").read_text()
     for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
                  "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
-                 "pingpong_extremes.csv", "pingpong_extremes.md"):
+                 "pingpong_extremes.csv", "pingpong_extremes.md", "biccg_smoke.png",
+                 "biccg_summary.csv", "biccg_summary.md"):
         assert (figs / name).stat().st_size > 0
         assert name in index
     best = pd.read_csv(figs / "triad_best.csv")

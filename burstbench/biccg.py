@@ -1,0 +1,223 @@
+"""The BICCG sweep: problems x nodes x ranks per node x threads per rank x repetitions.
+
+Each configuration is one ``mpiexec`` with OMP_NUM_THREADS, OMP_PLACES=cores
+and OMP_PROC_BIND=close set at launch and each rank bound to its threads'
+cores; the Python-only baselines (SciPy's cg, numba CG with natural-order
+IC(0)) run once per problem and repetition on one process.  Labels are the
+layout, ``<ranks per node>x<threads>`` (``2x1``: two MPI ranks of one thread),
+as in the study's Figures 12-13 where time falls with parallelism.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from burstbench import paths, runner, store
+from burstbench import sweep as sweep_
+from burstbench.params import ParamError
+from burstbench.pingpong import resolve_command, scheduler_hosts
+from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
+from kernels_ext import _sysinfo
+
+BENCHMARK = "biccg"
+#: (JSON key, metric, unit) of each measured value.
+METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
+           ("iterations", "iterations", "1"), ("relative_residual", "relative_residual", "1"))
+SPLIT = ("spmv", "precond", "dots", "halo", "vector")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A matrix: the Poisson grid or a Matrix Market file."""
+
+    name: str
+    args: tuple[str, ...]
+
+
+def resolve_problems(P: dict) -> tuple[list[Problem], list[str]]:
+    """Problems as kernel arguments; missing optional files are skipped with a note."""
+    out, notes = [], []
+    for spec in P["biccg_problems"]:
+        if "poisson" in spec:
+            nx, ny, nz = spec["poisson"]
+            out.append(Problem(f"poisson{nx}x{ny}x{nz}", ("--poisson", str(nx), str(ny), str(nz))))
+            continue
+        path = Path(spec["mtx"])
+        path = path if path.is_absolute() else paths.project_root() / path
+        name = path.name.split(".")[0]
+        if not path.is_file():
+            if spec.get("optional"):
+                notes.append(f"skipped problem {name}: {path} is not here (download it: "
+                             "python -m kernels_ext.mtx --fetch G3_circuit)")
+                continue
+            raise ParamError(f"biccg_problems: {path} does not exist")
+        out.append(Problem(name, ("--mtx", str(path))))
+    return out, notes
+
+
+def launch_args(launcher: str, nranks: int, per_node: int, threads: int,
+                hosts: list[str]) -> list[str]:
+    """Launcher arguments for `nranks` ranks, `per_node` on each host, `threads` cores each."""
+    h = ",".join(hosts)
+    if launcher == "hydra":
+        return (["-hosts", h, "-ppn", str(per_node)] if hosts else []) + \
+            ["-bind-to", f"core:{threads}", "-n", str(nranks)]
+    if launcher == "intel":
+        return (["-hosts", h, "-ppn", str(per_node)] if hosts else []) + ["-n", str(nranks)]
+    if launcher == "openmpi":
+        return (["--host", ",".join(f"{x}:{per_node}" for x in hosts)] if hosts else []) + \
+            ["--map-by", f"ppr:{per_node}:node:PE={threads}", "--bind-to", "core",
+             "-n", str(nranks)]
+    if launcher == "slurm":
+        return ["-N", str(max(1, len(hosts))), "--ntasks-per-node", str(per_node),
+                "--cpus-per-task", str(threads), "--cpu-bind=cores", "-n", str(nranks)]
+    return ["-n", str(nranks)]
+
+
+def plan(P: dict) -> Plan:
+    """Tasks for every problem x nodes x ranks per node x threads x repetition.
+
+    Layouts needing more cores than a node has are skipped with a note
+    (they would oversubscribe and time badly); so are node counts beyond the
+    hosts known.  The combination is tried first on a tiny problem, so a
+    missing launcher or an MPI mismatch stops the sweep before it starts.
+    """
+    problems, notes = resolve_problems(P)
+    combo = P["biccg_combination"]
+    hosts = P["biccg_hosts"] or scheduler_hosts()
+    cores = _sysinfo.available_cpus()
+    mpiexec = resolve_command(combo["mpiexec"])
+    if mpiexec is None:
+        raise ParamError(f"biccg_combination: mpiexec '{combo['mpiexec']}' not found")
+    check = (mpiexec, *combo["args"], "-n", "1", sys.executable, "-m", "kernels_ext.biccg",
+             "--poisson", "4", "4", "4", "--threads", "1")
+    try:
+        out, _ = runner.launch(runner.Task("check", {}, check, tuple(combo["env"].items()), 120))
+        info = json.loads(out.strip().splitlines()[-1])
+    except (runner.TaskFailed, ValueError, IndexError) as exc:
+        raise ParamError(f"biccg_combination: {combo['mpiexec']}: {exc}") from exc
+    layouts = []
+    for nodes in P["biccg_nodes"]:
+        if nodes > max(1, len(hosts)):
+            notes.append(f"skipped {nodes} nodes: {len(hosts) or 1} host(s) known (give "
+                         "biccg_hosts, or run under PBS/Slurm)")
+            continue
+        for rpn in P["biccg_ranks_per_node"]:
+            for t in P["biccg_threads"]:
+                if rpn * t > cores:
+                    notes.append(f"skipped {rpn} ranks x {t} threads: more than the {cores} "
+                                 "cores of a node")
+                    continue
+                layouts.append((nodes, rpn, t))
+    if not problems or not layouts:
+        raise ParamError("nothing to measure: " + ("; ".join(notes) or "no problem or layout"))
+    tasks = []
+    for rep in range(1, P["biccg_repetitions"] + 1):
+        for prob in problems:
+            for nodes, rpn, t in layouts:
+                tasks.append(_task(P, combo, mpiexec, prob, nodes, rpn, t, rep, hosts[:nodes]))
+            for method in P["biccg_baselines"]:
+                tasks.append(_baseline_task(P, prob, method, rep))
+    variants = [info | {"mpiexec_path": mpiexec, "spec": combo}]
+    return Plan(tasks, variants, notes, detail="problem")
+
+
+def _common_args(P: dict) -> list[str]:
+    return ["--tol", repr(P["biccg_tol"]), "--max-iter", str(P["biccg_max_iter"])]
+
+
+def _task(P: dict, combo: dict, mpiexec: str, prob: Problem, nodes: int, rpn: int, t: int,
+          rep: int, hosts: list[str]) -> runner.Task:
+    nranks = nodes * rpn
+    label = f"{rpn}x{t}"
+    argv = (mpiexec, *combo["args"], *launch_args(combo["launcher"], nranks, rpn, t, hosts),
+            sys.executable, "-m", "kernels_ext.biccg", *prob.args, "--block-size",
+            str(P["biccg_block_size"]), "--colors", str(P["biccg_colors"]), "--threads", str(t),
+            *_common_args(P))
+    env = combo["env"] | {"OMP_NUM_THREADS": str(t), "OMP_PLACES": "cores",
+                          "OMP_PROC_BIND": "close"}
+    config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "problem": prob.name,
+              "nodes": nodes, "ranks": nranks, "threads": t, "block_size": P["biccg_block_size"],
+              "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}
+    key = sweep_.task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
+    return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
+                       P["biccg_timeout_s"])
+
+
+def _baseline_task(P: dict, prob: Problem, method: str, rep: int) -> runner.Task:
+    t = _sysinfo.available_cpus()
+    argv = (sys.executable, "-m", "kernels_ext.cg_baselines", *prob.args, "--method", method,
+            "--threads", str(t), *_common_args(P))
+    config = {"benchmark": BENCHMARK, "label": method, "impl": method.split("-")[0],
+              "problem": prob.name, "nodes": 1, "ranks": 1,
+              "threads": t if method.startswith("numba") else 1, "repetition": rep,
+              "function": "solve"}
+    key = sweep_.task_key(f"{prob.name}-{method}", f"r{rep}", [config, argv[1:]])
+    return runner.Task(key, config | {"key": key}, argv, (("OMP_NUM_THREADS", str(t)),),
+                       P["biccg_timeout_s"])
+
+
+def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
+    """One solve's JSON line -> tidy rows (times, iterations, residual, time split)."""
+    try:
+        rec = json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
+    except (ValueError, IndexError) as exc:
+        raise runner.TaskFailed(f"no result from the solver ({exc})") from exc
+    if not rec.get("converged"):
+        raise runner.TaskFailed(f"not converged: relative residual "
+                                f"{rec.get('relative_residual')} after {rec.get('iterations')} "
+                                "iterations")
+    extra = {"host": rec.get("host"), "size": rec.get("n"), "timestamp": store.now_iso()}
+    rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
+            for key, metric, unit in METRICS if key in rec]
+    for part, v in rec.get("per_iteration_s", {}).items():
+        rows.append(task.config | extra | {"metric": f"per_iteration_{part}", "value": v,
+                                           "unit": "s"})
+    if rec.get("peak_rss_bytes"):
+        rows.append(task.config | extra | {"metric": "peak_rss", "value": rec["peak_rss_bytes"],
+                                           "unit": "B"})
+    rec["stderr"] = stderr.strip()[-2000:]
+    summary = (f"{rec['iterations']} iterations, solve {rec['solve_s']:.3f} s, "
+               f"setup {rec.get('setup_s', 0):.3f} s, residual {rec['relative_residual']:.2e}")
+    return rows, [rec], summary
+
+
+def open_run(P: dict) -> tuple[store.Run, bool]:
+    """The run this sweep writes to (resuming an unfinished one with the same parameters)."""
+    return sweep_.open_run(P, BENCHMARK)
+
+
+def sweep(P: dict, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
+    """Measure every planned configuration not yet stored; finalize and return the table."""
+    return sweep_.execute(run, the_plan, BENCHMARK, parse, progress)
+
+
+GROUP = ["vm", "run_id", "problem", "label", "impl", "nodes", "ranks", "threads", "metric",
+         "unit"]
+
+
+def spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Median, min and max over repetitions per configuration and metric, with cores used."""
+    df = table.copy()
+    if df.empty:
+        return pd.DataFrame(columns=GROUP + ["cores", "median", "min", "max", "n"])
+    df["value"] = df["value"].astype(float)
+    for c in ("nodes", "ranks", "threads"):
+        df[c] = df[c].astype(int)
+    for c in ("vm", "run_id", "problem", "label", "impl", "metric", "unit"):
+        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
+    out = (df.groupby(GROUP, sort=True)["value"]
+             .agg(median="median", min="min", max="max", n="size").reset_index())
+    out["cores"] = out["ranks"] * out["threads"]
+    return out
+
+
+def measure(params: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
+    """The whole measurement: open (or resume) the run, plan, sweep. For scripts and tests."""
+    run, _ = open_run(params)
+    return run, sweep(params, run, plan(params), progress)

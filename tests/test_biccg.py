@@ -1,0 +1,398 @@
+"""BICCG: solutions against SciPy, the ordering, IC(0) against a dense reference, MPI ranks,
+Matrix Market files, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from burstbench import biccg as bsweep
+from burstbench import params
+from kernels_ext import biccg, cg_baselines
+from kernels_ext.mtx import MtxError, read_mtx
+
+ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+bc = pytest.importorskip("kernels_ext._biccg", reason="built only where MPI was found")
+KERSHAW = np.array([[3, -2, 0, 2], [-2, 3, -2, 0], [0, -2, 3, -2], [2, 0, -2, 3]], float)
+
+
+def random_spd(n: int, density: float, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    B = sp.random(n, n, density=density, random_state=rng, data_rvs=lambda k: rng.uniform(-1, 1, k))
+    S = B + B.T
+    diag = np.asarray(abs(S).sum(axis=1)).ravel() + rng.uniform(0.1, 1.0, n)
+    return (S + sp.diags(diag)).tocsr()
+
+
+def ic0_dense(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """IC(0), M = (I+L) D (I+L)^T on the pattern of A: the textbook loops."""
+    n = len(A)
+    P = A != 0
+    L, d = np.zeros((n, n)), np.zeros(n)
+    for i in range(n):
+        for k in range(i):
+            if P[i, k]:
+                s = sum(L[i, j] * d[j] * L[k, j] for j in range(k) if P[i, j] and P[k, j])
+                L[i, k] = (A[i, k] - s) / d[k]
+        d[i] = A[i, i] - sum(L[i, j] ** 2 * d[j] for j in range(i) if P[i, j])
+    return L, d
+
+
+@pytest.mark.parametrize("grid", [(5, 4, 3), (16, 16, 16), (31, 7, 2)])
+@pytest.mark.parametrize("bs,colors", [(32, 20), (4, 2), (1, 1), (7, 3)])
+def test_poisson_solution_matches_spsolve(grid, bs, colors):
+    A = biccg.poisson_matrix(*grid)
+    b = np.random.default_rng(1).random(A.shape[0])
+    x, st = biccg.solve(A, b, block_size=min(bs, A.shape[0]), colors=colors, tol=1e-10,
+                        threads=2)
+    xs = spla.spsolve(A.tocsc(), b)
+    assert st["converged"] and st["relative_residual"] <= 1e-10
+    np.testing.assert_allclose(x, xs, rtol=0, atol=1e-8 * np.abs(xs).max())
+    assert np.linalg.norm(b - A @ x) / np.linalg.norm(b) == pytest.approx(
+        st["relative_residual"], rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_spd_matches_spsolve(seed):
+    A = random_spd(300, 0.02, seed)
+    b = np.random.default_rng(seed).random(300)
+    x, st = biccg.solve(A, b, block_size=8, colors=5, tol=1e-10, threads=2)
+    np.testing.assert_allclose(x, spla.spsolve(A.tocsc(), b), atol=1e-8)
+    assert st["colors_used"] >= 5
+
+
+def test_poisson_has_the_seven_point_stencil():
+    A = biccg.poisson_matrix(3, 4, 5).toarray()
+    assert A.shape == (60, 60) and (np.diag(A) == 6).all()
+    assert (A == A.T).all() and set(np.unique(A)) == {-1.0, 0.0, 6.0}
+    i = 1 + 3 * 1 + 12 * 2  # an interior point: six neighbours
+    assert (A[i] == -1).sum() == 6 and A[i, i - 1] == A[i, i - 3] == A[i, i - 12] == -1
+    assert (A[0] == -1).sum() == 3  # a corner: three
+
+
+def block_graph_ok(A: sp.csr_matrix, bs: int, color: np.ndarray) -> bool:
+    coo = A.tocoo()
+    bi, bj = coo.row // bs, coo.col // bs
+    mask = bi != bj
+    return bool((color[bi[mask]] != color[bj[mask]]).all())
+
+
+@pytest.mark.parametrize("make,bs,colors", [
+    (lambda: biccg.poisson_matrix(16, 16, 16), 32, 20),
+    (lambda: biccg.poisson_matrix(10, 9, 8), 7, 3),
+    (lambda: random_spd(500, 0.01, 3), 8, 4),
+    (lambda: random_spd(200, 0.05, 4), 16, 2),
+])
+def test_no_two_adjacent_blocks_share_a_color(make, bs, colors):
+    A = make()
+    n = A.shape[0]
+    nb = (n + bs - 1) // bs
+    color = np.empty(nb, np.int32)
+    perm = np.empty(n, np.int64)
+    used = bc.coloring(A.indptr, A.indices, A.data, bs, colors, color, perm)
+    assert used >= colors and set(color) == set(range(used))
+    assert block_graph_ok(A, bs, color)
+    assert sorted(perm) == list(range(n))  # a permutation...
+    order = perm.reshape(-1) // bs  # ...keeping each block's rows together, colors in order
+    starts = [k for k in range(n) if k == 0 or order[k] != order[k - 1]]
+    assert len(starts) == nb
+    assert list(color[order[starts]]) == sorted(color[order[starts]])
+    counts = np.bincount(color, minlength=used)[:colors]
+    assert counts.max() - counts.min() <= max(2, counts.max() // 2)  # cycling balances
+
+
+@pytest.mark.parametrize("make", [lambda: biccg.poisson_matrix(4, 3, 3).toarray(),
+                                  lambda: random_spd(40, 0.1, 7).toarray()])
+def test_ic0_matches_the_dense_reference(make):
+    A = make()
+    S = sp.csr_matrix(A)
+    n = len(A)
+    d = np.empty(n)
+    uptr = np.empty(n + 1, np.int64)
+    uidx = np.empty(S.nnz, np.int32)
+    uval = np.empty(S.nnz)
+    assert bc.ic0(S.indptr, S.indices, S.data, d, uptr, uidx, uval) == 0.0
+    L, dref = ic0_dense(A)
+    np.testing.assert_allclose(d, dref, rtol=1e-12)
+    U = sp.csr_matrix((uval[:uptr[-1]], uidx[:uptr[-1]], uptr), shape=(n, n)).toarray()
+    np.testing.assert_allclose(U, L.T, atol=1e-12)
+    assert (U[A.T == 0] == 0).all()  # no fill: the pattern of A
+
+
+def test_non_positive_pivot_is_shifted_and_reported():
+    S = sp.csr_matrix(KERSHAW)  # SPD, but IC(0) meets a negative pivot
+    d, uptr = np.empty(4), np.empty(5, np.int64)
+    shift = bc.ic0(S.indptr, S.indices, S.data, d, uptr, np.empty(16, np.int32), np.empty(16))
+    assert shift > 0 and (d > 0).all()
+    b = KERSHAW @ np.ones(4)
+    x, st = biccg.solve(S, b, block_size=4, colors=1, tol=1e-10)
+    assert st["shift"] == shift and st["converged"]
+    np.testing.assert_allclose(x, np.ones(4), atol=1e-8)
+
+
+def test_indefinite_matrix_breaks_down_with_its_iteration():
+    A = sp.csr_matrix(np.array([[2.0, 3, 1], [3, 2, 0], [1, 0, 2]]))  # eigenvalues of both signs
+    with pytest.raises(biccg.NotConverged, match="broke down at iteration 2"):
+        biccg.solve(A, A @ np.ones(3), block_size=1, colors=1)
+    with pytest.raises(biccg.NotConverged, match="no positive pivots"):  # negative diagonal
+        biccg.solve(sp.diags([1.0, -2.0, 1.0]).tocsr(), np.ones(3), block_size=1, colors=1)
+
+
+def test_max_iterations_is_not_convergence():
+    A = biccg.poisson_matrix(20, 20, 20)
+    x, st = biccg.solve(A, A @ np.ones(A.shape[0]), max_iter=3)
+    assert st["iterations"] == 3 and st["converged"] is False
+    assert st["relative_residual"] > 1e-7
+
+
+def test_residual_history_falls():
+    A = biccg.poisson_matrix(12, 12, 12)
+    _, st = biccg.solve(A, A @ np.ones(A.shape[0]), history=True)
+    h = st["history"]
+    assert len(h) == st["iterations"] + 1 and h[0] == pytest.approx(1.0)
+    assert h[-1] <= 1e-7 < h[-2]
+
+
+def test_nan_in_the_right_hand_side_is_refused():
+    A = biccg.poisson_matrix(4, 4, 4)
+    b = np.ones(64)
+    b[5] = np.nan
+    with pytest.raises(biccg.BadInput, match="NaN or Inf"):
+        biccg.solve(A, b)
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"block_size": 0}, "block size must be positive"),
+    ({"block_size": 1000}, "larger than the matrix"),
+    ({"colors": 0}, "colors must be positive"),
+    ({"tol": 0.0}, "tol must be positive"),
+    ({"max_iter": -1}, "at least 0"),
+])
+def test_bad_parameters(kw, message):
+    A = biccg.poisson_matrix(4, 4, 4)
+    with pytest.raises(biccg.BadInput, match=message):
+        biccg.solve(A, np.ones(64), **kw)
+
+
+def test_matrix_checks():
+    with pytest.raises(biccg.BadInput, match="not square"):
+        biccg.check_matrix(sp.csr_matrix(np.ones((3, 4))))
+    with pytest.raises(biccg.BadInput, match="not symmetric"):
+        biccg.check_matrix(sp.csr_matrix(np.array([[2.0, 1.0], [0.0, 2.0]])))
+    with pytest.raises(biccg.BadInput, match="NaN or Inf"):
+        biccg.check_matrix(sp.csr_matrix(np.array([[np.inf, 0.0], [0.0, 2.0]])))
+
+
+def test_baselines_agree_with_spsolve():
+    A = biccg.poisson_matrix(10, 10, 10)
+    b = A @ np.ones(1000)
+    for method in ("ic0", "jacobi", "none"):
+        x, info = cg_baselines.numba_pcg(A, b, 1e-9, precond=method)
+        assert info["converged"]
+        np.testing.assert_allclose(x, 1.0, atol=1e-7)
+    x, info = cg_baselines.scipy_cg(A, b, 1e-9)
+    assert info["converged"] and info["iterations"] > 0
+    # the multicolor ordering costs iterations against natural-order IC(0), but few
+    _, natural = cg_baselines.numba_pcg(A, b, 1e-9, precond="ic0")
+    _, ours = biccg.solve(A, b, tol=1e-9)
+    assert natural["iterations"] <= ours["iterations"] <= 1.5 * natural["iterations"]
+
+
+# -- Matrix Market -------------------------------------------------------------------
+
+SYM = """%%MatrixMarket matrix coordinate real symmetric
+% a comment
+%
+3 3 4
+1 1 4.0
+2 1 -1.0
+2 2 4.0
+3 3 2.5
+"""
+
+
+def test_reader_expands_symmetric_storage_and_skips_comments(tmp_path):
+    f = tmp_path / "a.mtx"
+    f.write_text(SYM)
+    A = read_mtx(f).toarray()
+    np.testing.assert_array_equal(A, [[4, -1, 0], [-1, 4, 0], [0, 0, 2.5]])
+
+
+def test_reader_reads_gz_and_suitesparse_tarballs(tmp_path):
+    gz = tmp_path / "a.mtx.gz"
+    gz.write_bytes(gzip.compress(SYM.encode()))
+    tgz = tmp_path / "mat.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for name, text in (("mat/mat.mtx", SYM), ("mat/mat_b.mtx",
+                           "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert (read_mtx(gz) != read_mtx(tmp_path / "a.mtx.gz")).nnz == 0
+    assert read_mtx(tgz).shape == (3, 3) and read_mtx(tgz).nnz == 5
+
+
+@pytest.mark.parametrize("text,message", [
+    ("hello\n", "line 1 is not a Matrix Market header"),
+    ("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", "dense"),
+    ("%%MatrixMarket matrix coordinate pattern symmetric\n2 2 1\n1 1\n", "pattern-only"),
+    ("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n", "complex"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2\n", "line 2: expected 'rows columns"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 x\n1 2 3\n",
+     "line 4: expected 'row column value'"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1 7\n1 2 3\n",
+     "line 4: expected 'row column value'"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1\n",
+     "truncated: the size line declares 3 entries"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 1\n",
+     "line 4: more entries than"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n", "line 3: index out of"),
+])
+def test_reader_refuses_bad_files_naming_the_line(tmp_path, text, message):
+    f = tmp_path / "bad.mtx"
+    f.write_text(text)
+    with pytest.raises(MtxError) as err:
+        read_mtx(f)
+    assert message in str(err.value) and "bad.mtx" in str(err.value)
+
+
+def test_reader_missing_and_truncated_gzip(tmp_path):
+    with pytest.raises(MtxError, match="no such file"):
+        read_mtx(tmp_path / "none.mtx")
+    gz = tmp_path / "cut.mtx.gz"
+    gz.write_bytes(gzip.compress((SYM * 50).encode())[:60])
+    with pytest.raises(MtxError):
+        read_mtx(gz)
+
+
+# -- the command line and MPI ----------------------------------------------------------
+
+def cli(*args, n: int | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    pre = [MPIEXEC, "-n", str(n)] if n else []
+    return subprocess.run([*pre, sys.executable, "-m", "kernels_ext.biccg", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def test_cli_prints_the_study_fields():
+    proc = cli("--poisson", "12", "10", "8", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(proc.stdout)
+    for key in ("converged", "iterations", "relative_residual", "colors_used", "setup_s",
+                "solve_s", "per_iteration_s", "peak_rss_bytes"):
+        assert key in rec
+    assert rec["converged"] and rec["relative_residual"] <= 1e-7 and rec["colors_used"] == 20
+    assert rec["error_max"] < 1e-5 and rec["n"] == 960
+
+
+def test_two_ranks_agree_with_one(tmp_path):
+    script = tmp_path / "two.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from kernels_ext import biccg\n"
+        "from kernels_ext.pingpong import init_mpi\n"
+        "MPI = init_mpi('funneled'); c = MPI.COMM_WORLD\n"
+        "A = biccg.poisson_matrix(14, 12, 10); n = A.shape[0]\n"
+        "b = np.sin(np.arange(n)); r0, r1 = biccg.partition(n, c.size, c.rank)\n"
+        "rows = A[r0:r1]\n"
+        "x, st = biccg.solve_local(c, rows.indptr, rows.indices, rows.data, b[r0:r1], n, r0,"
+        " 32, 20, 1e-9, 1000, 1)\n"
+        "xs = c.gather(x, root=0)\n"
+        "if c.rank == 0:\n"
+        "    x2 = np.concatenate(xs)\n"
+        "    x1, st1 = biccg.solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, n, 0,"
+        " 32, 20, 1e-9, 1000, 1)\n"
+        "    print(np.abs(x2 - x1).max() / np.abs(x1).max(), st['iterations'],"
+        " st1['iterations'], st['halo_entries'], st['relative_residual'])\n")
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    diff, it2, it1, halo, res = proc.stdout.split()
+    assert float(diff) < 1e-7  # both within 1e-9 of the solution
+    assert int(halo) == 2 * 14 * 12 and float(res) <= 1e-9
+    assert int(it2) >= int(it1)  # block Jacobi across ranks weakens the preconditioner
+
+
+@pytest.mark.parametrize("args,n,code,message", [
+    (("--poisson", "1", "1", "2"), 3, 2, "more MPI ranks (3) than matrix rows (2)"),
+    (("--poisson", "8", "8", "8", "--block-size", "0"), None, 2, "block size must be positive"),
+    (("--poisson", "4", "4", "4", "--block-size", "65"), None, 2, "larger than the matrix"),
+    (("--poisson", "8", "8", "8", "--colors", "0"), None, 2, "colors must be positive"),
+    (("--poisson", "8", "8", "8", "--tol", "0"), None, 2, "tol must be positive"),
+    (("--poisson", "8", "8", "8", "--tol=-1e-3"), None, 2, "tol must be positive"),
+    (("--poisson", "0", "8", "8"), None, 2, "grid sizes must be positive"),
+    (("--mtx", "/no/such/file.mtx"), None, 2, "no such file"),
+    (("--poisson", "16", "16", "16", "--max-iter", "2"), None, 3, "not converged"),
+])
+def test_cli_bad_input(args, n, code, message):
+    proc = cli(*args, n=n)
+    assert proc.returncode == code, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0]
+
+
+@pytest.mark.parametrize("body,code,message", [
+    ("%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1\n", 2, "not square"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 2\n2 2 2\n2 1 1\n", 2,
+     "not symmetric"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 nan\n2 2 1\n", 2, "NaN or Inf"),
+    ("%%MatrixMarket matrix coordinate real symmetric\n3 3 5\n1 1 1\n2 1 2\n2 2 1\n3 2 1\n"
+     "3 3 3\n", 3, "broke down at iteration 3"),
+    ("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1 1\n", 2, "line 4"),
+])
+def test_cli_bad_matrices(tmp_path, body, code, message):
+    f = tmp_path / "m.mtx"
+    f.write_text(body)
+    proc = cli("--mtx", str(f), "--block-size", "1", "--colors", "1")
+    assert proc.returncode == code, proc.stderr
+    assert message in proc.stderr
+
+
+def test_sweep_layouts_and_notes(tmp_path):
+    P = params.validate({"vm": "t", "runs_dir": str(tmp_path),
+                         "biccg_problems": [{"poisson": [8, 8, 8]},
+                                            {"mtx": "nowhere.mtx", "optional": True}],
+                         "biccg_ranks_per_node": [1, 2], "biccg_threads": [1, 64],
+                         "biccg_nodes": [1, 2], "biccg_baselines": ["scipy-cg"],
+                         "biccg_repetitions": 1}, "biccg")
+    pl = bsweep.plan(P)
+    labels = {t.config["label"] for t in pl.tasks}
+    assert {"1x1", "2x1", "scipy-cg"} <= labels and "1x64" not in labels
+    text = " ".join(pl.notes)
+    assert "nowhere" in text and "64 threads" in text and "2 nodes" in text
+    run, table = bsweep.measure(P, progress=False)
+    st = bsweep.spread(table)
+    assert set(st["metric"]) >= {"solve_time", "setup_time", "iterations", "relative_residual",
+                                 "per_iteration_precond"}
+    assert (st.loc[st["metric"] == "relative_residual", "median"] <= 1e-7).all()
+    with pytest.raises(params.ParamError, match="does not exist"):
+        bsweep.plan(params.validate({"biccg_problems": [{"mtx": "nowhere.mtx"}]}, "biccg"))
+
+
+@pytest.mark.parametrize("value,message", [
+    ([{"poisson": [8, 8]}], "three positive grid sizes"),
+    ([{"mesh": 3}], "each problem is"),
+    ([{"mtx": ""}], "needs a file path"),
+])
+def test_bad_problem_parameters(value, message):
+    with pytest.raises(params.ParamError, match=message):
+        params.validate({"biccg_problems": value}, "biccg")
+
+
+def test_launcher_arguments():
+    assert bsweep.launch_args("hydra", 4, 2, 3, ["a", "b"]) == [
+        "-hosts", "a,b", "-ppn", "2", "-bind-to", "core:3", "-n", "4"]
+    assert bsweep.launch_args("openmpi", 2, 2, 1, [])[:2] == ["--map-by", "ppr:2:node:PE=1"]
+    assert "--cpus-per-task" in bsweep.launch_args("slurm", 4, 2, 8, ["a", "b"])
