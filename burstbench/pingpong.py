@@ -310,14 +310,6 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
     return clean, records, summary + f" on CPUs [{rows[0]['bound_cpus']}]"
 
 
-def open_run(P: dict) -> tuple[store.Run, bool]:
-    """The run this sweep writes to (resuming an unfinished one with the same parameters)."""
-    return sweep_.open_run(P, BENCHMARK)
-
-
-def sweep(P: dict, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
-    """Measure every planned configuration not yet stored; finalize and return the table."""
-    return sweep_.execute(run, the_plan, BENCHMARK, parse, progress)
 
 
 GROUP = ["vm", "run_id", "label", "impl", "variant", "placement", "function", "metric", "unit",
@@ -354,7 +346,5 @@ def extremes(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def measure(params: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
-    """The whole measurement: open (or resume) the run, plan, sweep. For scripts and tests."""
-    run, _ = open_run(params)
-    return run, sweep(params, run, plan(params), progress)
+_BENCH = sweep_.Benchmark(BENCHMARK, plan, parse)
+open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure

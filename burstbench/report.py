@@ -86,6 +86,17 @@ def _write_table(df: pd.DataFrame, stem: Path) -> list[Path]:
     return [csv, md]
 
 
+def _table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, title: str,
+                 caption: str) -> pd.DataFrame:
+    """Write `rows` as <stem>.csv and .md and list them in the section; return the table."""
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        files = _write_table(table, fig_dir / stem)
+        section.entries.append(Entry(title, [_rel(f, fig_dir) for f in files], caption,
+                                     sorted({str(r.get("data", "")) for r in rows})))
+    return table
+
+
 def _rel(p: Path, root: Path) -> str:
     try:
         return str(Path(p).resolve().relative_to(root.resolve()))
@@ -195,17 +206,13 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             "fraction_of_theoretical": round(r.best_triad_gbs / peak, 3)
             if not math.isnan(peak) else math.nan,
             "data": "data/reference/triad_best.csv"})
-    table = pd.DataFrame(best_rows)
+    table = _table_entry(
+        section, best_rows, fig_dir, "triad_best", "Best Triad bandwidth per VM and configuration",
+        "Best median Triad bandwidth over thread counts, per VM and configuration, with its "
+        "spread and its fraction of the theoretical memory bandwidth where known. Rows "
+        "'measured here' come from the newest run of each VM under data/runs; rows 'the study' "
+        "from data/reference/triad_best.csv.")
     if not table.empty:
-        files = _write_table(table, fig_dir / "triad_best")
-        section.entries.append(Entry(
-            "Best Triad bandwidth per VM and configuration",
-            [_rel(f, fig_dir) for f in files],
-            "Best median Triad bandwidth over thread counts, per VM and configuration, with "
-            "its spread and its fraction of the theoretical memory bandwidth where known. Rows "
-            "'measured here' come from the newest run of each VM under data/runs; rows 'the "
-            "study' from data/reference/triad_best.csv.",
-            sorted({r["data"] for r in best_rows})))
         section.entries.append(_overview(table, fig_dir, show))
     return section
 
@@ -309,18 +316,14 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                             "note": f"range {x.latency_min_us:g}-{x.latency_max_us:g} us"})
         rows.append(base | {"test": "bw", "value": x.bandwidth_max_gbs, "unit": "GB/s",
                             "note": "maximum"})
-    table = pd.DataFrame(rows).drop(columns=["run_id"], errors="ignore")
-    if not table.empty:
-        files = _write_table(table, fig_dir / "pingpong_extremes")
-        section.entries.append(Entry(
-            "Minimum latency and maximum bandwidth per VM, combination and placement",
-            [_rel(f, fig_dir) for f in files],
-            "Per VM, combination (compiler + MPI library), placement and test: the smallest "
-            "median latency and the largest median bandwidth over message sizes, with the "
-            "size where it occurs. 'measured here' rows: the newest run of each VM under "
-            "data/runs; 'the study' rows: data/reference/osu.csv (its latency range and "
-            "maximum bandwidth, inter-node).",
-            sorted({str(r["data"]) for r in rows})))
+    _table_entry(
+        section, [{k: v for k, v in r.items() if k != "run_id"} for r in rows], fig_dir,
+        "pingpong_extremes",
+        "Minimum latency and maximum bandwidth per VM, combination and placement",
+        "Per VM, combination (compiler + MPI library), placement and test: the smallest median "
+        "latency and the largest median bandwidth over message sizes, with the size where it "
+        "occurs. 'measured here' rows: the newest run of each VM under data/runs; 'the study' "
+        "rows: data/reference/osu.csv (its latency range and maximum bandwidth, inter-node).")
     return section
 
 
@@ -374,17 +377,12 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                                     3) for k in biccg.SPLIT},
                          "peak_rss_gb": round(r.get("peak_rss", math.nan) / 1e9, 3),
                          "data": run_rel})
-    table = pd.DataFrame(rows)
-    if not table.empty:
-        files = _write_table(table, fig_dir / "biccg_summary")
-        section.entries.append(Entry(
-            "BICCG per problem, solver and layout",
-            [_rel(f, fig_dir) for f in files],
-            "Medians over repetitions: iterations to a relative residual of tol, solve and "
-            "setup times, the time of one iteration split into SpMV, preconditioner, dot "
-            "products (with their Allreduce), halo exchange and vector updates, and the peak "
-            "memory of the largest rank. Newest run of each VM under data/runs.",
-            sorted({r["data"] for r in rows})))
+    _table_entry(
+        section, rows, fig_dir, "biccg_summary", "BICCG per problem, solver and layout",
+        "Medians over repetitions: iterations to a relative residual of tol, solve and setup "
+        "times, the time of one iteration split into SpMV, preconditioner, dot products (with "
+        "their Allreduce), halo exchange and vector updates, and the peak memory of the largest "
+        "rank. Newest run of each VM under data/runs.")
     return section
 
 

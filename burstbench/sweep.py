@@ -94,3 +94,24 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
     print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
           f"{result.seconds:.0f} s; results in {run.root}")
     return table
+
+
+class Benchmark:
+    """The three entry points a measurement notebook calls, for one benchmark module."""
+
+    def __init__(self, name: str, plan, parse: runner.Parser):
+        self.name, self._plan, self._parse = name, plan, parse
+
+    def open_run(self, P: dict) -> tuple[store.Run, bool]:
+        """The run this sweep writes to (resuming an unfinished one with these parameters)."""
+        return open_run(P, self.name)
+
+    def sweep(self, P: dict, run: store.Run, the_plan: Plan,
+              progress: bool = True) -> pd.DataFrame:
+        """Measure every planned configuration not yet stored; finalize, return the table."""
+        return execute(run, the_plan, self.name, self._parse, progress)
+
+    def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
+        """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""
+        run, _ = self.open_run(P)
+        return run, self.sweep(P, run, self._plan(P), progress)

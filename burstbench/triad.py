@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 from importlib import metadata
-from typing import Any
 
 import pandas as pd
 
@@ -175,14 +174,6 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
     return rows, records, summary
 
 
-def open_run(P: dict) -> tuple[store.Run, bool]:
-    """The run this sweep writes to (resuming an unfinished one with the same parameters)."""
-    return sweep_.open_run(P, BENCHMARK)
-
-
-def sweep(P: dict, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
-    """Measure every planned configuration not yet stored; finalize and return the table."""
-    return sweep_.execute(run, the_plan, BENCHMARK, parse, progress)
 
 
 GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "places", "bind",
@@ -214,7 +205,5 @@ def spread(table: pd.DataFrame, function: str | None = "Triad") -> pd.DataFrame:
     return out.drop(columns=["mean", "std"])
 
 
-def measure(params: dict[str, Any], progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
-    """The whole measurement: open (or resume) the run, plan, sweep. For scripts and tests."""
-    run, _ = open_run(params)
-    return run, sweep(params, run, plan(params), progress)
+_BENCH = sweep_.Benchmark(BENCHMARK, plan, parse)
+open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure
