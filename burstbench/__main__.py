@@ -67,13 +67,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     digests = {name: params.digest(checked[name], name) for name in only}
     run_id = (args.run_id or first["run_id"] or store.find_resumable_many(runs_dir, vm, digests)
               or store.new_run_id())
-    run_dir = runs_dir / vm / run_id
+    from burstbench import provenance
+
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return _fail(f"cannot create run folder {run_dir}: {exc.strerror}")
-    if not os.access(run_dir, os.W_OK):
-        return _fail(f"run folder {run_dir} is not writable")
+        run_dir = store.plan_run(
+            runs_dir, vm, run_id, {name: (digests[name], checked[name]) for name in only},
+            system=lambda: provenance.collect(paths.project_root())).root
+    except store.StoreError as exc:
+        return _fail(str(exc))
     print(f"run folder: {run_dir}")
     os.environ.setdefault("BURSTBENCH_PROGRESS", "lines")  # the kernel inherits it
     failed = []

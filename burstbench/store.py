@@ -209,8 +209,10 @@ def find_resumable(runs_dir: Path, vm: str, benchmark: str, digest: str) -> str:
 def find_resumable_many(runs_dir: Path, vm: str, digests: dict[str, str]) -> str:
     """The newest run of `vm` that these sweeps can continue, or ''.
 
-    Each benchmark in `digests` must be absent from the run or have measured
-    with the same parameters, and at least one must be absent or unfinished.
+    Every benchmark in `digests` that the run holds must have the same
+    parameters, and at least one of them must be there unfinished (pending,
+    running, interrupted or incomplete).  A finished run is never extended
+    with a benchmark it did not plan: that starts a new run.
     """
     for cand in sorted((Path(runs_dir) / vm).glob("*"), reverse=True):
         if not (cand / "provenance.json").exists():
@@ -219,12 +221,41 @@ def find_resumable_many(runs_dir: Path, vm: str, digests: dict[str, str]) -> str
             secs = Run(cand).provenance().get("benchmarks", {})
         except StoreError:
             continue
-        if not secs or any(secs.get(b, {}).get("params_digest", d) != d
-                           for b, d in digests.items()):
+        held = [b for b in digests if b in secs]
+        if not held or any(secs[b].get("params_digest") != digests[b] for b in held):
             continue
-        if any(secs.get(b, {}).get("status") != "complete" for b in digests):
+        if any(secs[b].get("status") != "complete" for b in held):
             return cand.name
     return ""
+
+
+def plan_run(runs_dir: Path, vm: str, run_id: str, planned: dict[str, tuple[str, dict]],
+             system: Callable[[], dict] | None = None) -> Run:
+    """Create (or reopen) a run and mark each planned benchmark pending, with its digest.
+
+    Marking them first lets an interrupted multi-notebook run resume even
+    when it died before a later notebook started.
+    """
+    run = Run(Path(runs_dir) / vm / run_id)
+    try:
+        run.root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create run folder {run.root}: {exc.strerror}") from exc
+    if not os.access(run.root, os.W_OK):
+        raise StoreError(f"run folder {run.root} is not writable")
+    if not run.provenance_path.exists():
+        info = system() if system else {}
+        run.update_provenance(lambda p: p.update(
+            {"run_id": run.run_id, "vm": vm, "created": now_iso(), **info, "benchmarks": {}}))
+
+    def mark(p: dict) -> None:
+        secs = p.setdefault("benchmarks", {})
+        for name, (digest, params) in planned.items():
+            secs.setdefault(name, {"status": "pending", "params_digest": digest,
+                                   "params": params})
+
+    run.update_provenance(mark)
+    return run
 
 
 def open_run(runs_dir: Path, vm: str, benchmark: str, params: dict, digest: str,

@@ -58,6 +58,8 @@ def open_run(P: dict, benchmark: str) -> tuple[store.Run, bool]:
     run, resumed = store.open_run(
         paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest(P, benchmark),
         P["run_id"], system=lambda: provenance.collect(paths.project_root()))
+    # the source this benchmark measured with (a run's notebooks may span commits)
+    run.set_section(benchmark, git=provenance.git(paths.project_root()))
     print(("resumed" if resumed else "new") + f" run {run.root}")
     return run, resumed
 

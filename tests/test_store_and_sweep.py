@@ -203,3 +203,17 @@ def test_a_failing_command_reports_its_error_line():
         runner.launch(task)
     with pytest.raises(runner.TaskFailed, match="cannot start"):
         runner.launch(runner.Task("missing", {}, ("/no/such/program",)))
+
+
+def test_which_runs_resume(tmp_path):
+    d = {"triad": "aaa", "pingpong": "bbb"}
+    run = store.plan_run(tmp_path, "v", "r1", {k: (v, {}) for k, v in d.items()})
+    assert store.find_resumable_many(tmp_path, "v", d) == "r1"  # planned, not started
+    run.set_section("triad", status="complete")
+    assert store.find_resumable_many(tmp_path, "v", d) == "r1"  # pingpong still pending
+    run.set_section("pingpong", status="complete")
+    assert store.find_resumable_many(tmp_path, "v", d) == ""  # finished
+    # a finished run is not extended with a benchmark it never planned
+    assert store.find_resumable_many(tmp_path, "v", d | {"biccg": "ccc"}) == ""
+    run.set_section("pingpong", status="interrupted")
+    assert store.find_resumable_many(tmp_path, "v", {"pingpong": "xxx"}) == ""  # other params
