@@ -187,6 +187,25 @@ def _choices(name: str, allowed: tuple[str, ...], allow_empty: bool = True):
     return check
 
 
+def _vm_price(v: Any) -> dict:
+    """{payg, spot, currency, region}: this VM's price where the reference tables lack it."""
+    if v in (None, {}):
+        return {}
+    keys = {"payg", "spot", "currency", "region"}
+    if not isinstance(v, dict) or set(v) - keys:
+        raise ParamError(f"vm_price must be a mapping with keys {', '.join(sorted(keys))}, "
+                         f"not {v!r}")
+    for k in ("payg", "spot"):
+        if k in v:
+            _positive_number(f"vm_price {k}", allow_zero=True)(v[k])
+    if str(v.get("currency", "JPY")).upper() not in ("JPY", "USD"):
+        raise ParamError(f"vm_price: unknown currency '{v.get('currency')}' (known: JPY, USD)")
+    if not any(k in v for k in ("payg", "spot")):
+        raise ParamError("vm_price needs a payg and/or spot price per node-hour")
+    return {"currency": str(v.get("currency", "JPY")).upper(), "region": str(v.get("region", "")),
+            **{k: float(v[k]) for k in ("payg", "spot") if k in v}}
+
+
 COMMON = [
     Param("vm", "local", "VM label: names the folder data/runs/<vm>/ and the figures",
           _label("vm")),
@@ -194,6 +213,8 @@ COMMON = [
           "a new one; a name = that run (resumed if it exists)", _run_id),
     Param("runs_dir", "", "where runs are stored; '' = data/runs of this project",
           _text("runs_dir")),
+    Param("vm_price", {}, "this VM's price per node-hour where data/reference/prices_vm.csv "
+          "lacks it: {payg, spot, currency, region}", _vm_price),
 ]
 
 SECTIONS: dict[str, list[Param]] = {

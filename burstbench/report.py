@@ -403,7 +403,9 @@ def write_index(figures_dir: Path | str = "") -> Path:
            "do not edit by hand. Each entry names the runs (under `data/runs/`) and reference "
            "tables (under `data/reference/`) it was drawn from.", ""]
     problems = []
-    for manifest in sorted(fig_dir.glob("manifest-*.json")):
+    order = {"triad": 0, "pingpong": 1, "biccg": 2, "cost": 3}
+    for manifest in sorted(fig_dir.glob("manifest-*.json"),
+                           key=lambda m: (order.get(m.stem[9:], 9), m.name)):
         sec = json.loads(manifest.read_text())
         problems += sec.get("problems", [])
         out += [f"## {sec['benchmark']}", ""]
@@ -417,7 +419,8 @@ def write_index(figures_dir: Path | str = "") -> Path:
             out += ["", e["caption"], "", f"Files: {links}. Data: "
                     + ", ".join(f"`{r}`" for r in e["runs"]), ""]
     if problems:
-        out += ["## Data that could not be used", ""] + [f"- {p}" for p in problems] + [""]
+        out += ["## Notes: data that could not be used, and gaps", ""]
+        out += [f"- {p}" for p in dict.fromkeys(problems)] + [""]
     path = fig_dir / "README.md"
     store.atomic_write(path, "\n".join(out))
     return path

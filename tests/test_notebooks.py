@@ -71,7 +71,8 @@ def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
                  "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
                  "pingpong_extremes.csv", "pingpong_extremes.md", "biccg_smoke.png",
-                 "biccg_summary.csv", "biccg_summary.md"):
+                 "biccg_summary.csv", "biccg_summary.md", "table_4_prices.md", "cost_triad.png",
+                 "cost_spot.svg", "cost_biccg.csv", "break_even.md"):
         assert (figs / name).stat().st_size > 0
         assert name in index
     best = pd.read_csv(figs / "triad_best.csv")
@@ -156,3 +157,19 @@ def test_params_command_checks_every_file(cli, tmp_path):
     bad.write_text("vm: x\nfoo: 1\n")
     proc = cli("-m", "burstbench", "params", str(bad))
     assert proc.returncode == 2 and "unknown parameter 'foo'" in proc.stderr
+
+
+def test_make_figures_on_the_committed_data_builds_every_listed_file(tmp_path, cli):
+    figs = tmp_path / "figures"
+    proc = cli("-m", "burstbench", "report", "--figures-dir", str(figs))
+    assert proc.returncode == 0, proc.stderr
+    listed = []
+    for manifest in figs.glob("manifest-*.json"):
+        for entry in json.loads(manifest.read_text())["entries"]:
+            listed += entry["files"]
+    assert len(listed) > 20
+    assert all((figs / f).stat().st_size > 0 for f in listed)
+    index = (figs / "README.md").read_text()
+    assert all(f in index for f in listed)
+    for section in ("## triad", "## pingpong", "## biccg", "## cost"):
+        assert section in index

@@ -1,0 +1,328 @@
+"""The cost report: the study's tables, cost-performance, cost per solve, spot, break-even.
+
+Built from data/ alone (the reference tables and every run's results), like
+the benchmark reports; every table is CSV + Markdown, every figure PNG + SVG
+with a caption naming its data, all listed in figures/README.md.  A VM
+without a known price appears in every table, with "no price known".
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from burstbench import biccg, cost, paths, plots, store, triad
+from burstbench.report import (Entry, Section, _latest_runs, _rel, _table_entry,
+                               read_reference)
+
+NO_PRICE = "no price known"
+
+
+def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
+    """Tables 1, 3, 4 and 5 of the study, as published (from data/reference)."""
+    p = section.problems
+    t1 = read_reference(ref_dir, "vm_sizes.csv", ["vm", "cpu", "sockets", "physical_cores",
+                                                  "hw_threads", "memory_gib", "interconnect"], p)
+    _table_entry(section, t1.assign(data="data/reference/vm_sizes.csv").to_dict("records"),
+                 fig_dir, "table_1_vm_sizes", "Table 1: VM sizes measured (the study)",
+                 "The study's Table 1, from data/reference/vm_sizes.csv (sources per row).")
+    t3 = read_reference(ref_dir, "requirements.csv", ["number", "requirement",
+                                                      "case1_cloud_burst"], p)
+    _table_entry(section, t3.assign(data="data/reference/requirements.csv").to_dict("records"),
+                 fig_dir, "table_3_requirements",
+                 "Table 3: requirements for joining a supercomputer with a public cloud",
+                 "The study's Table 3 (item 7, execution time, is the one the break-even table "
+                 "checks), from data/reference/requirements.csv.")
+    t4 = read_reference(ref_dir, "prices_vm.csv", cost.VM_PRICE_COLUMNS, p)
+    if len(t4):
+        wide = t4.pivot_table(index="vm", columns=["billing", "region"],
+                              values="price_per_hour", aggfunc="first", sort=False)
+        wide.columns = [f"{b} {r} (JPY/h)" for b, r in wide.columns]
+        _table_entry(section, wide.reset_index().assign(
+            data="data/reference/prices_vm.csv").to_dict("records"), fig_dir,
+            "table_4_prices", "Table 4: VM prices per hour (the study, 1 USD = 145 JPY)",
+            "Pay-as-you-go and spot prices in East US and Japan East, from "
+            "data/reference/prices_vm.csv; Flow's node-hour fees are in "
+            "data/reference/prices_onprem.csv and in the cost-performance table.")
+    t5 = read_reference(ref_dir, "prices_storage.csv", ["item", "tier", "encryption", "region",
+                                                        "price"], p)
+    if len(t5):
+        anf = t5[t5["item"].astype(str).str.startswith("anf")]
+        wide = anf.pivot_table(index="tier", columns=["encryption", "region"], values="price",
+                               aggfunc="first", sort=False)
+        wide.columns = [f"{e} encryption {r} (JPY per 4 TiB-month)" for e, r in wide.columns]
+        _table_entry(section, wide.reset_index().assign(
+            data="data/reference/prices_storage.csv").to_dict("records"), fig_dir,
+            "table_5_storage", "Table 5: Azure NetApp Files per 4 TiB per month (the study)",
+            "From data/reference/prices_storage.csv, which also holds Flow's storage fee and "
+            "the data transfer prices used for job costs.")
+
+
+def _run_prices(loaded: store.Loaded) -> list[dict]:
+    """Prices runs give for themselves (vm_price), as price rows."""
+    rows = []
+    for r in loaded.runs:
+        vp = r["params"].get("vm_price") or {}
+        for billing in ("payg", "spot"):
+            if billing in vp:
+                rows.append({"vm": r["vm"], "region": vp.get("region") or "(run)",
+                             "billing": billing, "price_per_hour": vp[billing],
+                             "currency": vp.get("currency", "JPY"),
+                             "source": f"vm_price of run {r['run_id']}"})
+    return rows
+
+
+def _prices_for(prices: cost.Prices, vm: str) -> pd.DataFrame:
+    t = prices.table
+    return t[t["key"] == cost._key(vm)]
+
+
+def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, ref_dir: Path,
+                 fig_dir: Path, region: str, show: bool) -> list[dict]:
+    """Triad GB/s per 1,000 JPY per hour, per VM, billing and region; Flow at its fee."""
+    rows = []
+    best: dict[str, tuple[float, str, str]] = {}
+    stats = triad.spread(loaded.table)
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if len(s):
+            top = s.loc[s["median_gbs"].idxmax()]
+            best[vm] = (float(top["median_gbs"]), "measured here",
+                        _rel(Path(run["path"]), paths.project_root()))
+    study = read_reference(ref_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
+                           section.problems)
+    for r in study.itertuples():
+        if str(r.source).startswith("study") and r.vm not in best:
+            best[r.vm] = (float(r.best_triad_gbs), "the study", "data/reference/triad_best.csv")
+    for vm, (gbs, source, data) in best.items():
+        pr = _prices_for(prices, vm)
+        if pr.empty:
+            rows.append({"system": vm, "bandwidth": source, "triad_gbs": gbs, "region": "",
+                         "billing": NO_PRICE, "jpy_per_node_hour": math.nan,
+                         "gbs_per_1000_jpy_h": math.nan, "data": data})
+        for p in pr.itertuples():
+            rows.append({"system": vm, "bandwidth": source, "triad_gbs": gbs,
+                         "region": p.region, "billing": p.billing,
+                         "jpy_per_node_hour": p.jpy_per_hour,
+                         "gbs_per_1000_jpy_h": round(1000 * gbs / p.jpy_per_hour, 2)
+                         if p.jpy_per_hour > 0 else math.nan, "data": data})
+    flow = read_reference(ref_dir, "flow_systems.csv", ["system", "cpus_per_node",
+                          "memory_bandwidth_theoretical_gbs_per_cpu"], section.problems)
+    for f in flow.itertuples():
+        gbs = float(f.memory_bandwidth_theoretical_gbs_per_cpu) * float(f.cpus_per_node)
+        fee = prices.lookup(f.system, "onprem_fee")
+        rows.append({"system": f.system, "bandwidth": "theoretical (not measured)",
+                     "triad_gbs": gbs, "region": "on-premise", "billing": "onprem_fee"
+                     if not math.isnan(fee) else NO_PRICE, "jpy_per_node_hour": fee,
+                     "gbs_per_1000_jpy_h": round(1000 * gbs / fee, 2) if fee > 0 else math.nan,
+                     "data": "data/reference/flow_systems.csv"})
+    _table_entry(section, rows, fig_dir, "cost_triad",
+                 "Cost-performance: STREAM Triad GB/s per 1,000 JPY per node-hour",
+                 "Best Triad bandwidth of each VM (measured here: newest run; else the "
+                 "study's best) divided by its price per node-hour for each billing and region "
+                 "(data/reference/prices_vm.csv, run parameters' vm_price); Flow's subsystems at "
+                 "their theoretical bandwidth and node-hour fee. Higher is better.")
+    shown = [r for r in rows if r["region"] in (region, "on-premise")
+             and not math.isnan(r["gbs_per_1000_jpy_h"])]
+    if shown:
+        plots.apply_style()
+        fig, ax = plt.subplots(figsize=(10, 0.38 * len(shown) + 1.8))
+        shown.sort(key=lambda r: r["gbs_per_1000_jpy_h"])
+        names = [f"{r['system']} ({r['billing']})" for r in shown]
+        colors = ["#0072B2" if r["bandwidth"] == "measured here" else
+                  "#E69F00" if r["region"] == "on-premise" else "#999999" for r in shown]
+        ax.barh(names, [r["gbs_per_1000_jpy_h"] for r in shown], color=colors)
+        ax.set_xscale("log")
+        ax.set_xlabel("Triad GB/s per 1,000 JPY per node-hour (log scale)")
+        ax.set_title(f"Cost-performance, {region} prices: grey the study's VMs, blue measured "
+                     "here, orange Flow (theoretical)")
+        caption = ("Data: figures/cost_triad.csv (Triad: runs under data/runs and "
+                   "data/reference/triad_best.csv; prices: data/reference/prices_vm.csv and "
+                   "prices_onprem.csv; Flow bandwidth: data/reference/flow_systems.csv, "
+                   "theoretical). VMs without a price are listed in the table.")
+        files = plots.save(fig, fig_dir / "cost_triad", caption)
+        if show:
+            plt.show()
+        plt.close(fig)
+        section.entries.append(Entry("Cost-performance of memory bandwidth",
+                                     [_rel(f, fig_dir) for f in files], caption,
+                                     sorted({r["data"] for r in shown})))
+    return rows
+
+
+def _biccg_costs(section: Section, prices: cost.Prices, runs_dir: Path, fig_dir: Path,
+                 root: Path) -> list[dict]:
+    """Time and cost of one BICCG solve per VM, problem, layout and node count."""
+    loaded = store.load(runs_dir, "biccg")
+    section.problems += [p for p in loaded.problems if p not in section.problems]
+    stats = biccg.spread(loaded.table)
+    rows = []
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
+                  & (stats["metric"] == "solve_time")]
+        pr = _prices_for(prices, vm)
+        for r in s.itertuples():
+            base = {"vm": vm, "problem": r.problem, "solver": r.label, "nodes": r.nodes,
+                    "cores": r.cores, "solve_s": round(r.median, 4),
+                    "data": _rel(Path(run["path"]), root)}
+            if pr.empty:
+                rows.append(base | {"billing": NO_PRICE, "region": "", "jpy_per_solve":
+                                    math.nan})
+            for p in pr.itertuples():
+                rows.append(base | {"billing": p.billing, "region": p.region,
+                                    "jpy_per_solve": round(cost.job_cost(
+                                        p.jpy_per_hour, r.nodes, r.median / 3600), 4)})
+    _table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
+                 "Median solve time of each VM's newest run, per problem, layout and node "
+                 "count, and its cost: nodes x hours x price per node-hour for each billing and "
+                 "region known for that VM (no price: said so).")
+    return rows
+
+
+def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region: str,
+          nodes: int, work_h: float, interval_h: float, restart_h: float,
+          rates: list[float], show: bool) -> list[dict]:
+    """Expected time and cost of a checkpointed job on spot VMs against the eviction rate."""
+    spot = prices.lookup(vm, "spot", region)
+    payg = prices.lookup(vm, "payg", region)
+    rows = []
+    for lam in rates:
+        e = cost.spot_expected(work_h, interval_h, lam, restart_h)
+        sim = cost.spot_simulate(work_h, interval_h, lam, restart_h, samples=4000)
+        cost_of = lambda h: nodes * h * spot  # noqa: E731
+        rows.append({"vm": vm, "region": region, "nodes": nodes, "work_h": work_h,
+                     "checkpoint_every_h": interval_h, "restart_h": round(restart_h, 4),
+                     "evictions_per_h": lam, "expected_evictions": round(e["evictions"], 3),
+                     "expected_time_h": round(e["time_h"], 3),
+                     "time_p10_h": round(float(np.percentile(sim["time_h"], 10)), 3),
+                     "time_p90_h": round(float(np.percentile(sim["time_h"], 90)), 3),
+                     "expected_cost_jpy": round(cost_of(e["billed_h"]), 1),
+                     "cost_p10_jpy": round(cost_of(float(np.percentile(sim["billed_h"], 10))), 1),
+                     "cost_p90_jpy": round(cost_of(float(np.percentile(sim["billed_h"], 90))), 1),
+                     "payg_cost_jpy": round(nodes * work_h * payg, 1),
+                     "data": "data/reference/prices_vm.csv"})
+    _table_entry(section, rows, fig_dir, "cost_spot",
+                 f"Spot VMs: expected time and cost of a {work_h:g}-hour job on {nodes} {vm}",
+                 f"A job of {work_h:g} hours on {nodes} nodes, checkpointed every "
+                 f"{interval_h:g} h, requeued {restart_h * 60:.0f} min after each eviction "
+                 "(the study's ~5 min from submission to start); evictions a Poisson process "
+                 f"of the given rate. Expected values from the closed form, 10th-90th "
+                 f"percentiles from 4,000 simulated runs; spot and pay-as-you-go prices of "
+                 f"{vm} in {region} (data/reference/prices_vm.csv).")
+    if rows and not math.isnan(spot):
+        plots.apply_style()
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        x = [r["evictions_per_h"] for r in rows]
+        a1.plot(x, [r["expected_time_h"] for r in rows], "-o", label="expected")
+        a1.fill_between(x, [r["time_p10_h"] for r in rows], [r["time_p90_h"] for r in rows],
+                        alpha=0.25, label="10th-90th percentile")
+        a1.set_xlabel("evictions per hour")
+        a1.set_ylabel("time to finish (h)")
+        a1.legend()
+        a2.plot(x, [r["expected_cost_jpy"] for r in rows], "-o", label="spot, expected")
+        a2.fill_between(x, [r["cost_p10_jpy"] for r in rows], [r["cost_p90_jpy"] for r in rows],
+                        alpha=0.25, label="spot, 10th-90th percentile")
+        a2.axhline(rows[0]["payg_cost_jpy"], ls="--", color="0.3", label="pay-as-you-go")
+        a2.set_xlabel("evictions per hour")
+        a2.set_ylabel("cost (JPY)")
+        a2.set_ylim(bottom=0)
+        a2.legend()
+        fig.suptitle(f"Spot {vm} ({region}): {nodes} nodes, {work_h:g} h of work, "
+                     f"checkpoint every {interval_h:g} h", fontweight="bold")
+        caption = ("Data: figures/cost_spot.csv (model in burstbench/cost.py; prices "
+                   "data/reference/prices_vm.csv).")
+        files = plots.save(fig, fig_dir / "cost_spot", caption)
+        if show:
+            plt.show()
+        plt.close(fig)
+        section.entries.append(Entry("Spot VMs: time and cost against the eviction rate",
+                                     [_rel(f, fig_dir) for f in files], caption,
+                                     ["data/reference/prices_vm.csv"]))
+    return rows
+
+
+def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict],
+                fig_dir: Path, onprem_times: dict[str, float]) -> None:
+    """Cheapest and fastest option per workload, and Table 3 item 7 where it can be judged."""
+    rows = []
+    priced = [r for r in triad_rows if not math.isnan(r["gbs_per_1000_jpy_h"])
+              and r["region"] != "on-premise"]
+    flow = [r for r in triad_rows if r["region"] == "on-premise"]
+    if priced:
+        cheap = max(priced, key=lambda r: r["gbs_per_1000_jpy_h"])
+        fast = max(triad_rows, key=lambda r: r["triad_gbs"] if r["region"] != "on-premise"
+                   else -1)
+        best_flow = max(flow, key=lambda r: r["triad_gbs"]) if flow else None
+        rows.append({
+            "workload": "memory-bandwidth bound (STREAM Triad), one node",
+            "cheapest": f"{cheap['system']} {cheap['billing']} {cheap['region']} "
+                        f"({cheap['gbs_per_1000_jpy_h']} GB/s per 1,000 JPY/h)",
+            "fastest": f"{fast['system']} ({fast['triad_gbs']:.1f} GB/s, {fast['bandwidth']})",
+            "on_premise": f"{best_flow['system']}: {best_flow['triad_gbs']:.0f} GB/s theoretical"
+                          if best_flow else "unknown",
+            "table3_item7": "not judged: Flow's bandwidth is theoretical, not a STREAM result; "
+                            "the cloud VMs' measured Triad is below it"
+                            if best_flow else "unknown",
+            "data": "figures/cost_triad.csv"})
+    by_problem: dict[str, list[dict]] = {}
+    for r in biccg_rows:
+        by_problem.setdefault(r["problem"], []).append(r)
+    for prob, rs in sorted(by_problem.items()):
+        ours = [r for r in rs if r["solver"][0].isdigit()]  # layouts, not baselines
+        if not ours:
+            continue
+        fast = min(ours, key=lambda r: r["solve_s"])
+        priced = [r for r in ours if not math.isnan(r["jpy_per_solve"])]
+        cheap = min(priced, key=lambda r: r["jpy_per_solve"]) if priced else None
+        onprem = onprem_times.get(prob)
+        rows.append({
+            "workload": f"BICCG solve, {prob}",
+            "cheapest": (f"{cheap['vm']} {cheap['billing']} {cheap['region']}, {cheap['solver']} "
+                         f"x {cheap['nodes']} node(s): {cheap['jpy_per_solve']} JPY per solve")
+                        if cheap else f"unknown: {NO_PRICE} for "
+                                      f"{', '.join(sorted({r['vm'] for r in ours}))}",
+            "fastest": f"{fast['vm']}, {fast['solver']} x {fast['nodes']} node(s): "
+                       f"{fast['solve_s']} s",
+            "on_premise": f"{onprem} s" if onprem else "unknown (set onprem_times)",
+            "table3_item7": ("OK" if fast["solve_s"] <= onprem else "NG") if onprem else
+                            "unknown: no on-premise time given",
+            "data": "figures/cost_biccg.csv"})
+    _table_entry(section, rows, fig_dir, "break_even",
+                 "Break-even: cheapest and fastest option per workload",
+                 "For each workload with data: the cheapest VM, billing and region, the "
+                 "fastest option, and Table 3 item 7 (execution time the same or shorter than "
+                 "on-premise) where an on-premise time is known (report parameter "
+                 "onprem_times, seconds per workload).")
+
+
+def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                figures_dir: Path | str = "", usd_jpy: float = 145.0, region: str = "East US",
+                spot_vm: str = "HB120rs_v3", job_nodes: int = 4, job_hours: float = 10.0,
+                checkpoint_h: float = 1.0, restart_h: float = 5 / 60,
+                eviction_rates: list[float] | None = None,
+                onprem_times: dict[str, float] | None = None, show: bool = False) -> Section:
+    """Every cost table and figure (see the module docstring)."""
+    section = Section("cost")
+    runs = paths.runs_dir(runs_dir)
+    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
+    fig_dir, root = paths.figures_dir(figures_dir), paths.project_root()
+    loaded = store.load(runs, "triad")
+    section.problems += loaded.problems
+    _published_tables(section, ref_dir, fig_dir)
+    biccg_runs = store.load(runs, "biccg")
+    prices = cost.load_prices(ref_dir, usd_jpy, _run_prices(loaded) + _run_prices(biccg_runs))
+    section.problems += prices.problems
+    for vm in sorted({r["vm"] for r in loaded.runs + biccg_runs.runs}):
+        if _prices_for(prices, vm).empty:
+            section.problems.append(f"VM '{vm}' has no known price: give vm_price in its "
+                                    "parameters or add it to data/reference/prices_vm.csv")
+    triad_rows = _triad_costs(section, loaded, prices, ref_dir, fig_dir, region, show)
+    biccg_rows = _biccg_costs(section, prices, runs, fig_dir, root)
+    _spot(section, prices, fig_dir, spot_vm, region, job_nodes, job_hours, checkpoint_h,
+          restart_h, eviction_rates or [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], show)
+    _break_even(section, triad_rows, biccg_rows, fig_dir, onprem_times or {})
+    return section

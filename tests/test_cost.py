@@ -1,0 +1,126 @@
+"""Cost model: arithmetic by hand, the spot model's limits, price tables that are wrong."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from burstbench import cost, costreport, params
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "data" / "reference"
+
+
+def test_job_cost_by_hand():
+    # 4 nodes x 2.5 h x 522 JPY + 10 % of a 87,579 JPY month + 0.3 TB x 11,600 JPY
+    assert cost.job_cost(522.0, 4, 2.5, 87_579, 0.1, 0.3, 11_600) == pytest.approx(
+        5220 + 8757.9 + 3480)
+    with pytest.raises(ValueError):
+        cost.job_cost(-1, 1, 1)
+
+
+def test_spot_without_evictions_costs_the_spot_price():
+    e = cost.spot_expected(10, 2, 0.0, restart_h=0.1)
+    assert e == {"time_h": 10.0, "billed_h": 10.0, "evictions": 0.0}
+    assert cost.spot_expected(10, 2, 0.0, checkpoint_h=0.5)["time_h"] == pytest.approx(12.5)
+    sim = cost.spot_simulate(10, 2, 0.0, samples=10)
+    assert (sim["time_h"] == 10).all()
+
+
+def test_spot_one_segment_closed_form():
+    lam, s, r = 0.3, 2.0, 0.25
+    e = cost.spot_expected(s, s, lam, restart_h=r)
+    assert e["time_h"] == pytest.approx((1 / lam + r) * (np.exp(lam * s) - 1))
+    assert e["evictions"] == pytest.approx(np.exp(lam * s) - 1)
+    assert e["billed_h"] == pytest.approx(e["time_h"] - r * e["evictions"])
+
+
+def test_spot_more_evictions_cost_more_time_and_money():
+    times = [cost.spot_expected(10, 1, lam)["time_h"] for lam in (0, 0.1, 0.5, 2)]
+    assert times == sorted(times) and times[-1] > 3 * times[0]
+    e = cost.spot_expected(10, 1, 0.5)
+    sim = cost.spot_simulate(10, 1, 0.5, samples=20_000, seed=1)
+    assert sim["time_h"].mean() == pytest.approx(e["time_h"], rel=0.02)
+    assert sim["billed_h"].mean() == pytest.approx(e["billed_h"], rel=0.02)
+    assert np.percentile(sim["time_h"], 90) > np.percentile(sim["time_h"], 10)
+
+
+@pytest.mark.parametrize("args", [(10, 0, 0.1), (10, 1, -0.1), (-1, 1, 0.1)])
+def test_spot_bad_arguments(args):
+    with pytest.raises(ValueError):
+        cost.spot_expected(*args)
+
+
+def test_prices_from_the_reference_tables():
+    pr = cost.load_prices(REF, usd_jpy=145)
+    assert pr.problems == []
+    assert pr.lookup("HB120rs_v3", "payg", "East US") == 522.0
+    assert pr.lookup("hb120rs-v3", "spot", "Japan East") == 75.7  # names match loosely
+    assert pr.lookup("Flow Type II", "onprem_fee") == 38.8
+    assert np.isnan(pr.lookup("local", "payg"))
+
+
+def bad_reference(tmp_path: Path, name: str, change) -> Path:
+    ref = tmp_path / "ref"
+    shutil.copytree(REF, ref)
+    df = pd.read_csv(ref / name)
+    change(df).to_csv(ref / name, index=False)
+    return ref
+
+
+def test_a_price_table_without_a_column_is_reported_and_skipped(tmp_path):
+    ref = bad_reference(tmp_path, "prices_vm.csv", lambda d: d.drop(columns=["currency"]))
+    pr = cost.load_prices(ref)
+    assert any("missing column(s) currency" in p for p in pr.problems)
+    assert pr.lookup("Flow Type I", "onprem_fee") == 31.0  # the rest still loads
+
+
+def test_negative_prices_and_unknown_currencies_are_left_out(tmp_path):
+    def change(d):
+        d.loc[0, "price_per_hour"] = -5
+        d.loc[1, "currency"] = "EUR"
+        d.loc[2, "currency"] = "USD"  # converted at the given rate
+        return d
+
+    ref = bad_reference(tmp_path, "prices_vm.csv", change)
+    raw = pd.read_csv(ref / "prices_vm.csv")
+    pr = cost.load_prices(ref, usd_jpy=100)
+    text = " ".join(pr.problems)
+    assert "not a non-negative number" in text and "unknown currency 'EUR'" in text
+    row = raw.iloc[2]
+    assert pr.lookup(row["vm"], row["billing"], row["region"]) == pytest.approx(
+        100 * row["price_per_hour"])
+    with pytest.raises(ValueError):
+        cost.load_prices(REF, usd_jpy=0)
+
+
+def test_run_prices_from_params():
+    p = params.validate({"vm_price": {"payg": 100, "spot": 20, "region": "lab"}}, "triad")
+    assert p["vm_price"] == {"currency": "JPY", "region": "lab", "payg": 100.0, "spot": 20.0}
+    for bad, msg in (({"payg": -1}, "non-negative"), ({"payg": 1, "currency": "EUR"}, "EUR"),
+                     ({"region": "x"}, "needs a payg"), ({"pay": 1}, "keys")):
+        with pytest.raises(params.ParamError, match=msg):
+            params.validate({"vm_price": bad}, "triad")
+
+
+def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
+        smoke_run, tmp_path):
+    ref = bad_reference(tmp_path, "prices_onprem.csv", lambda d: d.drop(columns=["source"]))
+    figs = tmp_path / "figs"
+    sec = costreport.cost_report(smoke_run, ref, figs)
+    text = " ".join(sec.problems)
+    assert "prices_onprem.csv: missing column(s) source" in text
+    assert "VM 'smoke' has no known price" in text
+    for name in ("table_1_vm_sizes.md", "table_3_requirements.md", "table_4_prices.md",
+                 "table_5_storage.md", "cost_triad.png", "cost_triad.csv", "cost_biccg.csv",
+                 "cost_spot.png", "cost_spot.csv", "break_even.csv"):
+        assert (figs / name).exists(), name
+    biccg_cost = pd.read_csv(figs / "cost_biccg.csv")
+    assert set(biccg_cost["billing"]) == {costreport.NO_PRICE}
+    spot = pd.read_csv(figs / "cost_spot.csv")
+    assert spot.loc[spot["evictions_per_h"] == 0, "expected_cost_jpy"].iloc[0] == \
+        pytest.approx(4 * 10 * 52.2)  # no eviction: 4 nodes x 10 h at the spot price
