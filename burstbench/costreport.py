@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from burstbench import biccg, cost, paths, plots, store, triad
-from burstbench.report import (Entry, Section, _latest_runs, _rel, _table_entry,
+from burstbench.report import (Section, _figure_entry, _latest_runs, _rel, _table_entry,
                                read_reference)
 
 NO_PRICE = "no price known"
@@ -144,13 +144,9 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
                    "data/reference/triad_best.csv; prices: data/reference/prices_vm.csv and "
                    "prices_onprem.csv; Flow bandwidth: data/reference/flow_systems.csv, "
                    "theoretical). VMs without a price are listed in the table.")
-        files = plots.save(fig, fig_dir / "cost_triad", caption)
-        if show:
-            plt.show()
-        plt.close(fig)
-        section.entries.append(Entry("Cost-performance of memory bandwidth",
-                                     [_rel(f, fig_dir) for f in files], caption,
-                                     sorted({r["data"] for r in shown})))
+        section.entries.append(_figure_entry(fig, fig_dir, "cost_triad",
+                                             "Cost-performance of memory bandwidth", caption,
+                                             sorted({r["data"] for r in shown}), show))
     return rows
 
 
@@ -235,13 +231,9 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
                      f"checkpoint every {interval_h:g} h", fontweight="bold")
         caption = ("Data: figures/cost_spot.csv (model in burstbench/cost.py; prices "
                    "data/reference/prices_vm.csv).")
-        files = plots.save(fig, fig_dir / "cost_spot", caption)
-        if show:
-            plt.show()
-        plt.close(fig)
-        section.entries.append(Entry("Spot VMs: time and cost against the eviction rate",
-                                     [_rel(f, fig_dir) for f in files], caption,
-                                     ["data/reference/prices_vm.csv"]))
+        section.entries.append(_figure_entry(
+            fig, fig_dir, "cost_spot", "Spot VMs: time and cost against the eviction rate",
+            caption, ["data/reference/prices_vm.csv"], show))
     return rows
 
 

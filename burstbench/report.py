@@ -97,6 +97,16 @@ def _table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, t
     return table
 
 
+def _figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption: str,
+                  runs: list[str], show: bool, legend_right: float = 1.0) -> Entry:
+    """Save a figure (PNG + SVG, captioned), show it in a notebook if asked, close it."""
+    files = plots.save(fig, fig_dir / stem, caption, legend_right)
+    if show:
+        plt.show()
+    plt.close(fig)
+    return Entry(title, [_rel(f, fig_dir) for f in files], caption, runs)
+
+
 def _rel(p: Path, root: Path) -> str:
     try:
         return str(Path(p).resolve().relative_to(root.resolve()))
@@ -176,12 +186,9 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    f"NTIMES = {run['params'].get('triad_ntimes', '?')}. "
                    + (f"Reference marks: {'; '.join(marks)}." if marks else
                       "No reference figure is known for this VM."))
-        files = plots.save(fig, fig_dir / f"triad_{vm}", caption)
-        if show:
-            plt.show()
-        plt.close(fig)
-        section.entries.append(Entry(f"STREAM Triad vs threads on {vm}",
-                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        section.entries.append(_figure_entry(fig, fig_dir, f"triad_{vm}",
+                                             f"STREAM Triad vs threads on {vm}", caption,
+                                             [run_rel], show))
         for label, d in s.groupby("label"):
             top = d.loc[d["median_gbs"].idxmax()]
             best_rows.append({
@@ -244,12 +251,9 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
     caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
-    files = plots.save(fig, fig_dir / "triad_overview", caption)
-    if show:
-        plt.show()
-    plt.close(fig)
-    return Entry("STREAM Triad: best per VM, ours beside the study's",
-                 [_rel(f, fig_dir) for f in files], caption, sorted(set(best["data"])))
+    return _figure_entry(fig, fig_dir, "triad_overview",
+                         "STREAM Triad: best per VM, ours beside the study's", caption,
+                         sorted(set(best["data"])), show)
 
 
 def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
@@ -298,12 +302,9 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    + (f"Reference marks: {', '.join(dict.fromkeys(marks))} "
                       "(data/reference/osu.csv)." if marks else
                       "No reference figure is known for this VM."))
-        files = plots.save(fig, fig_dir / f"pingpong_{vm}", caption, legend_right=0.8)
-        if show:
-            plt.show()
-        plt.close(fig)
-        section.entries.append(Entry(f"MPI latency and bandwidth vs message size on {vm}",
-                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        section.entries.append(_figure_entry(
+            fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
+            caption, [run_rel], show, legend_right=0.8))
         for row in pingpong.extremes(s).to_dict("records"):
             rows.append({"vm": vm, "source": "measured here"} | row | {"data": run_rel})
     for x in ref.itertuples():
@@ -355,12 +356,9 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
                    "process. The study's Figures 12-13 give no numbers to mark; its conditions "
                    "are in data/reference/biccg_conditions.csv.")
-        files = plots.save(fig, fig_dir / f"biccg_{vm}", caption)
-        if show:
-            plt.show()
-        plt.close(fig)
-        section.entries.append(Entry(f"BICCG time against parallelism on {vm}",
-                                     [_rel(f, fig_dir) for f in files], caption, [run_rel]))
+        section.entries.append(_figure_entry(fig, fig_dir, f"biccg_{vm}",
+                                             f"BICCG time against parallelism on {vm}", caption,
+                                             [run_rel], show))
         med = s.pivot_table(index=["problem", "label", "impl", "nodes", "ranks", "threads",
                                    "cores"], columns="metric", values="median").reset_index()
         lo = s[s["metric"] == "solve_time"].set_index(["problem", "label", "nodes"])
