@@ -23,7 +23,8 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def _execute(notebook: Path, output: Path, parameters: dict, log: bool) -> str | None:
+def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
+             timeout: float | None = None) -> str | None:
     """Run one notebook with papermill; return None on success, else one line saying why."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -38,7 +39,7 @@ def _execute(notebook: Path, output: Path, parameters: dict, log: bool) -> str |
     try:
         papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
                                    kernel_name="python3", log_output=log, progress_bar=False,
-                                   cwd=str(paths.project_root()))
+                                   cwd=str(paths.project_root()), execution_timeout=timeout)
     except PapermillExecutionError as exc:
         return f"{exc.ename}: {exc.evalue}"
     return None
@@ -50,11 +51,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         values = params.load_file(args.params)
     except params.ParamError as exc:
         return _fail(str(exc))
-    only = args.only.split(",") if args.only else list(params.NOTEBOOKS)
+    known = params.known_names()
+    has = [n for n in params.NOTEBOOKS if any(known.get(k) == n for k in values)]
+    only = args.only.split(",") if args.only else (has or list(params.NOTEBOOKS))
     for name in only:
         if name not in params.NOTEBOOKS:
             return _fail(f"--only: unknown benchmark '{name}' (known: "
                          f"{', '.join(params.NOTEBOOKS)})")
+        if has and name not in has:
+            return _fail(f"{args.params} has no {name}_* keys: it is a parameter file for "
+                         f"{', '.join(has)} (use --only {','.join(has)})")
     checked = {}
     try:  # every notebook's values, checked before anything runs
         for name in only:
@@ -87,7 +93,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                       "runs_dir": str(runs_dir)}
         print(f"== {name}: {nb.name}")
         try:
-            why = _execute(nb, run_dir / nb.name, passed, log=not args.quiet)
+            why = _execute(nb, run_dir / nb.name, passed, log=not args.quiet,
+                           timeout=args.timeout)
         except KeyboardInterrupt:
             print(f"\ninterrupted: what was measured is kept in {run_dir}; resume with: "
                   f"python -m burstbench run --params {args.params} --run-id {run_id}",
@@ -96,11 +103,61 @@ def cmd_run(args: argparse.Namespace) -> int:
         if why:
             failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
     if failed:
+        print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "
+              f"{run_dir}; re-run the same command to resume:", file=sys.stderr)
         for f in failed:
             print(f"FAILED {f}", file=sys.stderr)
         return 1
     print(f"done: {run_dir}")
     return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    """Write (and optionally submit) a PBS Pro or Slurm job script for a params file."""
+    from burstbench import jobs
+
+    try:
+        values = params.load_file(args.params)
+        for name in params.NOTEBOOKS:
+            params.validate(values, name, where=str(args.params))
+        vm = params.validate(values, "triad")["vm"]
+        text = jobs.render(args.scheduler, Path(args.params).resolve(), args.nodes, vm,
+                           paths.project_root(), args.walltime, args.queue, args.only,
+                           args.runs_dir)
+    except (params.ParamError, jobs.JobError) as exc:
+        return _fail(str(exc))
+    if not args.output:
+        sys.stdout.write(text)
+        if args.submit:
+            return _fail("--submit needs --output (the script must be a file)")
+        return 0
+    out = Path(args.output)
+    try:
+        store.atomic_write(out, text)
+        out.chmod(0o755)
+    except OSError as exc:
+        return _fail(f"cannot write {out}: {exc.strerror}")
+    print(f"job script: {out}")
+    if args.submit:
+        try:
+            print(f"submitted: {jobs.submit(args.scheduler, out)}")
+        except jobs.JobError as exc:
+            return _fail(str(exc), 1)
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Merge run folders brought back from VMs into the runs folder."""
+    added, dupes, refused = store.collect([Path(d) for d in args.dirs],
+                                          paths.runs_dir(args.runs_dir))
+    for a in added:
+        print(f"added {a}")
+    for d in dupes:
+        print(f"skipped {d}: already collected")
+    for r in refused:
+        print(f"refused {r}", file=sys.stderr)
+    print(f"{len(added)} added, {len(dupes)} duplicates skipped, {len(refused)} refused")
+    return 1 if refused else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -143,47 +200,82 @@ def cmd_params(args: argparse.Namespace) -> int:
     return 2 if bad else 0
 
 
+def _command(sub, name: str, func, summary: str, description: str,
+             example: str) -> argparse.ArgumentParser:
+    """One subcommand: its one-line help, its description and an example."""
+    c = sub.add_parser(name, help=summary, description=description,
+                       epilog="example:\n  " + example,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.set_defaults(func=func)
+    return c
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="burstbench", description="Cloud-burst benchmark notebooks: measure a VM with "
-        "papermill, rebuild the report's figures and tables from data/.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "papermill, rebuild the report's figures and tables from data/, run it all as batch "
+        "jobs.", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  burstbench run --params papermill_params/local.yaml\n"
-               "  burstbench report\n  burstbench params papermill_params/*.yaml")
+               "  burstbench report\n  burstbench params papermill_params/*.yaml\n"
+               "  burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
+               "--nodes 4\n  burstbench collect /mnt/results")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="measure: execute the measurement notebooks for a VM",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Execute the measurement notebooks with papermill into one "
-                       "run folder (data/runs/<vm>/<run-id>/), keeping each executed notebook "
-                       "there. An interrupted run resumes when run again with the same "
-                       "parameters (or --run-id).",
-                       epilog="example:\n  burstbench run --params papermill_params/local.yaml "
-                              "--only triad")
+    r = _command(sub, "run", cmd_run, "measure: execute the measurement notebooks for a VM",
+                 "Execute the measurement notebooks with papermill into one run folder "
+                 "(data/runs/<vm>/<run-id>/), keeping each executed notebook there: those the "
+                 "params file has keys for, or --only. A notebook that fails is kept, executed "
+                 "up to its error, and the others still run; the exit status is 1 at the end. "
+                 "An interrupted run resumes when run again with the same parameters (or "
+                 "--run-id).", "burstbench run --params papermill_params/local.yaml --only triad")
     r.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
     r.add_argument("--only", default="", help=f"comma list of {', '.join(params.NOTEBOOKS)}")
     r.add_argument("--runs-dir", default="", help="where run folders go (default data/runs)")
     r.add_argument("--run-id", default="", help="write into (or resume) this run")
     r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")
-    r.set_defaults(func=cmd_run)
+    r.add_argument("--timeout", type=float, default=None,
+                   help="seconds any one notebook cell may run (default: no limit)")
 
-    rep = sub.add_parser("report", help="rebuild every figure and table from data/ alone",
-                         formatter_class=argparse.RawDescriptionHelpFormatter,
-                         description="Execute the report notebooks (notebooks/1xx_report_*) "
-                         "and write figures/README.md, the index of figures and tables.",
-                         epilog="example:\n  burstbench report --figures-dir /tmp/figs")
+    j = _command(sub, "jobs", cmd_jobs, "write a PBS Pro or Slurm job script that runs `run`",
+                 "Write a job script that requests the nodes, enters this project's "
+                 "environment and runs `burstbench run --params ...`; MPI runs across nodes "
+                 "take their hosts from $PBS_NODEFILE or $SLURM_JOB_NODELIST. Printed, or "
+                 "written to --output and, with --submit, handed to qsub / sbatch (where "
+                 "installed; otherwise the script is kept and said not submitted).",
+                 "burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
+                 "--nodes 4 --output hc44rs.pbs --submit")
+    j.add_argument("--scheduler", required=True, choices=("pbs", "slurm"))
+    j.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
+    j.add_argument("--nodes", type=int, required=True, help="nodes to request")
+    j.add_argument("--walltime", default="04:00:00", help="HH:MM:SS (default 04:00:00)")
+    j.add_argument("--queue", default="", help="PBS queue / Slurm partition")
+    j.add_argument("--only", default="", help="comma list of benchmarks to run")
+    j.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
+    j.add_argument("--output", default="", help="write the script here (default: print it)")
+    j.add_argument("--submit", action="store_true", help="submit it with qsub / sbatch")
+
+    c = _command(sub, "collect", cmd_collect, "merge run folders brought back from VMs",
+                 "Copy each run folder found in DIR (a run folder, or a tree of "
+                 "<vm>/<run-id>/ folders) into the runs folder, after checking it; runs "
+                 "already there (same VM and run id) are skipped, damaged ones are refused by "
+                 "name. Exit status 1 when any was refused.",
+                 "burstbench collect /mnt/results/hc44rs /mnt/results/hb120rs_v3")
+    c.add_argument("dirs", nargs="+", metavar="DIR")
+    c.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
+
+    rep = _command(sub, "report", cmd_report, "rebuild every figure and table from data/ alone",
+                   "Execute the report notebooks (notebooks/1xx_report_*) and write "
+                   "figures/README.md, the index of figures and tables.",
+                   "burstbench report --figures-dir /tmp/figs")
     rep.add_argument("--runs-dir", default="", help="runs to read (default data/runs)")
     rep.add_argument("--reference-dir", default="", help="default data/reference")
     rep.add_argument("--figures-dir", default="", help="output folder (default figures/)")
     rep.add_argument("--verbose", action="store_true", help="echo the notebooks' output")
-    rep.set_defaults(func=cmd_report)
 
-    pc = sub.add_parser("params", help="check parameter files",
-                        description="Check that every key of each file is known to a "
-                        "notebook and every value is valid.",
-                        epilog="example: burstbench params papermill_params/*.yaml")
+    pc = _command(sub, "params", cmd_params, "check parameter files",
+                  "Check that every key of each file is known to a notebook and every value "
+                  "is valid.", "burstbench params papermill_params/*.yaml")
     pc.add_argument("files", nargs="+")
-    pc.set_defaults(func=cmd_params)
     return p
 
 

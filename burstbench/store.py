@@ -339,3 +339,72 @@ def load(runs_dir: Path, benchmark: str) -> Loaded:
                      "host": prov.get("system", {}).get("hostname", "")})
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMA)
     return Loaded(table, runs, problems)
+
+
+def validate_run(folder: Path) -> list[str]:
+    """What is wrong with a run folder ([] if nothing): readable provenance naming the run,
+    and every benchmark table it lists readable."""
+    run = Run(folder)
+    try:
+        prov = run.provenance()
+    except StoreError as exc:
+        return [str(exc)]
+    if not prov:
+        return [f"{folder}: no provenance.json"]
+    issues = []
+    if prov.get("run_id") not in (None, run.run_id):
+        issues.append(f"{folder}: provenance names run {prov.get('run_id')}")
+    for bench in prov.get("benchmarks", {}):
+        if run.table_path(bench).exists():
+            try:
+                read_table(run.table_path(bench))
+            except StoreError as exc:
+                issues.append(str(exc))
+        elif list(run.parts_dir(bench).glob("*.json")):
+            pass  # an unfinished sweep: its parts load (and are reported) as they are
+    return issues
+
+
+def find_runs(folder: Path) -> list[Path]:
+    """Run folders at or below `folder` (a run folder holds provenance.json)."""
+    folder = Path(folder)
+    if (folder / "provenance.json").exists():
+        return [folder]
+    return sorted(p.parent for p in folder.rglob("provenance.json"))
+
+
+def collect(sources: list[Path], runs_dir: Path) -> tuple[list[str], list[str], list[str]]:
+    """Merge run folders brought back from VMs into `runs_dir`/<vm>/<run-id>/.
+
+    Returns (added, skipped duplicates, refused with why).  Each run is
+    validated first and copied whole to a temporary name, then renamed: a
+    damaged run is refused by name and nothing half-copied is left.
+    """
+    import shutil
+
+    added, dupes, refused = [], [], []
+    for src in sources:
+        if not Path(src).exists():
+            refused.append(f"{src}: no such folder")
+            continue
+        found = find_runs(Path(src))
+        if not found:
+            refused.append(f"{src}: holds no run folder (no provenance.json)")
+        for run_dir in found:
+            issues = validate_run(run_dir)
+            if issues:
+                refused.append(f"{run_dir}: " + "; ".join(issues))
+                continue
+            prov = Run(run_dir).provenance()
+            vm = prov.get("vm") or run_dir.parent.name
+            dest = Path(runs_dir) / vm / run_dir.name
+            if dest.exists():
+                dupes.append(f"{vm}/{run_dir.name}")
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.collecting")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(run_dir, tmp, ignore=shutil.ignore_patterns(".lock"))
+            os.rename(tmp, dest)
+            added.append(f"{vm}/{run_dir.name}")
+    return added, dupes, refused
