@@ -186,3 +186,20 @@ def test_collect_merges_dedupes_and_refuses_damaged_runs(smoke_run, tmp_path, cl
     assert again.returncode == 0 and "already collected" in again.stdout
     assert cli("-m", "burstbench", "collect", str(tmp_path / "nothing"), "--runs-dir",
                str(dest)).returncode == 1
+
+
+def test_a_missing_notebook_is_named(cli, tmp_path):
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "papermill_params").mkdir()
+    shutil.copy(ROOT / "notebooks" / "030_measure_biccg.ipynb", root / "notebooks")
+    params = write_params(tmp_path, "p.yaml", {
+        "vm": "m", "pingpong_tests": ["latency"], "biccg_problems": [{"poisson": [6, 6, 6]}],
+        "biccg_ranks_per_node": [1], "biccg_threads": [1], "biccg_baselines": [],
+        "biccg_repetitions": 1})
+    proc = cli("-m", "burstbench", "run", "--params", str(params), "--runs-dir",
+               str(tmp_path / "runs"), "--quiet", env={"BURSTBENCH_ROOT": str(root)})
+    assert proc.returncode == 1
+    assert "FAILED pingpong: notebook" in proc.stderr and "is missing" in proc.stderr
+    (run_dir,) = (tmp_path / "runs" / "m").iterdir()
+    assert (run_dir / "biccg.csv").exists()
