@@ -143,6 +143,15 @@ def _begin(benchmark: str, runs_dir: Path | str, reference_dir: Path | str,
     return section, loaded, ref_dir, paths.figures_dir(figures_dir), paths.project_root()
 
 
+def _each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path):
+    """(vm, run, its rows of `stats`, the run's path relative to the project) for the newest
+    run of each VM that has rows."""
+    for vm, run in _latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if not s.empty:
+            yield vm, run, s, _rel(Path(run["path"]), root)
+
+
 def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                  figures_dir: Path | str = "", show: bool = False) -> Section:
     """The study's Figures 2-4 for every VM with data, the best-bandwidth table, an overview."""
@@ -155,11 +164,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                            section.problems)
     stats = triad.spread(loaded.table)
     best_rows = []
-    for vm, run in _latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
-        if s.empty:
-            continue
-        run_rel = _rel(Path(run["path"]), root)
+    for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         peak, peak_src = _peak_for(vm, run["params"], peaks)
         fig, ax = plt.subplots(figsize=(10, 5.5))
         plots.bandwidth_vs_threads(s, ax, title=f"{vm}: STREAM Triad bandwidth vs threads "
@@ -265,11 +270,7 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                               "bandwidth_max_gbs", "source"], section.problems)
     stats = pingpong.spread(loaded.table)
     rows = []
-    for vm, run in _latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
-        if s.empty:
-            continue
-        run_rel = _rel(Path(run["path"]), root)
+    for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         tests = [t for t in ("latency", "bw", "bibw") if t in set(s["function"])]
         fig, axes = plt.subplots(1, len(tests), figsize=(5.2 * len(tests) + 2.5, 5),
                                  squeeze=False)
@@ -336,11 +337,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                                      figures_dir)
     stats = biccg.spread(loaded.table)
     rows = []
-    for vm, run in _latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
-        if s.empty:
-            continue
-        run_rel = _rel(Path(run["path"]), root)
+    for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         problems = sorted(set(s["problem"]))
         fig, axes = plt.subplots(len(problems), 2, figsize=(13, 4.3 * len(problems)),
                                  squeeze=False)

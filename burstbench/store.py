@@ -229,14 +229,9 @@ def find_resumable_many(runs_dir: Path, vm: str, digests: dict[str, str]) -> str
     return ""
 
 
-def plan_run(runs_dir: Path, vm: str, run_id: str, planned: dict[str, tuple[str, dict]],
-             system: Callable[[], dict] | None = None) -> Run:
-    """Create (or reopen) a run and mark each planned benchmark pending, with its digest.
-
-    Marking them first lets an interrupted multi-notebook run resume even
-    when it died before a later notebook started.
-    """
-    run = Run(Path(runs_dir) / vm / run_id)
+def _create(folder: Path, vm: str, system: Callable[[], dict] | None) -> Run:
+    """The run folder, made and writable, with provenance written if it has none yet."""
+    run = Run(folder)
     try:
         run.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -247,6 +242,17 @@ def plan_run(runs_dir: Path, vm: str, run_id: str, planned: dict[str, tuple[str,
         info = system() if system else {}
         run.update_provenance(lambda p: p.update(
             {"run_id": run.run_id, "vm": vm, "created": now_iso(), **info, "benchmarks": {}}))
+    return run
+
+
+def plan_run(runs_dir: Path, vm: str, run_id: str, planned: dict[str, tuple[str, dict]],
+             system: Callable[[], dict] | None = None) -> Run:
+    """Create (or reopen) a run and mark each planned benchmark pending, with its digest.
+
+    Marking them first lets an interrupted multi-notebook run resume even
+    when it died before a later notebook started.
+    """
+    run = _create(Path(runs_dir) / vm / run_id, vm, system)
 
     def mark(p: dict) -> None:
         secs = p.setdefault("benchmarks", {})
@@ -269,17 +275,7 @@ def open_run(runs_dir: Path, vm: str, benchmark: str, params: dict, digest: str,
     base = Path(runs_dir) / vm
     run_id = run_id or find_resumable(runs_dir, vm, benchmark, digest)
     resumed = bool(run_id) and (base / run_id / "provenance.json").exists()
-    run = Run(base / (run_id or new_run_id()))
-    try:
-        run.root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create run folder {run.root}: {exc.strerror}") from exc
-    if not os.access(run.root, os.W_OK):
-        raise StoreError(f"run folder {run.root} is not writable")
-    if not resumed:
-        info = system() if system else {}
-        run.update_provenance(lambda p: p.update(
-            {"run_id": run.run_id, "vm": vm, "created": now_iso(), **info, "benchmarks": {}}))
+    run = _create(base / (run_id or new_run_id()), vm, system)
     prior = run.section(benchmark)
     if prior.get("params_digest") not in (None, digest):
         raise StoreError(f"run {run.root} measured {benchmark} with other parameters "

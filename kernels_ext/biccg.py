@@ -23,23 +23,10 @@ from typing import Sequence
 
 import numpy as np
 
-
-class BiccgError(Exception):
-    """A solve that gives no answer; ``exit_code`` is what the CLI returns."""
-
-    exit_code = 1
+from kernels_ext.errors import BadInput, KernelError, MPIMismatch, NotConverged
 
 
-class BadInput(BiccgError):
-    """An argument, the matrix or the rank count is wrong (exit status 2)."""
-
-    exit_code = 2
-
-
-class NotConverged(BiccgError):
-    """Max iterations reached, or CG broke down (exit status 3)."""
-
-    exit_code = 3
+BiccgError = KernelError  # the name the rest of the project has used
 
 
 def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:
@@ -203,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
     """Everything main() does but printing: (JSON lines on rank 0, rank, exit code)."""
     args = build_parser().parse_args(argv)
-    from kernels_ext.pingpong import MPIMismatch, built_family, init_mpi, library_family
+    from kernels_ext.pingpong import built_family, init_mpi, library_family
 
     MPI = init_mpi("funneled")  # OpenMP threads compute, only the main thread calls MPI
     comm = MPI.COMM_WORLD
@@ -259,36 +246,14 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m kernels_ext.biccg``; returns the exit status."""
-    from kernels_ext.pingpong import PingPongError
+    from kernels_ext import cli
 
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-    try:
-        args = build_parser().parse_args(argv)
-        lines, rank, code = run(argv)
-    except (BiccgError, PingPongError) as exc:
-        if rank == 0:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-        return exc.exit_code
-    except Exception as exc:  # take every rank down, never leave one waiting
-        print(f"error: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        mpi = sys.modules.get("mpi4py.MPI")
-        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-            mpi.COMM_WORLD.Abort(1)
-        return 1
-    if rank == 0 and lines:
-        text = "".join(line + "\n" for line in lines)
-        if args.out:
-            path = Path(args.out)
-            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        if code:
-            rec = json.loads(lines[0])
-            print(f"error: not converged: relative residual {rec['relative_residual']:.3g} > "
-                  f"tol {rec['tol']:g} after {rec['iterations']} iterations", file=sys.stderr)
+    args = build_parser().parse_args(argv)
+    code, lines = cli.mpi_main(run, argv, args.out)
+    if code == NotConverged.exit_code and lines:
+        rec = json.loads(lines[0])
+        print(f"error: not converged: relative residual {rec['relative_residual']:.3g} > "
+              f"tol {rec['tol']:g} after {rec['iterations']} iterations", file=sys.stderr)
     return code
 
 

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from kernels_ext.errors import BadInput, KernelError, MPIMismatch, ValidationFailed
+
 TESTS = ("latency", "bw", "bibw")
 #: OSU 7.x defaults (osu_util.h: LAT_LOOP_*, LAT_SKIP_*, BW_LOOP_*, BW_SKIP_*, WINDOW_SIZE_LARGE).
 OSU_DEFAULTS = {
@@ -40,28 +42,7 @@ SIZE_LIMIT = 1 << 30
 IMPLS = ("c", "mpi4py")
 
 
-class PingPongError(Exception):
-    """A run that gives no number; ``exit_code`` is what the CLI returns."""
-
-    exit_code = 1
-
-
-class BadInput(PingPongError):
-    """An argument, the rank count or a size is wrong (exit status 2)."""
-
-    exit_code = 2
-
-
-class ValidationFailed(PingPongError):
-    """Received data differed from what was sent (exit status 3)."""
-
-    exit_code = 3
-
-
-class MPIMismatch(PingPongError):
-    """The kernel was built against another MPI than mpi4py runs on (exit status 4)."""
-
-    exit_code = 4
+PingPongError = KernelError  # the name the rest of the project has used
 
 
 def parse_size(text: str | int) -> int:
@@ -407,34 +388,12 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m kernels_ext.pingpong``; returns the exit status."""
-    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-    out = None
-    try:
-        args = build_parser().parse_args(argv)
-        out = args.out
-        lines, rank = run(argv)
-    except PingPongError as exc:
-        if rank == 0:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-        return exc.exit_code
-    except Exception as exc:  # anything else: take every rank down, never leave one waiting
-        print(f"error: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        mpi = sys.modules.get("mpi4py.MPI")
-        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-            mpi.COMM_WORLD.Abort(1)
-        return 1
-    if rank == 0 and lines:
-        text = "".join(line + "\n" for line in lines)
-        if out:
-            path = Path(out)
-            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-    return 0
+    """Entry point of ``mpiexec -n 2 python -m kernels_ext.pingpong``; returns the exit status."""
+    from kernels_ext import cli
+
+    args = build_parser().parse_args(argv)
+    code, _ = cli.mpi_main(lambda a: (*run(a), 0), argv, args.out)
+    return code
 
 
 if __name__ == "__main__":

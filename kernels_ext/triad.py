@@ -24,10 +24,12 @@ import statistics
 import sys
 import time
 import warnings as _warnings
-from pathlib import Path
 from typing import Any, Sequence
 
-from kernels_ext import _sysinfo, affinity
+from kernels_ext import _sysinfo, affinity, cli
+from kernels_ext.errors import BadInput, BuildError, KernelError, ValidationFailed
+
+TriadError = KernelError  # the name the rest of the project has used
 
 FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
 BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
@@ -39,30 +41,6 @@ MIN_DEFAULT_SIZE = 10_000_000
 RECORDED_ENV = ("OMP_PLACES", "OMP_PROC_BIND", "OMP_NUM_THREADS", "OMP_DYNAMIC",
                 "OMP_WAIT_POLICY", "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT", "KMP_AFFINITY",
                 "KMP_HW_SUBSET", "KMP_BLOCKTIME", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
-
-
-class TriadError(Exception):
-    """A run that cannot give a number; ``exit_code`` is what the CLI returns."""
-
-    exit_code = 1
-
-
-class BadInput(TriadError):
-    """An argument or setting is out of range (exit status 2)."""
-
-    exit_code = 2
-
-
-class ValidationFailed(TriadError):
-    """The arrays do not hold STREAM's expected values (exit status 3)."""
-
-    exit_code = 3
-
-
-class BuildError(TriadError):
-    """A compiler variant did not compile (exit status 4)."""
-
-    exit_code = 4
 
 
 def parse_count(value: Any, name: str) -> int:
@@ -319,17 +297,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_lines(lines: list[str], out: str | None) -> None:
-    text = "".join(line + "\n" for line in lines)
-    if out is None:
-        sys.stdout.write(text)
-        return
-    path = Path(out)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # a reader never sees half a file
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m kernels_ext.triad``; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -343,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for w in recs[0]["warnings"]:
                 print(f"warning: {w}", file=sys.stderr)
             lines = [json.dumps(r) for r in recs]
-        _write_lines(lines, args.out)
+        cli.write_lines(lines, args.out)
     except TriadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -321,7 +321,6 @@ def test_two_ranks_agree_with_one(tmp_path):
     diff, it2, it1, halo, res = proc.stdout.split()
     assert float(diff) < 1e-7  # both within 1e-9 of the solution
     assert int(halo) == 2 * 14 * 12 and float(res) <= 1e-9
-    assert int(it2) >= int(it1)  # block Jacobi across ranks weakens the preconditioner
 
 
 @pytest.mark.parametrize("args,n,code,message", [

@@ -52,7 +52,17 @@ static long check(const char *buf, size_t size, int i, int r)
     return bad;
 }
 
-/* One message size of osu_latency.  Returns the summed timed seconds (rank 0). */
+/* In validation mode, fill the send buffer for iteration i and line the ranks
+ * up before it (untimed, as OSU does). */
+static int validation_prologue(MPI_Comm comm, char *s, size_t size, int i, int rank, int validate)
+{
+    if (!validate)
+        return PP_OK;
+    fill(s, size, i, rank);
+    return MPI_Barrier(comm) == MPI_SUCCESS ? PP_OK : PP_EMPI;
+}
+
+/* One message size of osu_latency; adds the timed seconds to *total (rank 0). */
 static int latency(MPI_Comm comm, int rank, char *s, char *r, int size, int iters, int skip,
                    int validate, double *total, long *errors)
 {
@@ -60,11 +70,8 @@ static int latency(MPI_Comm comm, int rank, char *s, char *r, int size, int iter
     double t_start = 0.0;
     int peer = 1 - rank;
     for (int i = 0; i < iters + skip; i++) {
-        if (validate) {
-            fill(s, (size_t)size, i, rank);
-            if (MPI_Barrier(comm) != MPI_SUCCESS)
-                return PP_EMPI;
-        }
+        if (validation_prologue(comm, s, (size_t)size, i, rank, validate) != PP_OK)
+            return PP_EMPI;
         if (rank == 0) {
             if (i >= skip)
                 t_start = MPI_Wtime();
@@ -92,11 +99,8 @@ static int bandwidth(MPI_Comm comm, int rank, char *s, char *r, int size, int it
 {
     double t_start = 0.0;
     for (int i = 0; i < iters + skip; i++) {
-        if (validate) {
-            fill(s, (size_t)size, i, rank);
-            if (MPI_Barrier(comm) != MPI_SUCCESS)
-                return PP_EMPI;
-        }
+        if (validation_prologue(comm, s, (size_t)size, i, rank, validate) != PP_OK)
+            return PP_EMPI;
         if (rank == 0) {
             if (i >= skip)
                 t_start = MPI_Wtime();
@@ -134,11 +138,8 @@ static int bibandwidth(MPI_Comm comm, int rank, char *s, char *r, int size, int 
     int send_tag = rank == 0 ? TAG_BW : TAG_BIBW_BACK;
     int recv_tag = rank == 0 ? TAG_BIBW_BACK : TAG_BW;
     for (int i = 0; i < iters + skip; i++) {
-        if (validate) {
-            fill(s, (size_t)size, i, rank);
-            if (MPI_Barrier(comm) != MPI_SUCCESS)
-                return PP_EMPI;
-        }
+        if (validation_prologue(comm, s, (size_t)size, i, rank, validate) != PP_OK)
+            return PP_EMPI;
         if (rank == 0 && i >= skip)
             t_start = MPI_Wtime();
         for (int j = 0; j < window; j++)

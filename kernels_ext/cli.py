@@ -1,0 +1,54 @@
+"""What the kernels' command lines share: whole-file output, and the MPI error discipline."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from kernels_ext.errors import KernelError
+
+
+def write_lines(lines: list[str], out: str | None) -> None:
+    """JSON lines to stdout, or written whole to `out` (a reader never sees half a file)."""
+    text = "".join(line + "\n" for line in lines)
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(out)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+Runner = Callable[[Sequence[str] | None], tuple[list[str], int, int]]
+
+
+def mpi_main(run: Runner, argv: Sequence[str] | None, out: str | None) -> tuple[int, list[str]]:
+    """Run an MPI command line: `run(argv)` returns (lines, rank, exit code).
+
+    A KernelError is one line from rank 0 (every rank raises it alike) and its
+    exit status; any other exception takes every rank down with MPI_Abort, so
+    none is left waiting in a collective.  Rank 0 prints or writes the lines.
+    Returns (exit code, the lines on rank 0).
+    """
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    try:
+        lines, rank, code = run(argv)
+    except KernelError as exc:
+        if rank == 0:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code, []
+    except Exception as exc:  # noqa: BLE001  (any other failure: never leave a rank waiting)
+        print(f"error: rank {rank}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            mpi.COMM_WORLD.Abort(1)
+        return 1, []
+    if rank != 0:
+        return code, []
+    if lines:
+        write_lines(lines, out)
+    return code, lines
