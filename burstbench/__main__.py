@@ -7,7 +7,6 @@ does, so a batch job, a terminal and JupyterLab all measure the same way.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
@@ -25,23 +24,54 @@ def _fail(message: str, code: int = 2) -> int:
 
 def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
              timeout: float | None = None) -> str | None:
-    """Run one notebook with papermill; return None on success, else one line saying why."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
+    """Run one notebook with papermill in a child process; None on success, else one line.
 
-    logger = logging.getLogger("papermill")
-    if log and not logger.handlers:  # echo the kernel's output as it comes
-        handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+    The child has its own session, so Ctrl-C reaches only this process, which
+    then stops the child (and with it the kernel, which watches its parent):
+    what was measured is already stored, and the caller says how to resume.
+    """
+    import signal
+    import subprocess
+
+    import yaml
+
     output.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "papermill", str(notebook), str(output), "-y",
+            yaml.safe_dump(parameters), "-k", "python3", "--cwd", str(paths.project_root()),
+            "--no-progress-bar"] + (["--log-output"] if log else [])
+    if timeout:
+        argv += ["--execution-timeout", str(int(timeout))]
+    proc = subprocess.Popen(argv, stdout=None if log else subprocess.DEVNULL,
+                            stderr=None if log else subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
-                                   kernel_name="python3", log_output=log, progress_bar=False,
-                                   cwd=str(paths.project_root()), execution_timeout=timeout)
-    except PapermillExecutionError as exc:
-        return f"{exc.ename}: {exc.evalue}"
+        _, err = proc.communicate()
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    if proc.returncode == 0:
+        return None
+    lines = (err or "").strip().splitlines()
+    return _notebook_error(output) or (lines[-1] if lines else
+                                       f"papermill exited with status {proc.returncode}")
+
+
+def _notebook_error(output: Path) -> str | None:
+    """'ename: evalue' of the cell that failed in an executed notebook, if any."""
+    import json
+
+    try:
+        nb = json.loads(output.read_text())
+    except (OSError, ValueError):
+        return None
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return f"{out.get('ename')}: {out.get('evalue')}"
     return None
 
 
