@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -153,14 +153,19 @@ VARIANT_KEYS = {"compiler": "C compiler: gcc, clang, icx, icc, nvc, a path, or '
                 "kmp_affinity": "KMP_AFFINITY list for this variant (replaces places x bind)"}
 
 
-def _variant(v: Any) -> dict:
+def _keyed(v: Any, keys: Iterable[str], where: str, what: str) -> dict:
+    """Check that ``v`` is a mapping whose keys all come from ``keys``; return it."""
+    valid = ", ".join(keys)
     if not isinstance(v, dict):
-        raise ParamError(f"triad_variants: each variant is a mapping with keys "
-                         f"{', '.join(VARIANT_KEYS)}, not {v!r}")
-    unknown = sorted(set(v) - set(VARIANT_KEYS))
+        raise ParamError(f"{where}: each {what} is a mapping with keys {valid}, not {v!r}")
+    unknown = sorted(set(v) - set(keys))
     if unknown:
-        raise ParamError(f"triad_variants: unknown key '{unknown[0]}' in {v!r} "
-                         f"(valid: {', '.join(VARIANT_KEYS)})")
+        raise ParamError(f"{where}: unknown key '{unknown[0]}' in {v!r} (valid: {valid})")
+    return v
+
+
+def _variant(v: Any) -> dict:
+    v = _keyed(v, VARIANT_KEYS, "triad_variants", "variant")
     if not isinstance(v.get("compiler"), str) or not v["compiler"].strip():
         raise ParamError(f"triad_variants: variant {v!r} needs a compiler")
     out = {"compiler": v["compiler"].strip(), "flags": _text("flags")(v.get("flags", "")),
@@ -269,13 +274,7 @@ def _str_list(name: str) -> Callable[[Any], list[str]]:
 
 
 def _combination(v: Any, where: str = "pingpong_combinations") -> dict:
-    if not isinstance(v, dict):
-        raise ParamError(f"{where}: each combination is a mapping with keys "
-                         f"{', '.join(COMBO_KEYS)}, not {v!r}")
-    unknown = sorted(set(v) - set(COMBO_KEYS))
-    if unknown:
-        raise ParamError(f"{where}: unknown key '{unknown[0]}' in {v!r} "
-                         f"(valid: {', '.join(COMBO_KEYS)})")
+    v = _keyed(v, COMBO_KEYS, where, "combination")
     out = {"label": _text(f"{where} label")(v.get("label", "")),
            "mpiexec": _text(f"{where} mpiexec")(v.get("mpiexec", "mpiexec")),
            "launcher": v.get("launcher", "hydra"),
