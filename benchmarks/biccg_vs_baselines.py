@@ -7,7 +7,8 @@ Everything runs as fresh processes, alternating, and medians are printed:
    reordering) on each problem - the price of the ordering;
 2. the effective bandwidth of one BICCG iteration on Poisson 128^3 with 2
    threads - the bytes its kernels must move (model below) over the time of
-   an iteration - against this machine's STREAM Triad measured in the same run;
+   an iteration - against this machine's STREAM Triad measured just before and
+   just after each solve in the same process (the ratio is taken per round);
 3. time to relative residual 1e-7 against SciPy's cg and the numba CGs;
 4. with --full, the study's 256 x 256 x 512 Poisson problem: time, iterations
    and peak memory.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,8 +38,6 @@ MPIEXEC = str(Path(PY).parent / "mpiexec")
 
 
 def run_json(argv: list[str], env: dict | None = None) -> dict:
-    import os
-
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT,
                           env=os.environ | (env or {}))
     if proc.returncode != 0:
@@ -68,6 +68,32 @@ def bytes_per_iteration(grid: list[int]) -> float:
     return 12 * nnz + 24 * n + 12 * nlu + 64 * n + 104 * n
 
 
+def paired_child(rounds: int, threads: int) -> None:
+    """Print JSON: `rounds` of Triad, a BICCG solve of Poisson 128^3, Triad again,
+    all in this one process, so each solve has the memory system's state of its
+    own moment beside it (this VM's bandwidth changes over minutes)."""
+    import numpy as np
+
+    from kernels_ext import biccg, triad
+
+    def triad_gbs() -> float:
+        recs = triad.measure(size=80_000_000, ntimes=20, threads=threads)
+        return next(r["best_rate_gbs"] for r in recs if r["function"] == "Triad")
+
+    A = biccg.poisson_matrix(128, 128, 128)
+    b = A @ np.ones(A.shape[0])
+    res = []
+    for _ in range(rounds):
+        before = triad_gbs()
+        _, st = biccg.solve(A, b, threads=threads)
+        t = st["times"]
+        run = {"iterations": st["iterations"], "solve_s": t["solve"],
+               "per_iteration_s": {k: t[k] / st["iterations"]
+                                   for k in ("spmv", "precond", "dots", "halo", "vector")}}
+        res.append({"triad_before": before, "biccg": run, "triad_after": triad_gbs()})
+    print(json.dumps(res))
+
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
@@ -79,33 +105,38 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--full", action="store_true", help="also solve 256 x 256 x 512")
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
+    p.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.paired_child:
+        paired_child(a.rounds, a.threads)
+        return 0
     out: dict = {}
 
-    # 1 + 2: Poisson 128^3, BICCG against Triad, alternating
+    # 1 + 2: Poisson 128^3, BICCG against Triad, paired in one process
     g = [128, 128, 128]
-    runs, triads = [], []
-    for r in range(a.rounds):
-        for who in (("biccg", "triad") if r % 2 == 0 else ("triad", "biccg")):
-            if who == "biccg":
-                runs.append(ours(g, a.threads))
-            else:
-                triads.append(run_json([PY, "-m", "kernels_ext.triad", "--size", "80000000",
-                                        "--ntimes", "20", "--threads", str(a.threads)],
-                                       {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}))
+    rounds = json.loads(subprocess.run(
+        [PY, __file__, "--paired-child", "--rounds", str(a.rounds), "--threads", str(a.threads)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+        env=os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}).stdout)
+    runs = [x["biccg"] for x in rounds]
     per_it = [x["solve_s"] / x["iterations"] for x in runs]
     gbs = [bytes_per_iteration(g) / t / 1e9 for t in per_it]
-    tri = [x["best_rate_gbs"] for x in triads]
-    print(f"Poisson 128^3, {a.threads} threads, {a.rounds} rounds: {runs[0]['iterations']} "
-          f"iterations, {1e3 * med(per_it):.2f} ms per iteration "
-          f"(min {1e3 * min(per_it):.2f}), effective {med(gbs):.1f} GB/s "
-          f"(best {max(gbs):.1f}); Triad {med(tri):.1f} GB/s (best {max(tri):.1f}); "
-          f"ratio of medians {med(gbs) / med(tri):.2f}, of bests {max(gbs) / max(tri):.2f}")
+    tri = [(x["triad_before"] + x["triad_after"]) / 2 for x in rounds]
+    ratios = [e / t for e, t in zip(gbs, tri)]
+    print(f"Poisson 128^3, {a.threads} threads, {a.rounds} rounds of Triad, BICCG, Triad in one "
+          f"process: {runs[0]['iterations']} iterations, {1e3 * med(per_it):.2f} ms per "
+          f"iteration (min {1e3 * min(per_it):.2f}), effective {med(gbs):.1f} GB/s; Triad "
+          f"{med(tri):.1f} GB/s; paired ratio median {med(ratios):.2f} "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+    for x, e, r in zip(rounds, gbs, ratios):
+        print(f"  round: Triad {x['triad_before']:5.1f} / {x['triad_after']:5.1f} GB/s, "
+              f"BICCG {e:5.1f} GB/s, ratio {r:.2f}")
     split = {k: med([x["per_iteration_s"][k] for x in runs]) * 1e3
              for k in runs[0]["per_iteration_s"]}
     print("  per iteration (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in split.items()))
-    out["bandwidth"] = {"grid": g, "threads": a.threads, "biccg": runs, "triad_gbs": tri,
-                        "effective_gbs": gbs, "bytes_per_iteration": bytes_per_iteration(g)}
+    out["bandwidth"] = {"grid": g, "threads": a.threads, "rounds": rounds,
+                        "effective_gbs": gbs, "paired_ratio": ratios,
+                        "bytes_per_iteration": bytes_per_iteration(g)}
 
     # 1 + 3: iterations and time to 1e-7 against the baselines
     out["baselines"] = {}

@@ -37,7 +37,7 @@ void bc_local_free(bc_local *L)
                    L->iperm,  L->dinv,  L->lptr,  L->uptr,   L->lidx,   L->uidx,
                    L->lval,   L->uval,  L->rrank, L->rcount, L->roff,   L->srank,
                    L->scount, L->soff,  L->sidx,  L->sbuf,   L->req,    L->halo_g,
-                   L->lin,    L->uin};
+                   L->lin,    L->uin,   L->pfptr, L->pf};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         free(all[k]);
     memset(L, 0, sizeof *L);
@@ -45,12 +45,19 @@ void bc_local_free(bc_local *L)
 
 static void spmv(const bc_local *L, const double *x, double *y)
 {
+    const int64_t end = L->rowptr[L->nloc];
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < L->nloc; i++) {
-        double s = 0.0;
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            s += L->val[k] * x[L->col[k]];
-        y[i] = s;
+    for (int b = 0; b < L->nblocks; b++) {
+        for (int part = 0; part < 3; part++)
+            bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
+        for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+            double s = 0.0;
+            bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
+            bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
+            for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+                s += L->val[k] * x[L->col[k]];
+            y[i] = s;
+        }
     }
 }
 

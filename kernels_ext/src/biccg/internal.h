@@ -27,6 +27,11 @@ typedef struct {
     /* entries of row i coupling it to its own block: the last lin[i] of its L
      * row, the first uin[i] of its U row (the rest couple other blocks) */
     int32_t *lin, *uin;
+    /* prefetch plan: the first entry of every cache line of x (or z) that
+     * block b reads outside itself, in three runs: earlier colors
+     * [pf[pfptr[3b]], pf[pfptr[3b+1])), later colors, then halo slots */
+    int64_t *pfptr;
+    int32_t *pf;
     /* halo: receive from nrecv ranks into x[nloc + roff[k] ..], send packed rows */
     int nrecv, nsend;
     int *rrank, *rcount, *roff, *srank, *scount, *soff, *sidx;
@@ -46,6 +51,47 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
     return a->indices64 ? a->indices64[k] : (bc_gidx)a->indices32[k];
 }
 
+/* Software prefetch, BC_PF entries ahead in the value and column streams of
+ * the SpMV.  Its loop issues many instructions per byte, so out-of-order
+ * execution alone keeps few misses in flight: one core reached 16 GB/s on
+ * it against 31 GB/s for Triad (benchmarks/README.md).  Clamped to the array. */
+#ifndef BC_PF
+#define BC_PF 512
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+/* The empty asm keeps GCC's vectorizer away from loops of prefetches: it
+ * vectorizes them and silently drops the prefetches (GCC 12). */
+#define BC_PREFETCH(p)                                                                             \
+    do {                                                                                           \
+        const void *bc_at_ = (p);                                                                  \
+        __builtin_prefetch(bc_at_);                                                                \
+        __asm__ volatile("" : : "r"(bc_at_));                                                      \
+    } while (0)
+#else
+#define BC_PREFETCH(p) ((void)(p))
+#endif
+static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size)
+{
+    const int64_t at = k + BC_PF < end ? k + BC_PF : end - 1;
+    if (BC_PF > 0 && at >= 0)
+        BC_PREFETCH((const char *)base + (size_t)at * size);
+}
+
+/* How many blocks ahead a sweep prefetches the scattered lines of its plan. */
+#ifndef BC_PFB
+#define BC_PFB 2
+#endif
+
+/* Prefetch run `part` (0 earlier colors, 1 later, 2 halo) of block b's plan
+ * into the vector v, when b < last (a sweep stays inside its color: the next
+ * color's lines may be the ones other threads are writing). */
+static inline void bc_prefetch_block(const bc_local *L, int b, int last, int part, const double *v)
+{
+    if (BC_PFB > 0 && b < last)
+        for (int64_t k = L->pfptr[3 * b + part]; k < L->pfptr[3 * b + part + 1]; k++)
+            BC_PREFETCH(v + L->pf[k]);
+}
+
 /* cg.c: an array of count items of size bytes; large ones 2 MiB aligned and
  * backed by transparent huge pages where the kernel allows (TLB misses
  * dominate the scattered reads of the substitutions otherwise). free() it. */
@@ -55,7 +101,8 @@ void *bc_alloc(size_t count, size_t size);
  * fill cptr, bstart, perm, iperm, ncolors, nblocks. */
 int bc_order(const bc_csr_in *a, int block_size, int colors, bc_local *L, int **block_color);
 
-/* matrix.c: the local rows in the new numbering (halo columns mapped). */
+/* matrix.c: the local rows in the new numbering (halo columns mapped), and
+ * the prefetch plan. */
 int bc_build_local(const bc_csr_in *a, bc_local *L);
 
 /* ic0.c: factor the local diagonal block (shift retried until pivots are

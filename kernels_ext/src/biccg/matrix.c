@@ -4,6 +4,7 @@
  * nloc + h (h in the sorted list of outside columns), rows sorted by column.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -26,6 +27,79 @@ static int halo_slot(const bc_gidx *halo, int nhalo, bc_gidx g)
             return mid;
     }
     return -1;
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Block b's outside lines, sorted by part then line, unique; returns how many
+ * and the end of each part in ends[3].  `buf` holds the block's entries. */
+static int64_t block_lines(const bc_local *L, int b, int32_t *buf, int64_t ends[3])
+{
+    const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+    int64_t m = 0, u = 0;
+    for (int part = 0; part < 3; part++) {
+        const int64_t first = m;
+        for (int64_t k = L->rowptr[i0]; k < L->rowptr[i1]; k++) {
+            const int32_t c = L->col[k];
+            if ((part == 0 && c < i0) || (part == 1 && c >= i1 && c < L->nloc) ||
+                (part == 2 && c >= L->nloc))
+                buf[m++] = c & ~7; /* the first entry of c's 64-byte line */
+        }
+        qsort(buf + first, (size_t)(m - first), sizeof *buf, cmp_i32);
+        for (int64_t k = first; k < m; k++)
+            if (k == first || buf[k] != buf[k - 1])
+                buf[u++] = buf[k];
+        ends[part] = u;
+    }
+    return u;
+}
+
+/* The plan bc_prefetch_block follows: two passes over the blocks (count,
+ * then fill), each thread with a scratch buffer the size of the largest block. */
+static int prefetch_plan(bc_local *L)
+{
+    int64_t most = 1;
+    for (int b = 0; b < L->nblocks; b++)
+        if (L->rowptr[L->bstart[b + 1]] - L->rowptr[L->bstart[b]] > most)
+            most = L->rowptr[L->bstart[b + 1]] - L->rowptr[L->bstart[b]];
+    L->pfptr = bc_alloc(3 * (size_t)L->nblocks + 1, sizeof(int64_t));
+    if (!L->pfptr)
+        return BC_ENOMEM;
+    int bad = 0;
+    for (int pass = 0; pass < 2 && !bad; pass++) {
+#pragma omp parallel reduction(| : bad)
+        {
+            int32_t *buf = malloc((size_t)most * sizeof *buf);
+            bad |= buf == NULL;
+#pragma omp for schedule(dynamic, 64)
+            for (int b = 0; b < L->nblocks; b++) {
+                int64_t ends[3];
+                if (buf == NULL)
+                    continue;
+                block_lines(L, b, buf, ends);
+                for (int part = 0; part < 3; part++)
+                    if (pass == 0)
+                        L->pfptr[3 * b + part + 1] = ends[part] - (part ? ends[part - 1] : 0);
+                    else
+                        memcpy(L->pf + L->pfptr[3 * b + part], buf + (part ? ends[part - 1] : 0),
+                               (size_t)(L->pfptr[3 * b + part + 1] - L->pfptr[3 * b + part]) *
+                                   sizeof *buf);
+            }
+            free(buf);
+        }
+        if (pass == 0 && !bad) {
+            L->pfptr[0] = 0;
+            for (size_t k = 1; k <= 3 * (size_t)L->nblocks; k++)
+                L->pfptr[k] += L->pfptr[k - 1];
+            L->pf = bc_alloc((size_t)L->pfptr[3 * (size_t)L->nblocks], sizeof *L->pf);
+            bad = L->pf == NULL;
+        }
+    }
+    return bad ? BC_ENOMEM : BC_OK;
 }
 
 int bc_build_local(const bc_csr_in *a, bc_local *L)
@@ -86,5 +160,5 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
             L->val[j] = a->data[k];
         }
     }
-    return bad ? BC_EINVAL : BC_OK;
+    return bad ? BC_EINVAL : prefetch_plan(L);
 }
