@@ -43,7 +43,7 @@ void bc_local_free(bc_local *L)
     memset(L, 0, sizeof *L);
 }
 
-static void spmv(const bc_local *L, const double *x, double *y)
+void bc_spmv(const bc_local *L, const double *x, double *y)
 {
     const int64_t end = L->rowptr[L->nloc];
 #pragma omp parallel for schedule(static)
@@ -96,7 +96,7 @@ static int finite_input(const bc_csr_in *a, const double *b)
 /* Residual r = b - A x (x with its halo filled), returns the local ||r||^2. */
 static double residual(const bc_local *L, const double *b, const double *x, double *r)
 {
-    spmv(L, x, r);
+    bc_spmv(L, x, r);
     double s = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : s)
     for (int i = 0; i < L->nloc; i++) {
@@ -206,7 +206,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
         rc = bc_halo_exchange(comm, &L, pv);
         t_halo += MPI_Wtime() - tw;
         tw = MPI_Wtime();
-        spmv(&L, pv, q);
+        bc_spmv(&L, pv, q);
         t_spmv += MPI_Wtime() - tw;
         tw = MPI_Wtime();
         double pq = 0.0;

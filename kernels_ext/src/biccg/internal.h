@@ -97,6 +97,9 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
  * dominate the scattered reads of the substitutions otherwise). free() it. */
 void *bc_alloc(size_t count, size_t size);
 
+/* cg.c: y = A x for the local rows (x with its halo filled). */
+void bc_spmv(const bc_local *L, const double *x, double *y);
+
 /* ordering.c: color the natural-order blocks of the local diagonal block and
  * fill cptr, bstart, perm, iperm, ncolors, nblocks. */
 int bc_order(const bc_csr_in *a, int block_size, int colors, bc_local *L, int **block_color);

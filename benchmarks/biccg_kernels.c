@@ -1,0 +1,181 @@
+/*
+ * biccg_kernels.c - the solver's SpMV and preconditioner (kernels_ext/src/
+ * biccg) beside the versions they replaced, on one matrix in one process:
+ *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
+ *   - "before" preconditioner: the same two passes per block, the in-block
+ *     recurrence reading the previous row back from memory, no prefetch.
+ * Calls alternate, each after a write of 192 MB that leaves nothing of the
+ * operands in cache (as in CG, where other kernels run in between); medians
+ * are printed as one JSON line.  Built and run by biccg_kernels.py.
+ *
+ *     biccg_kernels NX NY NZ ROUNDS [BLOCK_SIZE COLORS]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "internal.h"
+
+static void spmv_before(const bc_local *L, const double *x, double *y)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < L->nloc; i++) {
+        double s = 0.0;
+        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+            s += L->val[k] * x[L->col[k]];
+        y[i] = s;
+    }
+}
+
+static void precond_before(const bc_local *L, const double *r, double *z)
+{
+#pragma omp parallel
+    {
+        for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                for (int i = i0; i < i1; i++) {
+                    double s = r[i];
+                    for (int64_t p = L->lptr[i]; p < L->lptr[i + 1] - L->lin[i]; p++)
+                        s -= L->lval[p] * z[L->lidx[p]];
+                    z[i] = s;
+                }
+                for (int i = i0; i < i1; i++) {
+                    double s = z[i];
+                    for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)
+                        s -= L->lval[p] * z[L->lidx[p]];
+                    z[i] = s;
+                }
+            }
+        }
+        for (int c = L->ncolors - 1; c >= 0; c--) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                for (int i = i0; i < i1; i++) {
+                    double s = z[i] * L->dinv[i];
+                    for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)
+                        s -= L->uval[p] * z[L->uidx[p]];
+                    z[i] = s;
+                }
+                for (int i = i1 - 1; i >= i0; i--) {
+                    double s = z[i];
+                    for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)
+                        s -= L->uval[p] * z[L->uidx[p]];
+                    z[i] = s;
+                }
+            }
+        }
+    }
+}
+
+#define FLUSH ((size_t)24 << 20)
+static double *junk;
+
+static void flush(void)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < FLUSH; i++)
+        junk[i] = junk[i] * 0.5 + 1.0;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, by_value);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static double max_rel_diff(const double *a, const double *b, int n)
+{
+    double d = 0.0, m = 0.0;
+    for (int i = 0; i < n; i++) {
+        d = fmax(d, fabs(a[i] - b[i]));
+        m = fmax(m, fabs(b[i]));
+    }
+    return m > 0.0 ? d / m : d;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5 && argc != 7) {
+        fprintf(stderr, "usage: %s NX NY NZ ROUNDS [BLOCK_SIZE COLORS]\n", argv[0]);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]);
+    const int rounds = atoi(argv[4]), bs = argc == 7 ? atoi(argv[5]) : 32,
+              colors = argc == 7 ? atoi(argv[6]) : 20;
+    const bc_gidx n = nx * ny * nz, nnz = bc_poisson_nnz(nx, ny, nz, 0, n);
+    int64_t *indptr = malloc((size_t)(n + 1) * sizeof *indptr);
+    int64_t *indices = malloc((size_t)nnz * sizeof *indices);
+    double *data = malloc((size_t)nnz * sizeof *data);
+    bc_local L;
+    memset(&L, 0, sizeof L);
+    if (!indptr || !indices || !data || rounds < 1 || n < 1 || n > 0x7fffffff) {
+        fprintf(stderr, "error: bad sizes or no memory\n");
+        return 2;
+    }
+    bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
+    bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
+    if (bc_order(&a, bs, colors, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
+        bc_factor(&L) != BC_OK) {
+        fprintf(stderr, "error: setup failed\n");
+        return 1;
+    }
+    double *x = bc_alloc((size_t)n, sizeof *x), *y = bc_alloc((size_t)n, sizeof *y),
+           *y0 = bc_alloc((size_t)n, sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
+    junk = bc_alloc(FLUSH, sizeof *junk);
+    if (!x || !y || !y0 || !t || !junk) {
+        fprintf(stderr, "error: no memory\n");
+        return 2;
+    }
+#pragma omp parallel for schedule(static)
+    for (bc_gidx i = 0; i < n; i++)
+        x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
+    memset(junk, 0, FLUSH * sizeof *junk);
+
+    /* the same results first (to rounding: the new recurrence adds its
+     * register term last) */
+    spmv_before(&L, x, y0);
+    bc_spmv(&L, x, y);
+    const double dspmv = max_rel_diff(y, y0, (int)n);
+    precond_before(&L, x, y0);
+    bc_precond(&L, x, y);
+    const double dpre = max_rel_diff(y, y0, (int)n);
+
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 4; k++) {
+            const int v = r % 2 ? 3 - k : k; /* ABCD, DCBA, ... */
+            flush();
+            double t0 = omp_get_wtime();
+            if (v == 0)
+                bc_spmv(&L, x, y);
+            else if (v == 1)
+                spmv_before(&L, x, y);
+            else if (v == 2)
+                bc_precond(&L, x, y);
+            else
+                precond_before(&L, x, y);
+            t[v * rounds + r] = omp_get_wtime() - t0;
+        }
+    printf("{\"n\": %lld, \"nnz\": %lld, \"block_size\": %d, \"colors\": %d, \"threads\": %d, "
+           "\"rounds\": %d, \"spmv_ms\": %.4f, \"spmv_before_ms\": %.4f, \"precond_ms\": %.4f, "
+           "\"precond_before_ms\": %.4f, \"spmv_max_rel_diff\": %.3g, "
+           "\"precond_max_rel_diff\": %.3g}\n",
+           (long long)n, (long long)nnz, bs, L.ncolors, omp_get_max_threads(), rounds,
+           1e3 * median(t, rounds), 1e3 * median(t + rounds, rounds),
+           1e3 * median(t + 2 * rounds, rounds), 1e3 * median(t + 3 * rounds, rounds), dspmv,
+           dpre);
+    MPI_Finalize();
+    return 0;
+}
