@@ -140,10 +140,13 @@ def test_ctrl_c_keeps_what_was_measured_and_says_how_to_resume(tmp_path):
         "vm": "i", "triad_size": 300000, "triad_ntimes": 3, "triad_threads": [1, 2],
         "triad_baselines": ["numpy"], "triad_repetitions": 20})
     runs = tmp_path / "runs"
+    # A terminal's Ctrl-C reaches a foreground job; a shell starts background jobs (CI under
+    # `nohup ... &`, say) with SIGINT ignored, which the run rightly respects: restore it.
     proc = subprocess.Popen([sys.executable, "-m", "burstbench", "run", "--params", str(params),
                              "--runs-dir", str(runs), "--quiet"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(runs.rglob("*.parts/*.json"))) < 3:
         time.sleep(0.2)
