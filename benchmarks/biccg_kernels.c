@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
     bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
     if (bc_order(&a, bs, colors, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-        bc_factor(&L) != BC_OK) {
+        bc_prefetch_plan(&L) != BC_OK || bc_factor(&L) != BC_OK) {
         fprintf(stderr, "error: setup failed\n");
         return 1;
     }

@@ -133,6 +133,8 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     if (rc == BC_OK)
         rc = bc_build_local(a, &L);
     if (rc == BC_OK)
+        rc = bc_prefetch_plan(&L);
+    if (rc == BC_OK)
         rc = bc_factor(&L);
     double t2 = MPI_Wtime();
     if ((rc = agree(comm, rc)) == BC_OK)

@@ -104,9 +104,11 @@ void bc_spmv(const bc_local *L, const double *x, double *y);
  * fill cptr, bstart, perm, iperm, ncolors, nblocks. */
 int bc_order(const bc_csr_in *a, int block_size, int colors, bc_local *L, int **block_color);
 
-/* matrix.c: the local rows in the new numbering (halo columns mapped), and
- * the prefetch plan. */
+/* matrix.c: the local rows in the new numbering (halo columns mapped); the
+ * prefetch plan that bc_prefetch_block follows (the SpMV and the sweeps need
+ * it, the factorization does not). */
 int bc_build_local(const bc_csr_in *a, bc_local *L);
+int bc_prefetch_plan(bc_local *L);
 
 /* ic0.c: factor the local diagonal block (shift retried until pivots are
  * positive); apply z = M^-1 r. */
