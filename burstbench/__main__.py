@@ -27,10 +27,9 @@ def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
     """Run one notebook with papermill in a child process; None on success, else one line.
 
     The child has its own session, so Ctrl-C reaches only this process, which
-    then stops the child (and with it the kernel, which watches its parent):
-    what was measured is already stored, and the caller says how to resume.
+    then stops the child's whole tree (see _stop_notebook) and re-raises: what
+    was measured is already stored, and the caller says how to resume.
     """
-    import signal
     import subprocess
 
     import yaml
@@ -47,17 +46,61 @@ def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
     try:
         _, err = proc.communicate()
     except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_notebook(proc)
         raise
     if proc.returncode == 0:
         return None
     lines = (err or "").strip().splitlines()
     return _notebook_error(output) or (lines[-1] if lines else
                                        f"papermill exited with status {proc.returncode}")
+
+
+#: Seconds a stopped notebook gets to store its state and exit before its tree is killed
+#: (Slurm's default KillWait, between SIGTERM and SIGKILL, is 30 s).
+STOP_GRACE_S = 20.0
+
+
+def _stop_notebook(proc: "subprocess.Popen") -> None:
+    """Stop a papermill child and everything under it; return when none of it is left.
+
+    A scheduler may have signalled every process of the job: papermill then
+    dies at once, and the kernel's sweep stops its configuration itself.  When
+    papermill is still alive, only this process was told: interrupt the kernel
+    (as Jupyter's stop button does), so that the sweep kills its configuration
+    and marks the benchmark interrupted, and papermill saves the notebook and
+    exits.  Whatever is left after STOP_GRACE_S is killed: papermill's group,
+    and every descendant of this process (orphans come to it: see
+    runner.adopt_orphans), MPI ranks in sessions of their own included.
+    """
+    import contextlib
+    import signal
+    import subprocess
+    import time
+
+    from burstbench import runner
+
+    print(f"stopping the notebook (at most {STOP_GRACE_S:g} s) ...", file=sys.stderr,
+          flush=True)
+    deadline = time.monotonic() + STOP_GRACE_S
+    try:
+        proc.communicate(timeout=0.5)
+    except subprocess.TimeoutExpired:  # only we were told: interrupt the kernel
+        kernels = runner.children(proc.pid)
+        if kernels:
+            runner.signal_all(kernels, signal.SIGINT)
+        else:  # papermill is still starting it: nothing was measured yet
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=STOP_GRACE_S)
+    while runner.descendants(os.getpid()) and time.monotonic() < deadline:
+        time.sleep(0.1)  # an orphaned kernel finishing its clean-up
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)
+    proc.communicate()
+    runner.reap_orphans()
 
 
 def _notebook_error(output: Path) -> str | None:
@@ -113,25 +156,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     print(f"run folder: {run_dir}")
     os.environ.setdefault("BURSTBENCH_PROGRESS", "lines")  # the kernel inherits it
+    import signal
+
+    from burstbench import runner
+
+    runner.adopt_orphans()  # a kernel whose papermill died stays ours to stop
     failed = []
-    for name in only:
-        nb = paths.notebooks_dir() / params.NOTEBOOKS[name]
-        if not nb.exists():
-            failed.append(f"{name}: notebook {nb} is missing")
-            continue
-        passed = params.for_section(values, name) | {"run_id": run_id,
-                                                      "runs_dir": str(runs_dir)}
-        print(f"== {name}: {nb.name}")
-        try:
-            why = _execute(nb, run_dir / nb.name, passed, log=not args.quiet,
-                           timeout=args.timeout)
-        except KeyboardInterrupt:
-            print(f"\ninterrupted: what was measured is kept in {run_dir}; resume with: "
-                  f"python -m burstbench run --params {args.params} --run-id {run_id}",
-                  file=sys.stderr)
-            return 130
-        if why:
-            failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
+    try:
+        with runner.stop_signals():  # Ctrl-C, SIGTERM (scancel, time limit), SIGHUP alike
+            for name in only:
+                nb = paths.notebooks_dir() / params.NOTEBOOKS[name]
+                if not nb.exists():
+                    failed.append(f"{name}: notebook {nb} is missing")
+                    continue
+                passed = params.for_section(values, name) | {"run_id": run_id,
+                                                              "runs_dir": str(runs_dir)}
+                print(f"== {name}: {nb.name}")
+                why = _execute(nb, run_dir / nb.name, passed, log=not args.quiet,
+                               timeout=args.timeout)
+                if why:
+                    failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
+    except KeyboardInterrupt as exc:
+        runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)  # none, normally
+        return _interrupted(args, run_dir, run_id, only, exc)
     if failed:
         print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "
               f"{run_dir}; re-run the same command to resume:", file=sys.stderr)
@@ -142,20 +189,74 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resume_command(args: argparse.Namespace, run_id: str) -> str:
+    """The command as it was run (same Python, params, options), plus --run-id."""
+    import shlex
+
+    argv = [sys.executable, "-m", "burstbench", "run", "--params", str(args.params)]
+    for flag, value in (("--only", args.only), ("--runs-dir", args.runs_dir),
+                        ("--timeout", f"{args.timeout:g}" if args.timeout else "")):
+        argv += [flag, value] if value else []
+    return shlex.join(argv + ["--run-id", run_id] + (["--quiet"] if args.quiet else []))
+
+
+def _interrupted(args: argparse.Namespace, run_dir: Path, run_id: str, only: list[str],
+                 exc: KeyboardInterrupt) -> int:
+    """Mark what was running interrupted, say what is kept and how to resume; 128 + signal."""
+    import signal
+
+    from burstbench import runner
+
+    signum = exc.signum if isinstance(exc, runner.Interrupted) else signal.SIGINT
+    run = store.Run(run_dir)
+
+    def mark(prov: dict) -> None:  # a kernel killed before it could say so left 'running'
+        for name in only:
+            sec = prov.get("benchmarks", {}).get(name, {})
+            if sec.get("status") == "running":
+                sec["status"] = "interrupted"
+
+    try:
+        secs = run.update_provenance(mark).get("benchmarks", {})
+        counts = []
+        for name in only:
+            sec = secs.get(name, {})
+            planned = f" of {sec['planned']}" if "planned" in sec else ""
+            counts.append(f"{name} {len(run.done_keys(name))}{planned} "
+                          f"({sec.get('status', 'not started')})")
+        kept = ", ".join(counts)
+    except (OSError, ValueError, store.StoreError) as err:
+        kept = f"unknown ({err})"
+    print(f"\ninterrupted by {runner.signal_name(signum)}: what was measured is kept in "
+          f"{run_dir} (configurations stored: {kept}); resume with: "
+          f"{_resume_command(args, run_id)}", file=sys.stderr)
+    return 128 + signum
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     """Write (and optionally submit) a PBS Pro or Slurm job script for a params file."""
     from burstbench import jobs
 
     try:
         values = params.load_file(args.params)
-        for name in params.NOTEBOOKS:
-            params.validate(values, name, where=str(args.params))
-        vm = params.validate(values, "triad")["vm"]
+        checked = {name: params.validate(values, name, where=str(args.params))
+                   for name in params.NOTEBOOKS}
+        vm = checked["triad"]["vm"]
+        only = args.only.split(",") if args.only else list(params.NOTEBOOKS)
+        need, key = jobs.nodes_needed({k: v for k, v in checked.items() if k in only})
+        if need > args.nodes >= 1:
+            raise jobs.JobError(f"{args.params} asks for {need} nodes ({key}), but the job "
+                                f"has --nodes {args.nodes}")
+        runs = paths.runs_dir(args.runs_dir or checked["triad"]["runs_dir"])
         text = jobs.render(args.scheduler, Path(args.params).resolve(), args.nodes, vm,
-                           paths.project_root(), args.walltime, args.queue, args.only,
-                           args.runs_dir)
+                           paths.project_root(), args.walltime, args.queue, args.only, runs)
     except (params.ParamError, jobs.JobError) as exc:
         return _fail(str(exc))
+    try:  # the scheduler opens the output file before the script runs: it must exist
+        jobs.log_dir(runs, vm).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(f"cannot create the job's log folder {jobs.log_dir(runs, vm)}: "
+                     f"{exc.strerror}")
     if not args.output:
         sys.stdout.write(text)
         if args.submit:
@@ -248,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  burstbench run --params papermill_params/local.yaml\n"
                "  burstbench report\n  burstbench params papermill_params/*.yaml\n"
                "  burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
-               "--nodes 4\n  burstbench collect /mnt/results")
+               "--nodes 8\n  burstbench collect /mnt/results")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = _command(sub, "run", cmd_run, "measure: execute the measurement notebooks for a VM",
@@ -273,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "written to --output and, with --submit, handed to qsub / sbatch (where "
                  "installed; otherwise the script is kept and said not submitted).",
                  "burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
-                 "--nodes 4 --output hc44rs.pbs --submit")
+                 "--nodes 8 --output hc44rs.pbs --submit")
     j.add_argument("--scheduler", required=True, choices=("pbs", "slurm"))
     j.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
     j.add_argument("--nodes", type=int, required=True, help="nodes to request")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from burstbench import paths, runner, store
+from burstbench import launch, paths, runner, store
 from burstbench import sweep as sweep_
 from burstbench.params import ParamError
-from burstbench.pingpong import resolve_command, scheduler_hosts
 from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
 from kernels_ext import _sysinfo
+from kernels_ext.pingpong import library_family
 
 BENCHMARK = "biccg"
 #: (JSON key, metric, unit) of each measured value.
@@ -60,23 +60,19 @@ def resolve_problems(P: dict) -> tuple[list[Problem], list[str]]:
     return out, notes
 
 
-def launch_args(launcher: str, nranks: int, per_node: int, threads: int,
-                hosts: list[str]) -> list[str]:
-    """Launcher arguments for `nranks` ranks, `per_node` on each host, `threads` cores each."""
-    h = ",".join(hosts)
-    if launcher == "hydra":
-        return (["-hosts", h, "-ppn", str(per_node)] if hosts else []) + \
-            ["-bind-to", f"core:{threads}", "-n", str(nranks)]
-    if launcher == "intel":
-        return (["-hosts", h, "-ppn", str(per_node)] if hosts else []) + ["-n", str(nranks)]
-    if launcher == "openmpi":
-        return (["--host", ",".join(f"{x}:{per_node}" for x in hosts)] if hosts else []) + \
-            ["--map-by", f"ppr:{per_node}:node:PE={threads}", "--bind-to", "core",
-             "-n", str(nranks)]
-    if launcher == "slurm":
-        return ["-N", str(max(1, len(hosts))), "--ntasks-per-node", str(per_node),
-                "--cpus-per-task", str(threads), "--cpu-bind=cores", "-n", str(nranks)]
-    return ["-n", str(nranks)]
+def try_combination(combo: dict) -> tuple[str, dict]:
+    """The combination's mpiexec path and the solver's record of one rank on a tiny problem
+    (its MPI library); ParamError with the launcher's message when that fails."""
+    mpiexec = launch.resolve_command(combo["mpiexec"])
+    if mpiexec is None:
+        raise ParamError(f"biccg_combination: mpiexec '{combo['mpiexec']}' not found")
+    check = (mpiexec, *combo["args"], "-n", "1", sys.executable, "-m", "kernels_ext.biccg",
+             "--poisson", "4", "4", "4", "--threads", "1")
+    try:
+        out, _ = runner.launch(runner.Task("check", {}, check, tuple(combo["env"].items()), 120))
+        return mpiexec, json.loads(out.strip().splitlines()[-1])
+    except (runner.TaskFailed, ValueError, IndexError) as exc:
+        raise ParamError(f"biccg_combination: {combo['mpiexec']}: {exc}") from exc
 
 
 def plan(P: dict) -> Plan:
@@ -84,28 +80,19 @@ def plan(P: dict) -> Plan:
 
     Layouts needing more cores than a node has are skipped with a note
     (they would oversubscribe and time badly); so are node counts beyond the
-    hosts known.  The combination is tried first on a tiny problem, so a
-    missing launcher or an MPI mismatch stops the sweep before it starts.
+    hosts known, except inside a batch job, where they are an error.  The
+    combination is then tried on a tiny problem, so a missing launcher or an
+    MPI mismatch stops the sweep before it starts.
     """
     problems, notes = resolve_problems(P)
     combo = P["biccg_combination"]
-    hosts = P["biccg_hosts"] or scheduler_hosts()
+    hosts = launch.job_hosts(P["biccg_hosts"], "biccg_hosts")
     cores = _sysinfo.available_cpus()
-    mpiexec = resolve_command(combo["mpiexec"])
-    if mpiexec is None:
-        raise ParamError(f"biccg_combination: mpiexec '{combo['mpiexec']}' not found")
-    check = (mpiexec, *combo["args"], "-n", "1", sys.executable, "-m", "kernels_ext.biccg",
-             "--poisson", "4", "4", "4", "--threads", "1")
-    try:
-        out, _ = runner.launch(runner.Task("check", {}, check, tuple(combo["env"].items()), 120))
-        info = json.loads(out.strip().splitlines()[-1])
-    except (runner.TaskFailed, ValueError, IndexError) as exc:
-        raise ParamError(f"biccg_combination: {combo['mpiexec']}: {exc}") from exc
     layouts = []
     for nodes in P["biccg_nodes"]:
-        if nodes > max(1, len(hosts)):
-            notes.append(f"skipped {nodes} nodes: {len(hosts) or 1} host(s) known (give "
-                         "biccg_hosts, or run under PBS/Slurm)")
+        note = hosts.shortfall(nodes, "biccg_nodes")
+        if note:
+            notes.append(note)
             continue
         for rpn in P["biccg_ranks_per_node"]:
             for t in P["biccg_threads"]:
@@ -113,14 +100,16 @@ def plan(P: dict) -> Plan:
                     notes.append(f"skipped {rpn} ranks x {t} threads: more than the {cores} "
                                  "cores of a node")
                     continue
-                layouts.append((nodes, rpn, t))
+                layouts.append(launch.Layout(nodes * rpn, rpn, t, hosts=hosts.names[:nodes]))
     if not problems or not layouts:
         raise ParamError("nothing to measure: " + ("; ".join(notes) or "no problem or layout"))
+    mpiexec, info = try_combination(combo)
+    launcher = launch.for_combination(combo, mpiexec, library_family(info["mpi_library"]))
     tasks = []
     for rep in range(1, P["biccg_repetitions"] + 1):
         for prob in problems:
-            for nodes, rpn, t in layouts:
-                tasks.append(_task(P, combo, mpiexec, prob, nodes, rpn, t, rep, hosts[:nodes]))
+            for layout in layouts:
+                tasks.append(_task(P, combo, launcher, prob, layout, rep))
             for method in P["biccg_baselines"]:
                 tasks.append(_baseline_task(P, prob, method, rep))
     variants = [info | {"mpiexec_path": mpiexec, "spec": combo}]
@@ -131,16 +120,15 @@ def _common_args(P: dict) -> list[str]:
     return ["--tol", repr(P["biccg_tol"]), "--max-iter", str(P["biccg_max_iter"])]
 
 
-def _task(P: dict, combo: dict, mpiexec: str, prob: Problem, nodes: int, rpn: int, t: int,
-          rep: int, hosts: list[str]) -> runner.Task:
-    nranks = nodes * rpn
-    label = f"{rpn}x{t}"
-    argv = (mpiexec, *combo["args"], *launch_args(combo["launcher"], nranks, rpn, t, hosts),
-            sys.executable, "-m", "kernels_ext.biccg", *prob.args, "--block-size",
-            str(P["biccg_block_size"]), "--colors", str(P["biccg_colors"]), "--threads", str(t),
-            *_common_args(P))
-    env = combo["env"] | {"OMP_NUM_THREADS": str(t), "OMP_PLACES": "cores",
-                          "OMP_PROC_BIND": "close"}
+def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
+          layout: launch.Layout, rep: int) -> runner.Task:
+    nodes, nranks, t = layout.nodes, layout.ranks, layout.threads
+    label = f"{layout.per_node}x{t}"
+    argv = (launcher.mpiexec, *combo["args"], *launcher.args(layout), sys.executable, "-m",
+            "kernels_ext.biccg", *prob.args, "--block-size", str(P["biccg_block_size"]),
+            "--colors", str(P["biccg_colors"]), "--threads", str(t), *_common_args(P))
+    env = combo["env"] | launcher.env(layout) | {"OMP_NUM_THREADS": str(t),
+                                                  "OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
     config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "problem": prob.name,
               "nodes": nodes, "ranks": nranks, "threads": t, "block_size": P["biccg_block_size"],
               "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}

@@ -23,10 +23,37 @@ class JobError(ValueError):
     """A job cannot be written or submitted; one line saying why."""
 
 
+def log_dir(runs_dir: Path, vm: str) -> Path:
+    """Where a job's output file goes: beside the VM's run folders.
+
+    It must exist before the job starts: Slurm opens ``--output`` before the
+    script's first line runs, and fails the job (JobLaunchFailure, no output
+    anywhere) when the folder is missing.
+    """
+    return runs_dir / vm
+
+
+def nodes_needed(checked: dict[str, dict]) -> tuple[int, str]:
+    """The most nodes any benchmark to run asks for, and the key that asks (validated params).
+
+    Only explicit node counts count: the ping-pong's ``across-nodes`` placement
+    is measured where the job has two nodes and skipped with a note otherwise.
+    """
+    need, key = 1, ""
+    if "biccg" in checked and max(checked["biccg"]["biccg_nodes"]) > need:
+        need, key = max(checked["biccg"]["biccg_nodes"]), "biccg_nodes"
+    return need, key
+
+
 def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
            walltime: str = "04:00:00", queue: str = "", only: str = "",
-           runs_dir: str = "", python: str = "") -> str:
-    """The job script text for `scheduler` (pbs or slurm)."""
+           runs_dir: Path | None = None, python: str = "") -> str:
+    """The job script text for `scheduler` (pbs or slurm).
+
+    The job asks to be requeued when preempted (a spot VM evicted): the
+    requeued job runs the same command, which resumes the unfinished run
+    folder, and appends to the same output file.
+    """
     if scheduler not in SCHEDULERS:
         raise JobError(f"unknown scheduler '{scheduler}' (known: {', '.join(SCHEDULERS)})")
     if nodes < 1:
@@ -35,20 +62,21 @@ def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
         raise JobError(f"walltime must be HH:MM:SS, not '{walltime}'")
     python = python or sys.executable
     name = f"burstbench-{vm}"
-    log = root / "data" / "runs" / vm
-    run = [python, "-m", "burstbench", "run", "--params", str(params)]
+    runs = runs_dir or root / "data" / "runs"
+    log = log_dir(runs, vm)
+    run = [python, "-m", "burstbench", "run", "--params", str(params), "--runs-dir", str(runs)]
     run += ["--only", only] if only else []
-    run += ["--runs-dir", runs_dir] if runs_dir else []
     if scheduler == "pbs":
         head = [f"#PBS -N {name}", f"#PBS -l select={nodes}:mpiprocs=2",
                 "#PBS -l place=scatter:excl", f"#PBS -l walltime={walltime}", "#PBS -j oe",
-                f"#PBS -o {log}/"] + ([f"#PBS -q {queue}"] if queue else [])
-        hosts = 'sort -u "$PBS_NODEFILE" | tr "\\n" " "'
+                "#PBS -r y", f"#PBS -o {log}/"] + ([f"#PBS -q {queue}"] if queue else [])
+        hosts = 'sort -u "$PBS_NODEFILE" | paste -sd " " -'
     else:
         head = [f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}", "#SBATCH --exclusive",
-                f"#SBATCH --time={walltime}", f"#SBATCH --output={log}/{name}-%j.out"] + \
+                f"#SBATCH --time={walltime}", f"#SBATCH --output={log}/{name}-%j.out",
+                "#SBATCH --open-mode=append", "#SBATCH --requeue"] + \
                ([f"#SBATCH --partition={queue}"] if queue else [])
-        hosts = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | tr "\\n" " "'
+        hosts = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd " " -'
     body = f"""#!/bin/bash
 {chr(10).join(head)}
 # Written by `python -m burstbench jobs`: runs the measurement notebooks for {vm} with
@@ -58,20 +86,30 @@ cd {shlex.quote(str(root))}
 export BURSTBENCH_ROOT={shlex.quote(str(root))}
 export BURSTBENCH_PROGRESS=lines
 export PATH={shlex.quote(str(Path(python).parent))}:"$PATH"  # the environment's MPI first
-mkdir -p {shlex.quote(str(log))}
-echo "burstbench job on: $({hosts})"
+echo "burstbench job ${{SLURM_JOB_ID:-${{PBS_JOBID:-}}}} on: $({hosts}) ($(date -Is))"
 exec {shlex.join(run)}
 """
     return body
 
 
-def submit(scheduler: str, script: Path) -> str:
+def submit(scheduler: str, script: Path, timeout: float = 120) -> str:
     """Submit `script`; JobError says so when the scheduler's command is not installed."""
     cmd = SCHEDULERS[scheduler]
     exe = shutil.which(cmd)
     if exe is None:
         raise JobError(f"{cmd} is not installed here: the script is in {script}, not submitted")
-    proc = subprocess.run([exe, str(script)], capture_output=True, text=True)
+    try:
+        proc = subprocess.run([exe, str(script)], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise JobError(f"{cmd} gave no answer within {timeout:g} s (is the scheduler's "
+                       f"controller up?): {script} was not submitted") from None
     if proc.returncode != 0:
-        raise JobError(f"{cmd} refused {script}: {proc.stderr.strip() or proc.stdout.strip()}")
+        raise JobError(f"{cmd} refused {script}: {_one_line(proc.stderr or proc.stdout)}")
     return proc.stdout.strip()
+
+
+def _one_line(text: str) -> str:
+    """A scheduler's message on one line: its lines joined, repeated prefixes dropped."""
+    lines = [re.sub(r"^\w+: error: ", "", ln.strip()) for ln in text.strip().splitlines()]
+    return "; ".join(dict.fromkeys(ln for ln in lines if ln)) or "no message"

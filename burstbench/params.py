@@ -259,7 +259,8 @@ COMBO_KEYS = {
     "env": "extra environment variables (mapping), e.g. MPI4PY_LIBMPI",
     "mpicc": "build the kernel with this MPI compiler wrapper (empty: the installed module)",
     "flags": "flags for mpicc (default -O2)",
-    "optional": "true: skip this combination with a note where its mpiexec/mpicc is missing",
+    "optional": "true: skip this combination with a note where its mpiexec/mpicc is missing "
+                "or its mpicc cannot build the kernel",
 }
 PLACEMENTS = ("same-socket", "across-sockets", "across-nodes")
 
@@ -316,6 +317,9 @@ def _placement(v: Any) -> dict:
     if hosts is not None and (not isinstance(hosts, list) or len(hosts) not in (1, 2) or not all(
             isinstance(h, str) and h for h in hosts)):
         raise ParamError(f"{where}: hosts must be one or two host names, not {hosts!r}")
+    if cpus is not None and cpus[0] == cpus[1] and len(set(hosts or [])) < 2:
+        raise ParamError(f"{where}: both ranks on CPU {cpus[0]} of one host would share it "
+                         "(and spin against each other); give two CPUs, or two hosts")
     return {"label": _label(f"{where} label")(v["label"]), "kind": "custom", "cpus": cpus,
             "hosts": hosts}
 

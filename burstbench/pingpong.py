@@ -14,20 +14,18 @@ each one finishes and a re-run resumes.
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
-from burstbench import runner, store
+from burstbench import launch, runner, store
 from burstbench import sweep as sweep_
 from burstbench.params import ParamError
 from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
-from kernels_ext import _sysinfo
+from kernels_ext import variants
+from kernels_ext.errors import first_error_line
 
 BENCHMARK = "pingpong"
 UNITS = {"latency": ("latency", "us"), "bw": ("bandwidth", "GB/s"), "bibw": ("bandwidth", "GB/s")}
@@ -35,145 +33,74 @@ UNITS = {"latency": ("latency", "us"), "bw": ("bandwidth", "GB/s"), "bibw": ("ba
 
 @dataclass(frozen=True)
 class Placement:
-    """Where rank 0 and rank 1 run: CPUs on each host, and the hosts (None: this machine)."""
+    """Where rank 0 and rank 1 run, under the name the figures give it."""
 
     label: str
     kind: str
-    cpus: tuple[int, int] | None
-    hosts: tuple[str, ...] | None
+    layout: launch.Layout
 
     @property
     def nodes(self) -> int:
-        return len(set(self.hosts)) if self.hosts else 1
+        return self.layout.nodes
 
 
-def topology(sys_cpu: Path = _sysinfo.SYS_CPU) -> list[tuple[int, int, int]]:
-    """(cpu, socket, core) of every CPU this process may use, from sysfs."""
-    allowed = os.sched_getaffinity(0)
-    out = []
-    for cpu in sorted(allowed):
-        topo = sys_cpu / f"cpu{cpu}" / "topology"
-        try:
-            pkg = int((topo / "physical_package_id").read_text())
-            core = int((topo / "core_id").read_text())
-        except (OSError, ValueError):
-            pkg, core = 0, cpu
-        out.append((cpu, pkg, core))
-    return out
-
-
-def placement_cpus(kind: str, topo: list[tuple[int, int, int]]) -> tuple[int, int] | None:
-    """Two CPUs for a placement: two cores of the first socket, or the first core of two
-    sockets; None when this machine has no such pair."""
-    first_per_core: dict[tuple[int, int], int] = {}
-    for cpu, pkg, core in topo:
-        first_per_core.setdefault((pkg, core), cpu)
-    sockets: dict[int, list[int]] = {}
-    for (pkg, _), cpu in sorted(first_per_core.items(), key=lambda kv: kv[1]):
-        sockets.setdefault(pkg, []).append(cpu)
-    pkgs = sorted(sockets)
-    if kind == "same-socket":
-        big = next((p for p in pkgs if len(sockets[p]) >= 2), None)
-        return None if big is None else (sockets[big][0], sockets[big][1])
-    if kind == "across-sockets" and len(pkgs) >= 2:
-        return sockets[pkgs[0]][0], sockets[pkgs[1]][0]
-    return None
-
-
-def expand_nodelist(text: str) -> list[str]:
-    """Expand a Slurm node list such as ``node[01-03,07],gpu1``."""
-    hosts = []
-    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", text):
-        prefix, ranges = m.group(1), m.group(2)
-        if not ranges:
-            hosts.append(prefix)
-            continue
-        for part in ranges.split(","):
-            lo, _, hi = part.partition("-")
-            for i in range(int(lo), int(hi or lo) + 1):
-                hosts.append(f"{prefix}{str(i).zfill(len(lo))}")
-    return [h for h in hosts if h]
-
-
-def scheduler_hosts(environ: dict[str, str] | None = None) -> list[str]:
-    """Hosts of this batch job: $PBS_NODEFILE's lines or $SLURM_JOB_NODELIST, in order."""
-    env = os.environ if environ is None else environ
-    if env.get("PBS_NODEFILE"):
-        try:
-            lines = Path(env["PBS_NODEFILE"]).read_text().split()
-        except OSError:
-            lines = []
-        return list(dict.fromkeys(lines))
-    if env.get("SLURM_JOB_NODELIST"):
-        return expand_nodelist(env["SLURM_JOB_NODELIST"])
-    return []
+def pair(label: str, kind: str, cpus: Sequence[int] | None,
+         hosts: Sequence[str] | None) -> Placement:
+    """The placement of two ranks on `cpus` (None: the launcher binds) of 1 or 2 `hosts`."""
+    names = tuple(dict.fromkeys(hosts or ()))
+    return Placement(label, kind, launch.Layout(2, 2 // max(1, len(names)),
+                                                cpus=tuple(cpus or ()), hosts=names))
 
 
 def resolve_placements(P: dict) -> tuple[list[Placement], list[str]]:
-    """Turn the placement parameters into CPUs and hosts; note the impossible ones."""
-    hosts = P["pingpong_hosts"] or scheduler_hosts()
-    topo = topology()
+    """Turn the placement parameters into CPUs and hosts; note the impossible ones
+    (across-nodes where fewer than 2 hosts are known: in a one-node job too)."""
+    hosts = launch.job_hosts(P["pingpong_hosts"], "pingpong_hosts")
+    topo = launch.topology()
     out, notes = [], []
     for spec in P["pingpong_placements"]:
         kind, label = spec["kind"], spec["label"]
         if kind == "custom":
-            cpus = tuple(spec["cpus"]) if spec.get("cpus") else None
-            out.append(Placement(label, kind, cpus, tuple(spec["hosts"]) if spec.get("hosts")
-                                 else None))
+            out.append(pair(label, kind, spec.get("cpus"), spec.get("hosts")))
         elif kind == "across-nodes":
-            if len(hosts) < 2:
-                notes.append("skipped placement across-nodes: fewer than 2 hosts (give "
-                             "pingpong_hosts, or run under PBS/Slurm)")
+            note = hosts.shortfall(2, "pingpong_placements across-nodes", required=False)
+            if note:
+                notes.append(note)
             else:
-                out.append(Placement(label, kind, None, (hosts[0], hosts[1])))
+                out.append(pair(label, kind, None, hosts.names[:2]))
         else:
-            cpus = placement_cpus(kind, topo)
+            cpus = launch.placement_cpus(kind, topo)
             if cpus is None:
                 notes.append(f"skipped placement {kind}: this machine has no such pair of "
                              f"cores ({len({t[1] for t in topo})} socket(s), {len(topo)} CPUs)")
             else:
-                out.append(Placement(label, kind, cpus, (hosts[0],) if hosts else None))
+                out.append(pair(label, kind, cpus, hosts.names[:1]))
     return out, notes
-
-
-def launch_args(launcher: str, pl: Placement) -> tuple[list[str], dict[str, str]]:
-    """Launcher arguments (and environment) that put 2 ranks where `pl` says."""
-    cpus = ",".join(map(str, pl.cpus)) if pl.cpus else ""
-    two_nodes = pl.nodes == 2
-    hosts = ",".join(dict.fromkeys(pl.hosts)) if pl.hosts else ""
-    if launcher == "hydra":  # MPICH, MVAPICH2
-        args = (["-hosts", hosts] if hosts else []) + (["-ppn", "1"] if two_nodes else [])
-        args += ["-bind-to", f"user:{cpus}"] if cpus else ["-bind-to", "core"]
-        return args + ["-n", "2"], {}
-    if launcher == "intel":  # Intel MPI's hydra: pinning by environment
-        args = (["-hosts", hosts] if hosts else []) + (["-ppn", "1"] if two_nodes else [])
-        return args + ["-n", "2"], ({"I_MPI_PIN_PROCESSOR_LIST": cpus} if cpus else {})
-    if launcher == "openmpi":  # Open MPI 4.x mpirun
-        args = ["--host", ",".join(f"{h}:1" for h in pl.hosts)] if two_nodes else \
-            (["--host", f"{hosts}:2"] if hosts else [])
-        args += ["--cpu-list", cpus, "--bind-to", "cpu-list:ordered"] if cpus else \
-            ["--bind-to", "core"]
-        return args + ["-n", "2"], {}
-    if launcher == "slurm":  # srun inside an allocation
-        args = (["-N", "2", "--ntasks-per-node", "1"] if two_nodes else ["-N", "1"])
-        args += ["--nodelist", hosts] if hosts else []
-        args += [f"--cpu-bind=map_cpu:{cpus}"] if cpus else ["--cpu-bind=cores"]
-        return args + ["-n", "2"], {}
-    return ["-n", "2"], {}
-
-
-def resolve_command(cmd: str) -> str | None:
-    """A command's path: as given if it has a '/', else in this Python's bin/ first, then PATH."""
-    if os.sep in cmd:
-        return cmd if os.access(cmd, os.X_OK) else None
-    local = Path(sys.executable).parent / cmd
-    if os.access(local, os.X_OK):
-        return str(local)
-    return shutil.which(cmd)
 
 
 def _kernel_args(combo: dict) -> list[str]:
     return ["--compiler", combo["mpicc"], f"--flags={combo['flags']}"] if combo["mpicc"] else []
+
+
+def usable(combo: dict) -> str:
+    """Why `combo` cannot run here, '' when it can: its mpiexec or mpicc is missing, or its
+    mpicc does not build the kernel (the compiler's first error line).
+
+    The kernel is built here, into the variant cache, before any MPI run:
+    whether an MPI can build is known only by compiling with it.
+    """
+    for key in ("mpiexec", "mpicc"):
+        if combo[key] and not launch.resolve_command(combo[key]):
+            return f"{key} '{combo[key]}' not found"
+    if not combo["mpicc"]:
+        return ""
+    try:
+        variants.build(combo["mpicc"], combo["flags"], module="_pingpong")
+    except variants.BuildFailed as exc:
+        return f"{combo['mpicc']} cannot build the kernel: {first_error_line(exc.output)}"
+    except variants.VariantError as exc:
+        return str(exc)
+    return ""
 
 
 def combo_info(combo: dict, timeout: float) -> dict:
@@ -182,7 +109,7 @@ def combo_info(combo: dict, timeout: float) -> dict:
     Raises runner.TaskFailed with mpiexec's message (missing launcher, MPI
     mismatch, a kernel that does not build).
     """
-    mpiexec = resolve_command(combo["mpiexec"])
+    mpiexec = launch.resolve_command(combo["mpiexec"])
     if mpiexec is None:
         raise runner.TaskFailed(f"mpiexec '{combo['mpiexec']}' not found")
     argv = (mpiexec, *combo["args"], "-n", "1", sys.executable, "-m", "kernels_ext.pingpong",
@@ -195,29 +122,35 @@ def combo_info(combo: dict, timeout: float) -> dict:
     return json.loads(lines[-1]) | {"mpiexec_path": mpiexec}
 
 
+Combination = tuple[dict, dict, launch.Launcher]  # (parameters, --info answer, launcher)
+
+
 def plan(P: dict) -> Plan:
     """Tasks for every combination x placement x test (x implementation) x repetition.
 
-    A combination whose mpiexec or mpicc is missing is an error naming it,
-    or skipped with a note when marked optional; a kernel built for another
-    MPI than mpi4py loads, or an mpiexec that fails, is an error showing the
-    launcher's message.  Impossible placements are skipped with a note.
+    A combination whose mpiexec or mpicc is missing, or whose mpicc does not
+    build the kernel, is an error naming it, or skipped with a note when
+    marked optional; a kernel built for another MPI than mpi4py loads, or an
+    mpiexec that fails, is an error showing the launcher's message.
+    Impossible placements are skipped with a note.
     """
     placements, notes = resolve_placements(P)
-    combos = []
+    combos: list[Combination] = []
     for combo in P["pingpong_combinations"]:
-        missing = [c for c in (combo["mpiexec"], combo["mpicc"]) if c and not resolve_command(c)]
-        if missing and combo["optional"]:
-            notes.append(f"skipped combination {combo['label'] or combo['mpiexec']}: "
-                         f"'{missing[0]}' is not installed here")
+        name = combo["label"] or combo["mpiexec"]
+        why = usable(combo)
+        if why and combo["optional"]:
+            notes.append(f"skipped combination {name}: {why}")
             continue
         try:
+            if why:
+                raise runner.TaskFailed(why)
             info = combo_info(combo, P["pingpong_timeout_s"])
         except runner.TaskFailed as exc:
-            raise ParamError(f"pingpong_combinations: {combo['label'] or combo['mpiexec']}: "
-                             f"{exc}") from exc
+            raise ParamError(f"pingpong_combinations: {name}: {exc}") from exc
         label = combo["label"] or f"{info.get('label', 'mpi4py')}+{info['mpi_label']}"
-        combos.append((combo, info | {"combination": label}))
+        combos.append((combo, info | {"combination": label},
+                       launch.for_combination(combo, info["mpiexec_path"], info["mpi_family"])))
     labels = [c[1]["combination"] for c in combos]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -229,26 +162,27 @@ def plan(P: dict) -> Plan:
     impls = ["c"] + list(P["pingpong_baselines"])
     tasks = []
     if P["pingpong_validate"]:  # a short checked run of each first: wrong data stops here
-        for combo, info in combos:
+        for combo in combos:
             for pl in placements:
                 for test in P["pingpong_tests"]:
-                    tasks.append(_task(P, combo, info, pl, test, "c", 0, validate=True))
+                    tasks.append(_task(P, combo, pl, test, "c", 0, validate=True))
     for rep in range(1, P["pingpong_repetitions"] + 1):
-        for combo, info in combos:
+        for combo in combos:
             for pl in placements:
                 for test in P["pingpong_tests"]:
                     for impl in impls:
                         for thp in P["pingpong_hugepages"]:
-                            tasks.append(_task(P, combo, info, pl, test, impl, rep, thp=thp))
-    variants = [info | {"spec": combo} for combo, info in combos]
-    return Plan(tasks, variants, notes, detail="function")
+                            tasks.append(_task(P, combo, pl, test, impl, rep, thp=thp))
+    built = [info | {"spec": combo} for combo, info, _ in combos]
+    return Plan(tasks, built, notes, detail="function")
 
 
-def _task(P: dict, combo: dict, info: dict, pl: Placement, test: str, impl: str, rep: int,
+def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str, rep: int,
           validate: bool = False, thp: bool = False) -> runner.Task:
+    combo, info, launcher = combination
     label = (f"{info['combination']}+{pl.label}" + ("+thp" if thp else "")
              + ("+mpi4py" if impl == "mpi4py" else ""))
-    args, env = launch_args(combo["launcher"], pl)
+    args, env = launcher.args(pl.layout), launcher.env(pl.layout)
     kernel = ["--test", test, "--min-size", str(P["pingpong_min_size"] if test == "latency"
                                                 else max(1, P["pingpong_min_size"])),
               "--max-size", str(P["pingpong_max_size"])]

@@ -5,18 +5,28 @@ runs belong under ``mpiexec``: so every configuration is its own process,
 started with its environment set at launch and a timeout, in its own process
 group so that a hung run (and its children) can be killed whole.  Each result
 is stored the moment it arrives; a re-run skips what is stored.
+
+Stopping: Ctrl-C, SIGTERM (a scheduler's cancel or time limit) and SIGHUP (a
+hang-up) all stop a sweep the same way: the running configuration is killed
+with everything it started, what was measured stays stored.  A configuration
+also dies with the process that launched it (Linux ``PR_SET_PDEATHSIG``), so a
+killed Jupyter kernel leaves no solver running.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterator
 
 from tqdm import tqdm
 
@@ -49,6 +59,57 @@ class TaskFailed(Exception):
     """A configuration gave no result; the message is one line saying why."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) taken like Ctrl-C; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+#: The signals that stop a sweep or a run like Ctrl-C.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """Within the block the first of `signums` raises Interrupted; later ones are absorbed.
+
+    Absorbing the rest lets the clean-up that follows run to its end when a
+    scheduler signals every process of a job, or Ctrl-C is pressed twice.
+    Signals that are ignored (``nohup``, a background job's SIGINT) stay
+    ignored; outside the main thread nothing changes (Python allows handlers
+    only there).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Interrupted(signum)
+
+    previous = {}
+    for signum in signums:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def signal_name(signum: int) -> str:
+    """'SIGKILL' for 9; 'signal 64' for a number without a name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 @dataclass
 class SweepResult:
     total: int
@@ -76,34 +137,165 @@ def _error_line(stderr: str, rc: int) -> str:
     return lines[0] if len(lines) == 1 else f"{lines[0]} | {lines[-1]}"
 
 
+#: What MPI launchers print when a rank dies of a signal: hydra (MPICH, Intel MPI) on
+#: stdout "EXIT STRING: Killed (signal 9)", Open MPI on stderr "exited on signal 9 (Killed)".
+_RANK_SIGNAL = re.compile(r"EXIT STRING: .*\(signal (\d+)\)|exited on signal (\d+)")
+
+
+def _failure(out: str, err: str, rc: int) -> str:
+    """One line saying why a configuration failed, naming the signal when one killed it."""
+    m = _RANK_SIGNAL.search(out + "\n" + err)
+    if m:
+        n = int(m.group(1) or m.group(2))
+        return f"rank killed by signal {n} ({signal_name(n)})"
+    if rc < 0:
+        return f"killed by signal {-rc} ({signal_name(-rc)})"
+    return _error_line(err, rc)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn: the child gets SIGTERM when the thread that started it dies (Linux).
+
+    SIGTERM, not SIGKILL: an MPI launcher then takes its ranks down with it, on
+    every node.  None where prctl is not there.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: do not run orphaned
+            os._exit(128 + signal.SIGTERM)
+
+    return preexec
+
+
 def launch(task: Task) -> tuple[str, str]:
-    """Run `task` in a fresh process group; return (stdout, stderr) or raise TaskFailed."""
+    """Run `task` in a fresh process group; return (stdout, stderr) or raise TaskFailed.
+
+    The process dies with its launcher; on a timeout, Ctrl-C, SIGTERM or SIGHUP
+    its whole tree is killed (MPI ranks included, which hydra puts in sessions
+    of their own) before this returns.
+    """
     env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
     env.update(dict(task.env))
     try:
         proc = subprocess.Popen(task.argv, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=_die_with_parent())
     except OSError as exc:
         raise TaskFailed(f"cannot start {task.argv[0]}: {exc.strerror}") from exc
     try:
         out, err = proc.communicate(timeout=task.timeout_s)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_tree(proc)
         raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped")
-    except BaseException:  # Ctrl-C: take the whole process group down with us
-        _kill(proc)
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the whole tree down with us
+        kill_tree(proc)
         raise
     if proc.returncode != 0:
-        raise TaskFailed(_error_line(err, proc.returncode))
+        raise TaskFailed(_failure(out, err, proc.returncode))
     return out, err
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every live (not zombie) process, from /proc."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # gone meanwhile
+            if fields[0] != "Z":
+                out[int(d.name)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Live descendants of `pid`, parents before children ([] where /proc is missing)."""
+    if not Path("/proc/self/stat").exists():
+        return []
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def children(pid: int) -> list[int]:
+    """Live children of `pid`."""
+    return [c for c, parent in _parents().items() if parent == pid]
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> bool:
+    """Make this process the one that orphaned descendants are reparented to (Linux).
+
+    Then descendants() still finds a kernel whose papermill died, and the
+    caller can wait for (or kill) every process it started, however deep.
+    False where that is not possible.
+    """
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.communicate()
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> None:
+    """Collect the exit status of adopted orphans that ended (call with no child running)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def signal_all(pids: list[int], signum: int) -> None:
+    """Send `signum` to each of `pids`, skipping those already gone."""
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signum)
+
+
+def kill_tree(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
+    """Stop `proc`, its process group and every descendant, then reap it.
+
+    SIGTERM first, so an MPI launcher takes its ranks down on every node;
+    SIGKILL after `grace_s` for whatever is left here.  Descendants are found
+    before any dies (orphans lose their ancestry), MPI ranks in sessions of
+    their own included.
+    """
+    tree = descendants(proc.pid)
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        tree += [p for p in descendants(proc.pid) if p not in tree]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+        signal_all(tree, signum)
+        try:
+            proc.communicate(timeout=grace_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:  # something that escaped us holds the pipes open: do not wait for it
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+    live = _parents()
+    signal_all([p for p in tree if p in live], signal.SIGKILL)  # any that left the pipes
 
 
 Parser = Callable[[Task, str, str], tuple[list[dict], list[dict], str]]
@@ -152,7 +344,8 @@ def sweep(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
 
     `parse(task, stdout, stderr)` returns (rows, raw records, one-line summary)
     or raises TaskFailed.  A failed task is reported and the sweep goes on; a
-    KeyboardInterrupt stops it with everything measured so far kept.
+    KeyboardInterrupt, SIGTERM or SIGHUP stops it with everything measured so far
+    kept and the running configuration killed whole.
     """
     done = run.done_keys(benchmark)
     todo = [t for t in tasks if t.key not in done]
@@ -164,20 +357,22 @@ def sweep(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     bar = Progress(len(tasks), result.already_stored, benchmark, progress)
     stamp = {"run_id": run.run_id, "vm": run.vm}
     try:
-        for task in todo:
-            try:
-                out, err = launch(task)
-                rows, raw, summary = parse(task, out, err)
-            except TaskFailed as exc:
-                result.failed.append((task.title, str(exc)))
-                bar.step(f"FAILED {task.title}: {exc}")
-            else:
-                run.save(benchmark, task.key, [r | stamp for r in rows], raw)
-                result.measured += 1
-                bar.step(f"{task.title}: {summary}")
-    except KeyboardInterrupt:
+        with stop_signals():  # SIGTERM and SIGHUP as Ctrl-C: a scheduler may signal us directly
+            for task in todo:
+                try:
+                    out, err = launch(task)
+                    rows, raw, summary = parse(task, out, err)
+                except TaskFailed as exc:
+                    result.failed.append((task.title, str(exc)))
+                    bar.step(f"FAILED {task.title}: {exc}")
+                else:
+                    run.save(benchmark, task.key, [r | stamp for r in rows], raw)
+                    result.measured += 1
+                    bar.step(f"{task.title}: {summary}")
+    except KeyboardInterrupt as exc:
         result.interrupted = True
-        bar.note(f"interrupted: {result.already_stored + result.measured} of {len(tasks)} "
+        how = f" by {signal_name(exc.signum)}" if isinstance(exc, Interrupted) else ""
+        bar.note(f"interrupted{how}: {result.already_stored + result.measured} of {len(tasks)} "
                  f"configurations are stored in {run.root}; run the same command again "
                  f"(or pass run_id={run.run_id}) to resume")
     finally:

@@ -150,9 +150,12 @@ class Run:
         atomic_write(d / f"{key}.json", json.dumps({"key": key, "rows": rows, "raw": raw},
                                                    default=str))
 
-    def _read_parts(self, benchmark: str, problems: list[str]) -> tuple[list[dict], list[dict]]:
+    def _read_parts(self, benchmark: str, problems: list[str],
+                    skip: frozenset[str] = frozenset()) -> tuple[list[dict], list[dict]]:
         rows, raw = [], []
         for p in sorted(self.parts_dir(benchmark).glob("*.json")):
+            if p.stem in skip:
+                continue
             try:
                 part = json.loads(p.read_text())
                 rows += part["rows"]
@@ -162,20 +165,26 @@ class Run:
         return rows, raw
 
     def finalize(self, benchmark: str) -> pd.DataFrame:
-        """Fold stored parts into <benchmark>.csv and .jsonl (atomically); return the table."""
+        """Fold stored parts into <benchmark>.csv and .jsonl (atomically); return the table.
+
+        Safe to repeat after a kill at any point: parts whose key the table already
+        holds (folded just before the kill, not yet deleted) are not added twice, and
+        the raw records are written before the table, so a kill loses none of them.
+        """
         problems: list[str] = []
-        rows, raw = self._read_parts(benchmark, problems)
-        if problems:
-            raise StoreError("; ".join(problems))
         old = read_table(self.table_path(benchmark)) if self.table_path(benchmark).exists() \
             else pd.DataFrame(columns=SCHEMA)
+        folded = frozenset(old["key"].astype(str)) if len(old) else frozenset()
+        rows, raw = self._read_parts(benchmark, problems, skip=folded)
+        if problems:
+            raise StoreError("; ".join(problems))
         new = pd.DataFrame(rows, columns=SCHEMA) if rows else pd.DataFrame(columns=SCHEMA)
         table = pd.concat([t for t in (old, new) if len(t)], ignore_index=True) \
             if len(old) or len(new) else pd.DataFrame(columns=SCHEMA)
-        atomic_write(self.table_path(benchmark), table.to_csv(index=False))
         old_raw = self.raw_path(benchmark).read_text() if self.raw_path(benchmark).exists() else ""
         atomic_write(self.raw_path(benchmark),
                      old_raw + "".join(json.dumps(r, default=str) + "\n" for r in raw))
+        atomic_write(self.table_path(benchmark), table.to_csv(index=False))
         for p in self.parts_dir(benchmark).glob("*.json"):  # now held by the tables
             p.unlink()
         with contextlib.suppress(OSError):

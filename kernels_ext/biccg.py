@@ -171,7 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "  python -m kernels_ext.biccg --poisson 64 64 64 --threads 2\n"
                 "  mpiexec -n 2 python -m kernels_ext.biccg --poisson 256 256 512 "
                 "--block-size 32 --colors 20 --tol 1e-7\n"
-                "  python -m kernels_ext.biccg --mtx G3_circuit.tar.gz"))
+                "      (no --threads: each rank runs its share of its node's CPUs, 1 each on 2 CPUs)\n"
+                "  mpiexec -n 2 -bind-to core:4 python -m kernels_ext.biccg --poisson 128 128 "
+                "128 --threads 4\n"
+                "  python -m kernels_ext.biccg --mtx G3_circuit.tar.gz\n\n"
+                "Ranks x threads on a node may not exceed the CPUs its ranks may use (their "
+                "affinity masks):\nan explicit --threads or OMP_NUM_THREADS that does is "
+                "refused (exit status 2) unless --oversubscribe.\nThe record says "
+                "oversubscribed, threads, cpus_per_rank, ranks_per_node and nodes."))
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"),
                      help="3D 7-point Laplacian on an NX x NY x NZ grid (Dirichlet)")
@@ -180,8 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--colors", type=int, default=20, help="at least this many colors (20)")
     p.add_argument("--tol", type=float, default=1e-7, help="relative residual (1e-7)")
     p.add_argument("--max-iter", type=int, default=10_000, help="iteration limit (10000)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="OpenMP threads per rank (default: OMP_NUM_THREADS or all)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="OpenMP threads per rank (default: OMP_NUM_THREADS, else the rank's "
+                        "share of its node's CPUs: its affinity mask over the ranks on the "
+                        "node that share it)")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="run even when ranks x threads on a node exceed its ranks' CPUs "
+                        "(timings are then not for reporting)")
     p.add_argument("--history", action="store_true", help="include the residual history")
     p.add_argument("--out", default=None, help="write the JSON line to this file (rank 0)")
     return p
@@ -205,25 +217,25 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
     if built_family(spec.origin) != library_family(runtime):
         raise MPIMismatch(f"{spec.origin} was built for another MPI than mpi4py loaded "
                           f"('{runtime.splitlines()[0].strip()}')")
-    if args.threads < 0:
-        raise BadInput(f"threads must be at least 1, not {args.threads}")
+    from kernels_ext.layout import rank_layout, requested_threads
+
+    lay = rank_layout(comm, *requested_threads(args.threads))
+    lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
     t0 = time.perf_counter()
     prob = load_problem(args, rank, nranks)
     t_load = time.perf_counter() - t0
     check_params(prob["n"], args.block_size, args.colors, args.tol, args.max_iter, nranks)
     x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
                         prob["n"], prob["r0"], args.block_size, args.colors, args.tol,
-                        args.max_iter, args.threads, args.history)
+                        args.max_iter, lay.threads, args.history)
     err = comm.allreduce(float(np.max(np.abs(x - 1.0))) if len(x) else 0.0, op=MPI.MAX)
     nnz = comm.allreduce(prob["nnz_local"])
     rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
-    threads = comm.allreduce(args.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-                             or len(os.sched_getaffinity(0)), op=MPI.MAX)
     it = max(st["iterations"], 1)
     t = st["times"]
     rec = {
         "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
-        "threads": threads, "block_size": args.block_size, "colors": args.colors,
+        "block_size": args.block_size, "colors": args.colors,
         "tol": args.tol, "max_iter": args.max_iter,
         "converged": st["converged"], "iterations": st["iterations"],
         "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
@@ -235,7 +247,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
         "halo_entries": st["halo_entries"], "peak_rss_bytes": max(rss) if rss else None,
         "mpi_library": runtime.splitlines()[0].strip(), "host": socket.gethostname(),
         "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
-    }
+    } | lay.record()
     if args.history:
         rec["history"] = st["history"]
     code = 0

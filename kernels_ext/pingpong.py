@@ -152,11 +152,14 @@ def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any,
     """The C kernel (installed, or a variant built with an MPI compiler wrapper) and its build.
 
     Raises MPIMismatch when it was compiled for another MPI ABI than the one
-    mpi4py loaded, BadInput when it cannot be built or is missing.
+    mpi4py loaded, BuildError (exit status 4, as the Triad's) when the
+    compiler rejects it, BadInput when the compiler is not installed or the
+    installed module is missing.
     """
     import importlib.util
 
     from kernels_ext import variants
+    from kernels_ext.errors import variant_errors
 
     if compiler is None:
         spec = importlib.util.find_spec("kernels_ext._pingpong")
@@ -166,10 +169,8 @@ def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any,
                            "or use --impl mpi4py)")
         path = spec.origin
     else:
-        try:
+        with variant_errors():
             v = variants.build(compiler, flags, module="_pingpong")
-        except variants.VariantError as exc:
-            raise BadInput(str(exc)) from exc
         path = v.path
     runtime = MPI.Get_library_version().strip()
     family = built_family(path)
@@ -189,9 +190,14 @@ def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any,
 
 
 def where(comm, MPI, cpu) -> list[dict]:
-    """Host, CPU and allowed CPUs of every rank (gathered on rank 0; None elsewhere)."""
-    me = {"rank": comm.Get_rank(), "host": MPI.Get_processor_name(), "cpu": cpu(),
-          "cpus_allowed": sorted(os.sched_getaffinity(0)), "pid": os.getpid()}
+    """Host, scheduler node, CPU and allowed CPUs of every rank (on rank 0; None elsewhere).
+
+    ``node`` is the scheduler's name for the node (``$SLURMD_NODENAME``, which
+    differs from the host name where one host runs several slurmd), else the host.
+    """
+    host = MPI.Get_processor_name()
+    me = {"rank": comm.Get_rank(), "host": host, "node": os.environ.get("SLURMD_NODENAME", host),
+          "cpu": cpu(), "cpus_allowed": sorted(os.sched_getaffinity(0)), "pid": os.getpid()}
     return comm.gather(me, root=0)
 
 
@@ -319,6 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread-level", default="single",
                    choices=("single", "funneled", "serialized", "multiple"),
                    help="MPI thread support requested (default single, as OSU)")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="run even when the two ranks share a single CPU (each rank is one "
+                        "thread; sharing a CPU measures the scheduler, not the MPI)")
     p.add_argument("--out", default=None, help="write the JSON lines to this file (rank 0)")
     p.add_argument("--info", action="store_true",
                    help="print the kernel's build and the MPI library as JSON, then exit "
@@ -357,6 +366,10 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
     if comm.Get_size() != 2:
         raise BadInput(f"the ping-pong needs exactly 2 MPI ranks, got {comm.Get_size()} "
                        "(mpiexec -n 2 ...)")
+    from kernels_ext.layout import rank_layout
+
+    lay = rank_layout(comm, 1)  # single-threaded: one CPU per rank on its node
+    lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
     sizes = message_sizes(args.test, None if args.min_size is None else parse_size(args.min_size),
                           parse_size(args.max_size))
     m = method(args.test, args.iterations, args.skip, args.iterations_large, args.skip_large,
@@ -382,7 +395,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
     context = {"mpi_library": runtime.splitlines()[0].strip(), "mpi_label": library_label(runtime),
                "thread_level": args.thread_level, "hugepages": args.hugepages, "ranks": ranks,
                "hosts": len({r["host"] for r in ranks}), "host": socket.gethostname(),
-               "started": started} | build
+               "started": started} | lay.record() | build
     return [json.dumps(rec) for rec in _records(results, args.test, args.impl, context,
                                                 args.validate)], rank
 

@@ -1,14 +1,19 @@
-"""Shared fixtures: an isolated variant cache, a CLI runner, one smoke run for many tests."""
+"""Shared fixtures: an isolated variant cache, a CLI runner, one smoke run for many tests,
+and what MPI this machine can really build with."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from kernels_ext.errors import first_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +46,40 @@ def cli():
 
 needs_clang = pytest.mark.skipif(shutil.which("clang") is None,
                                  reason="clang is not installed (apt-get install clang libomp-dev)")
+
+#: Debian's Open MPI: openmpi-bin gives these two, libopenmpi-dev the headers mpicc needs.
+OMPI_MPIEXEC, OMPI_MPICC = "/usr/bin/mpiexec.openmpi", "/usr/bin/mpicc.openmpi"
+MPI_HELLO = "#include <mpi.h>\nint main(void) { return MPI_Init(0, 0) || MPI_Finalize(); }\n"
+
+
+@functools.cache
+def mpi_compiler_problem(mpicc: str) -> str:
+    """'' when `mpicc` compiles and links a two-line MPI program, else why not (the
+    compiler's first error line): a wrapper can be installed without its MPI's headers."""
+    if not os.access(mpicc, os.X_OK):
+        return f"{mpicc} is not installed"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "hello.c").write_text(MPI_HELLO)
+        try:
+            proc = subprocess.run([mpicc, "hello.c", "-o", "hello"], cwd=tmp,
+                                  capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{mpicc} did not run: {exc}"
+    return "" if proc.returncode == 0 else f"{mpicc}: {first_error_line(proc.stdout + proc.stderr)}"
+
+
+@pytest.fixture(scope="session")
+def openmpi() -> None:
+    """Skip, saying why, unless Debian's Open MPI can launch and build here."""
+    if not os.access(OMPI_MPIEXEC, os.X_OK):
+        pytest.skip(f"Debian's Open MPI is not installed (no {OMPI_MPIEXEC}: apt-get install "
+                    "openmpi-bin libopenmpi-dev)")
+    problem = mpi_compiler_problem(OMPI_MPICC)
+    if problem:
+        pytest.skip(f"Open MPI cannot build here ({problem}): apt-get install libopenmpi-dev")
+
+
+needs_openmpi = pytest.mark.usefixtures("openmpi")
 
 
 @pytest.fixture(scope="session")

@@ -25,13 +25,13 @@ def write_params(tmp_path: Path, name: str, values: dict) -> Path:
     return f
 
 
-@pytest.mark.parametrize("scheduler,marker", [("pbs", "#PBS -l select=3:"),
-                                              ("slurm", "#SBATCH --nodes=3")])
+@pytest.mark.parametrize("scheduler,marker", [("pbs", "#PBS -l select=8:"),
+                                              ("slurm", "#SBATCH --nodes=8")])
 def test_job_scripts_are_valid_bash_and_ask_for_the_nodes(cli, tmp_path, scheduler, marker):
     out = tmp_path / f"job.{scheduler}"
     proc = cli("-m", "burstbench", "jobs", "--scheduler", scheduler, "--params",
-               "papermill_params/hc44rs.yaml", "--nodes", "3", "--walltime", "12:00:00",
-               "--output", str(out))
+               "papermill_params/hc44rs.yaml", "--nodes", "8", "--walltime", "12:00:00",
+               "--runs-dir", str(tmp_path / "runs"), "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert marker in text and "burstbench run --params" in text and "hc44rs.yaml" in text
@@ -44,7 +44,7 @@ def test_submitting_without_the_scheduler_keeps_the_script(cli, tmp_path):
     env = {"PATH": "/usr/bin:/bin"}  # no qsub here
     proc = cli("-m", "burstbench", "jobs", "--scheduler", "pbs", "--params",
                "papermill_params/local.yaml", "--nodes", "1", "--output", str(out), "--submit",
-               env=env)
+               "--runs-dir", str(tmp_path / "runs"), env=env)
     assert proc.returncode == 1 and out.exists()
     assert "qsub is not installed here" in proc.stderr and "not submitted" in proc.stderr
 
@@ -57,7 +57,7 @@ def test_submitting_with_a_stub_scheduler(cli, tmp_path):
     out = tmp_path / "job.slurm"
     proc = cli("-m", "burstbench", "jobs", "--scheduler", "slurm", "--params",
                "papermill_params/local.yaml", "--nodes", "2", "--output", str(out), "--submit",
-               env={"PATH": f"{stub}:{os.environ['PATH']}"})
+               "--runs-dir", str(tmp_path / "runs"), env={"PATH": f"{stub}:{os.environ['PATH']}"})
     assert proc.returncode == 0, proc.stderr
     assert "Submitted batch job 42" in proc.stdout
 
@@ -93,7 +93,7 @@ def test_a_pbs_job_on_two_simulated_nodes(tmp_path, cli):
     job = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=600,
                          env=os.environ | {"PBS_NODEFILE": str(nodefile), "PBS_JOBID": "1.sim"})
     assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
-    assert f"burstbench job on: localhost {socket.gethostname()}" in job.stdout
+    assert f"burstbench job 1.sim on: localhost {socket.gethostname()}" in job.stdout
     (run_dir,) = (runs / "sim").iterdir()
     pp = pd.read_csv(run_dir / "pingpong.csv")
     assert set(pp["placement"]) == {"across-nodes"} and (pp["value"] > 0).all()

@@ -438,10 +438,3 @@ def test_sweep_layouts_and_notes(tmp_path):
 def test_bad_problem_parameters(value, message):
     with pytest.raises(params.ParamError, match=message):
         params.validate({"biccg_problems": value}, "biccg")
-
-
-def test_launcher_arguments():
-    assert bsweep.launch_args("hydra", 4, 2, 3, ["a", "b"]) == [
-        "-hosts", "a,b", "-ppn", "2", "-bind-to", "core:3", "-n", "4"]
-    assert bsweep.launch_args("openmpi", 2, 2, 1, [])[:2] == ["--map-by", "ppr:2:node:PE=1"]
-    assert "--cpus-per-task" in bsweep.launch_args("slurm", 4, 2, 8, ["a", "b"])

@@ -127,3 +127,13 @@ def test_digest_depends_on_what_is_measured_only():
     b = params.validate({"vm": "x", "run_id": "r1", "runs_dir": "/elsewhere"}, "triad")
     c = params.validate({"vm": "x", "triad_ntimes": 3}, "triad")
     assert params.digest(a, "triad") == params.digest(b, "triad") != params.digest(c, "triad")
+
+
+def test_a_custom_placement_sharing_one_cpu_needs_two_hosts():
+    one = {"label": "same", "cpus": [0, 0]}
+    with pytest.raises(params.ParamError, match="both ranks on CPU 0 of one host"):
+        params.validate({"pingpong_placements": [one]}, "pingpong")
+    with pytest.raises(params.ParamError, match="both ranks on CPU 0 of one host"):
+        params.validate({"pingpong_placements": [one | {"hosts": ["a", "a"]}]}, "pingpong")
+    P = params.validate({"pingpong_placements": [one | {"hosts": ["a", "b"]}]}, "pingpong")
+    assert P["pingpong_placements"][0]["cpus"] == [0, 0]

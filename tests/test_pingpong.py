@@ -13,20 +13,17 @@ from pathlib import Path
 import pytest
 
 from burstbench import params, pingpong
+from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 from kernels_ext import pingpong as kp
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
-OMPI_MPIEXEC, OMPI_MPICC = "/usr/bin/mpiexec.openmpi", "/usr/bin/mpicc.openmpi"
 OMPI_LIB = "/usr/lib/x86_64-linux-gnu/libmpi.so.40"
 OMPI_ENV = {"MPI4PY_LIBMPI": OMPI_LIB, "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 needs_mpiexec = pytest.mark.skipif(not os.access(MPIEXEC, os.X_OK),
                                    reason="no mpiexec in the environment (pip install mpich)")
-needs_openmpi = pytest.mark.skipif(
-    not (os.access(OMPI_MPIEXEC, os.X_OK) and os.access(OMPI_MPICC, os.X_OK)),
-    reason="Debian's Open MPI is not installed (apt-get install libopenmpi-dev openmpi-bin)")
 
 
 def mpirun(*args: str, n: int = 2, env: dict | None = None, mpiexec: str = MPIEXEC,
@@ -247,38 +244,6 @@ def test_malformed_combination(combo, message):
 def test_malformed_placement(placement, message):
     with pytest.raises(params.ParamError, match=message):
         params.validate({"pingpong_placements": [placement]}, "pingpong")
-
-
-def test_placements_from_topology():
-    two_sockets = [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1), (4, 0, 0)]  # cpu 4: HT sibling
-    assert pingpong.placement_cpus("same-socket", two_sockets) == (0, 1)
-    assert pingpong.placement_cpus("across-sockets", two_sockets) == (0, 2)
-    one_socket = [(0, 0, 0), (1, 0, 1)]
-    assert pingpong.placement_cpus("across-sockets", one_socket) is None
-    assert pingpong.placement_cpus("same-socket", [(0, 0, 0)]) is None
-
-
-def test_hosts_from_the_scheduler(tmp_path):
-    nodefile = tmp_path / "nodes"
-    nodefile.write_text("cn1\ncn1\ncn2\ncn2\n")
-    assert pingpong.scheduler_hosts({"PBS_NODEFILE": str(nodefile)}) == ["cn1", "cn2"]
-    assert pingpong.scheduler_hosts({"SLURM_JOB_NODELIST": "node[01-03,07],gpu1"}) == \
-        ["node01", "node02", "node03", "node07", "gpu1"]
-    assert pingpong.scheduler_hosts({}) == []
-
-
-def test_launcher_arguments():
-    near = pingpong.Placement("same-socket", "same-socket", (0, 1), None)
-    far = pingpong.Placement("across-nodes", "across-nodes", None, ("a", "b"))
-    assert pingpong.launch_args("hydra", near) == (["-bind-to", "user:0,1", "-n", "2"], {})
-    assert pingpong.launch_args("hydra", far)[0] == ["-hosts", "a,b", "-ppn", "1", "-bind-to",
-                                                     "core", "-n", "2"]
-    assert pingpong.launch_args("openmpi", near)[0] == ["--cpu-list", "0,1", "--bind-to",
-                                                        "cpu-list:ordered", "-n", "2"]
-    assert pingpong.launch_args("openmpi", far)[0][:2] == ["--host", "a:1,b:1"]
-    assert pingpong.launch_args("intel", near) == (["-n", "2"],
-                                                   {"I_MPI_PIN_PROCESSOR_LIST": "0,1"})
-    assert "--cpu-bind=map_cpu:0,1" in pingpong.launch_args("slurm", near)[0]
 
 
 @needs_mpiexec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -133,6 +134,33 @@ def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
     assert len(loaded.table) == 16
     assert any("not finalized" in msg for msg in loaded.problems)
     assert run.done_keys("triad") == {task.key}
+
+
+def test_a_finalize_killed_before_removing_the_parts_adds_nothing_twice(tmp_path, monkeypatch):
+    """A kill after the table was written but before its parts were deleted: the next
+    finalize (the resumed run's) keeps every row once and loses no raw record."""
+    run = store.Run(tmp_path / "r")
+    run.root.mkdir()
+    rows = [{"key": k, "metric": "m", "value": v, "unit": "1"} for k, v in (("a", 1), ("b", 2))]
+    for r in rows:
+        run.save("triad", r["key"], [r], [{"key": r["key"]}])
+    real_unlink = Path.unlink
+
+    def killed_at_the_parts(self, *a, **k):
+        if self.parent == run.parts_dir("triad"):
+            raise KeyboardInterrupt
+        return real_unlink(self, *a, **k)
+
+    monkeypatch.setattr(Path, "unlink", killed_at_the_parts)
+    with pytest.raises(KeyboardInterrupt):
+        run.finalize("triad")
+    monkeypatch.undo()
+    assert len(list(run.parts_dir("triad").glob("*.json"))) == 2  # both still there
+    run.save("triad", "c", [{"key": "c", "metric": "m", "value": 3, "unit": "1"}], [{"key": "c"}])
+    table = run.finalize("triad")
+    assert sorted(table["key"]) == ["a", "b", "c"]
+    raw = [json.loads(x)["key"] for x in run.raw_path("triad").read_text().splitlines()]
+    assert sorted(raw) == ["a", "b", "c"]
 
 
 def test_load_reports_damaged_runs_by_name_and_loads_the_rest(tmp_path):

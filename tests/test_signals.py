@@ -1,0 +1,183 @@
+"""Stopping by signal: SIGTERM and SIGHUP stop a run like Ctrl-C and leave nothing running;
+a configuration dies with its kernel; a rank killed mid-solve fails only its configuration.
+
+Every process a test starts carries BURSTBENCH_TEST_MARKER=<a fresh tag> in its environment
+(inherited by papermill, the kernel, mpiexec and the ranks), so survivors are found by
+scanning /proc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pandas as pd
+import pytest
+
+from burstbench import biccg, runner, store
+from test_batch import ROOT, write_params
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="scans /proc for the processes a run leaves")
+
+MARKER = "BURSTBENCH_TEST_MARKER"
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+SLOW = "80"  # grid edge of a two-rank solve that takes a few seconds here
+T = TypeVar("T")
+
+
+def marked(tag: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process whose environment has MARKER=tag."""
+    needle = f"{MARKER}={tag}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and needle in (d / "environ").read_bytes().split(b"\0"):
+                found.append((int(d.name), (d / "cmdline").read_bytes()
+                              .replace(b"\0", b" ").decode(errors="replace")))
+        except OSError:  # gone meanwhile, or a zombie
+            continue
+    return found
+
+
+def slow_ranks(tag: str) -> list[int]:
+    """Pids of the ranks of the slow solve (not their mpiexec)."""
+    return [pid for pid, cmd in marked(tag)
+            if f"--poisson {SLOW} {SLOW} {SLOW}" in cmd and "mpiexec" not in cmd]
+
+
+def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
+    """Poll `check` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout} s")
+        time.sleep(0.05)
+    return value
+
+
+def kill_all(tag: str) -> None:
+    """Clean up after a failed test: nothing it started may outlive it."""
+    runner.signal_all([pid for pid, _ in marked(tag)], signal.SIGKILL)
+
+
+def default_stop_signals() -> None:
+    """A shell starts `nohup` and background jobs with SIGHUP / SIGINT ignored, which a run
+    rightly respects; the child of a test must take them as a terminal's job does."""
+    for signum in runner.STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+# "run": scancel --batch, a hang-up, `kill` of the run; "every": Slurm's scancel and time
+# limit, which signal every process of the job at once (the kernel and the ranks too).
+# The printed command is resumed once: how a run resumes does not depend on what stopped it,
+# and each resume costs a whole notebook (~15 s here).
+@pytest.mark.parametrize("signum,code,target,resumes", [
+    (signal.SIGTERM, 143, "run", True), (signal.SIGHUP, 129, "run", False),
+    (signal.SIGTERM, 143, "every", False)], ids=["SIGTERM", "SIGHUP", "SIGTERM-to-every"])
+def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume(
+        tmp_path, signum, code, target, resumes):
+    tag = uuid.uuid4().hex
+    params = write_params(tmp_path, "p.yaml", {
+        "vm": "sig", "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(SLOW)] * 3}],
+        "biccg_ranks_per_node": [2], "biccg_threads": [1], "biccg_baselines": [],
+        "biccg_repetitions": 1})
+    runs = tmp_path / "runs"
+    argv = [sys.executable, "-m", "burstbench", "run", "--params", str(params), "--runs-dir",
+            str(runs), "--quiet"]
+    env = os.environ | {MARKER: tag}
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_stop_signals)
+    try:
+        wait_for(lambda: len(slow_ranks(tag)) == 2, 90, "ranks of the second solve")
+        for pid in [proc.pid] if target == "run" else [pid for pid, _ in marked(tag)]:
+            os.kill(pid, signum)
+        _, err = proc.communicate(timeout=60)
+        left = marked(tag)  # at once: the run returns when all it started has ended
+    finally:
+        proc.kill()
+        kill_all(tag)
+    assert proc.returncode == code, err[-2000:]
+    assert left == [], left
+    (run_dir,) = (runs / "sig").iterdir()
+    assert f"interrupted by {signal.Signals(signum).name}" in err and str(run_dir) in err
+    assert "configurations stored: biccg 1 of 2 (interrupted)" in err, err[-2000:]
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["benchmarks"]["biccg"]["status"] == "interrupted"
+
+    resume = shlex.split(err.split("resume with: ", 1)[1].splitlines()[0])
+    assert resume == argv[:-1] + ["--run-id", run_dir.name, "--quiet"]
+    if not resumes:
+        return
+    again = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [p.name for p in (runs / "sig").iterdir()] == [run_dir.name]
+    table = pd.read_csv(run_dir / "biccg.csv")
+    assert set(table["problem"]) == {"poisson8x8x8", f"poisson{SLOW}x{SLOW}x{SLOW}"}
+    assert table["key"].nunique() == 2 and not table.duplicated(["key", "metric"]).any()
+    assert marked(tag) == []
+
+
+def test_a_configuration_dies_with_the_kernel_that_started_it():
+    """A SIGKILLed kernel cannot clean up: its mpiexec gets SIGTERM from the kernel's death
+    (PR_SET_PDEATHSIG) and takes its ranks down."""
+    tag = uuid.uuid4().hex
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from burstbench import runner; "
+         "runner.launch(runner.Task('k', {}, tuple(sys.argv[1:]), timeout_s=120))",
+         MPIEXEC, "-n", "2", sys.executable, "-m", "kernels_ext.biccg", "--poisson", SLOW, SLOW,
+         SLOW, "--threads", "1"], cwd=ROOT, env=os.environ | {MARKER: tag})
+    try:
+        wait_for(lambda: len(slow_ranks(tag)) == 2, 60, "ranks")
+        kernel.kill()
+        kernel.wait(timeout=10)
+        wait_for(lambda: not marked(tag), 10, "end of the orphaned configuration")
+    finally:
+        kernel.kill()
+        kill_all(tag)
+
+
+def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(tmp_path):
+    tag = uuid.uuid4().hex
+
+    def task(key: str, n: str) -> runner.Task:
+        return runner.Task(key, {"label": key, "key": key},
+                           (MPIEXEC, "-n", "2", sys.executable, "-m", "kernels_ext.biccg",
+                            "--poisson", n, n, n, "--threads", "1"),
+                           ((MARKER, tag), ("OMP_NUM_THREADS", "1")), timeout_s=120)
+
+    killed = []
+
+    def kill_one_rank() -> None:
+        pid = wait_for(lambda: len(slow_ranks(tag)) == 2 and slow_ranks(tag), 60, "ranks")[-1]
+        time.sleep(0.3)  # into the solve
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    killer = threading.Thread(target=kill_one_rank, daemon=True)
+    killer.start()
+    run = store.Run(tmp_path / "vm" / "r1")
+    try:
+        result = runner.sweep([task("slow", SLOW), task("fast", "8")], run, "biccg",
+                              biccg.parse, progress=False)
+        killer.join(timeout=10)
+        left = marked(tag)
+    finally:
+        kill_all(tag)
+    assert killed
+    assert result.measured == 1 and not result.interrupted
+    ((title, reason),) = result.failed
+    assert title.startswith("slow") and reason == "rank killed by signal 9 (SIGKILL)"
+    assert run.done_keys("biccg") == {"fast"}
+    assert left == [], left
