@@ -44,8 +44,31 @@ def cli():
     return run_cli
 
 
-needs_clang = pytest.mark.skipif(shutil.which("clang") is None,
-                                 reason="clang is not installed (apt-get install clang libomp-dev)")
+OMP_HELLO = "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"
+
+
+def compile_problem(cc: str, source: str, *flags: str, run: bool = True) -> str:
+    """'' when `cc` compiles and links `source` (and it runs, with `run`), else why not (the
+    compiler's first error line): a compiler can be installed without the runtime or
+    headers it needs."""
+    if shutil.which(cc) is None:
+        return f"{cc} is not installed"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "hello.c").write_text(source)
+        try:
+            proc = subprocess.run([cc, *flags, "hello.c", "-o", "hello"], cwd=tmp,
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode == 0 and run:
+                proc = subprocess.run(["./hello"], cwd=tmp, capture_output=True, text=True,
+                                      timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{cc} did not run: {exc}"
+    return "" if proc.returncode == 0 else f"{cc}: {first_error_line(proc.stdout + proc.stderr)}"
+
+
+_CLANG_PROBLEM = compile_problem("clang", OMP_HELLO, "-fopenmp")
+needs_clang = pytest.mark.skipif(bool(_CLANG_PROBLEM), reason=f"clang cannot build OpenMP here "
+                                 f"({_CLANG_PROBLEM}): apt-get install clang libomp-dev")
 
 #: Debian's Open MPI: openmpi-bin gives these two, libopenmpi-dev the headers mpicc needs.
 OMPI_MPIEXEC, OMPI_MPICC = "/usr/bin/mpiexec.openmpi", "/usr/bin/mpicc.openmpi"
@@ -54,18 +77,11 @@ MPI_HELLO = "#include <mpi.h>\nint main(void) { return MPI_Init(0, 0) || MPI_Fin
 
 @functools.cache
 def mpi_compiler_problem(mpicc: str) -> str:
-    """'' when `mpicc` compiles and links a two-line MPI program, else why not (the
-    compiler's first error line): a wrapper can be installed without its MPI's headers."""
+    """'' when `mpicc` compiles and links a two-line MPI program, else why not: a wrapper
+    can be installed without its MPI's headers."""
     if not os.access(mpicc, os.X_OK):
         return f"{mpicc} is not installed"
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "hello.c").write_text(MPI_HELLO)
-        try:
-            proc = subprocess.run([mpicc, "hello.c", "-o", "hello"], cwd=tmp,
-                                  capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"{mpicc} did not run: {exc}"
-    return "" if proc.returncode == 0 else f"{mpicc}: {first_error_line(proc.stdout + proc.stderr)}"
+    return compile_problem(mpicc, MPI_HELLO, run=False)
 
 
 @pytest.fixture(scope="session")
