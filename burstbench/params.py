@@ -4,15 +4,21 @@ One YAML file per VM size (``papermill_params/<vm>.yaml``) drives every
 measurement notebook.  Its keys are flat, as papermill wants them, and equal
 the names in the notebooks' parameters cells:
 
-* common keys, read by every notebook: ``vm``, ``run_id``, ``runs_dir``;
+* common keys, read by every notebook: ``vm``, ``run_id``, ``runs_dir``,
+  ``vm_price``, ``test``;
 * one prefix per benchmark: ``triad_*`` for 010_measure_triad.ipynb (and
   ``pingpong_*``, ``biccg_*`` for the notebooks that read those).
 
 ``papermill <notebook> out.ipynb -f papermill_params/<vm>.yaml`` passes every
 key to every notebook; papermill only warns about names a notebook's
 parameters cell lacks, so each notebook calls :func:`from_namespace`, which
-refuses any key that no notebook knows (naming it and listing the valid ones)
+refuses any key that no notebook knows (naming it and the closest valid ones)
 and checks the values of the notebook's own keys.
+
+Files are read with :class:`ParamsLoader`, which reads numbers in YAML 1.2's
+spellings (``1e-7``, ``.5``, ``+1e3``) as numbers; PyYAML's YAML 1.1 reads
+``1e-7`` as a string.  Papermill's own ``-f`` reads files as YAML 1.1, so the
+checks of number keys also take a string that holds a number.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +40,50 @@ from kernels_ext.triad import BadInput, parse_count
 
 class ParamError(ValueError):
     """A parameter file or value is wrong; the message is one line naming it."""
+
+
+class _WrongKind(ParamError):
+    """A value of the wrong kind (a string where an integer goes): a list check restates it
+    as what the list takes."""
+
+
+#: YAML 1.2 (core schema) floats, as well as PyYAML's YAML 1.1 ones: ``1e-7``, ``1E-7``,
+#: ``-2.5e3``, ``.5``, ``-.5``, ``+1e3``, ``1.5e3`` (1.1 wants a dot and a signed exponent),
+#: ``1.0e-7``, ``.inf``, ``-.inf``, ``.nan``, ``1_000.5`` and 1.1's sexagesimal ``1:30.5``.
+#: Integers (``7``, ``+4``, ``1_000``) do not match: the int resolver, tried first, has them.
+_FLOAT = re.compile(r"""^(?:
+      [-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    | [-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+    | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    | [-+]?\.(?:inf|Inf|INF)
+    | \.(?:nan|NaN|NAN)
+)$""", re.X)
+
+#: A string that holds a number where a number goes (papermill's ``-f`` reads ``1e-7`` as one):
+#: decimal, with an optional sign, fraction, exponent and ``_`` between digits.
+_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?")
+
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+class ParamsLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader, whose floats are also YAML 1.2's: ``1e-7`` is the number 1e-07.
+
+    Everything else is SafeLoader's (YAML 1.1): integers stay integers, quoted
+    scalars stay strings, ``true``/``yes`` are booleans.
+    """
+
+
+ParamsLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _FLOAT_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+ParamsLoader.add_implicit_resolver(_FLOAT_TAG, _FLOAT, list("-+0123456789."))
+
+
+def loads(text: str) -> Any:
+    """Parse YAML text as a params file is parsed (:class:`ParamsLoader`)."""
+    return yaml.load(text, Loader=ParamsLoader)  # a SafeLoader: no Python objects
 
 
 @dataclass(frozen=True)
@@ -50,7 +101,7 @@ def _count(name: str, minimum: int) -> Callable[[Any], int]:
         try:
             n = parse_count(v, name)
         except BadInput as exc:
-            raise ParamError(str(exc)) from exc
+            raise _WrongKind(str(exc)) from exc
         if n < minimum:
             raise ParamError(f"{name} must be at least {minimum}, not {n}")
         return n
@@ -58,13 +109,24 @@ def _count(name: str, minimum: int) -> Callable[[Any], int]:
     return check
 
 
+def _number(v: Any) -> float | None:
+    """`v` as a float: an int, a float or a string holding a decimal number; else None."""
+    if isinstance(v, str) and _NUMBER_TEXT.fullmatch(v.strip()):
+        return float(v.strip().replace("_", ""))
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
 def _positive_number(name: str, allow_zero: bool = False) -> Callable[[Any], float]:
+    """A finite number above zero (or at least zero); a string such as '1e-7' is taken too."""
     def check(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (
-                v == 0 and not allow_zero):
-            raise ParamError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} "
-                             f"number, not {v!r}")
-        return float(v)
+        x = _number(v)
+        if x is None or not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+            kind = _WrongKind if x is None else ParamError
+            raise kind(f"{name} must be a {'non-negative' if allow_zero else 'positive'} "
+                       f"number, not {v!r}")
+        return x
 
     return check
 
@@ -82,7 +144,7 @@ def _label(name: str) -> Callable[[Any], str]:
 def _typed(name: str, kind: type, what: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if not isinstance(v, kind):
-            raise ParamError(f"{name} must be {what}, not {v!r}")
+            raise _WrongKind(f"{name} must be {what}, not {v!r}")
         return v
 
     return check
@@ -92,18 +154,44 @@ def _text(name: str) -> Callable[[Any], str]:
     return _typed(name, str, "a string")
 
 
+def _bool(name: str) -> Callable[[Any], bool]:
+    """true or false (YAML's true/false, yes/no, on/off), nothing else."""
+    return _typed(name, bool, "true or false")
+
+
 def _run_id(v: Any) -> str:
     return "" if v in ("", None) else _label("run_id")(v)
 
 
-def _list_of(name: str, item: Callable[[Any], Any], allow_empty: bool = True):
+#: What a list of counts takes, as its errors say.
+INTEGERS = "a list of integers (or one integer)"
+
+
+def _list_of(name: str, item: Callable[[Any], Any], allow_empty: bool = True,
+             takes: str = "") -> Callable[[Any], list]:
+    """A list checked item by item; one string, number or bool stands for a list of it.
+
+    `takes` says what the list holds ("a list of integers (or one integer)"):
+    a value that is no list, or an item of the wrong kind, is refused with
+    "<name> must be <takes>, not <the item>".  Without it (lists of mappings),
+    the item's check says what is wrong.
+    """
     def check(v: Any) -> list:
         if isinstance(v, (str, int, float)):
             v = [v]
-        if not isinstance(v, list) or (not v and not allow_empty):
-            raise ParamError(f"{name} must be a {'non-empty ' if not allow_empty else ''}list, "
-                             f"not {v!r}")
-        return [item(x) for x in v]
+        if not isinstance(v, list):
+            raise ParamError(f"{name} must be {takes or 'a list'}, not {v!r}")
+        if not v and not allow_empty:
+            raise ParamError(f"{name} must be a non-empty list, not []")
+        out = []
+        for x in v:
+            try:
+                out.append(item(x))
+            except _WrongKind as exc:
+                if not takes:
+                    raise
+                raise ParamError(f"{name} must be {takes}, not {x!r}") from exc
+        return out
 
     return check
 
@@ -111,7 +199,7 @@ def _list_of(name: str, item: Callable[[Any], Any], allow_empty: bool = True):
 def _affinity_check(name: str, fn: Callable[[str], str]) -> Callable[[Any], str]:
     def check(v: Any) -> str:
         if not isinstance(v, str):
-            raise ParamError(f"{name}: {v!r} is not a string")
+            raise _WrongKind(f"{name}: {v!r} is not a string")
         try:
             return fn(v)
         except affinity.AffinityError as exc:
@@ -120,10 +208,13 @@ def _affinity_check(name: str, fn: Callable[[str], str]) -> Callable[[Any], str]
     return check
 
 
-_places = _list_of("triad_places", _affinity_check("triad_places", affinity.check_places), False)
-_binds = _list_of("triad_bind", _affinity_check("triad_bind", affinity.check_bind), False)
+_places = _list_of("triad_places", _affinity_check("triad_places", affinity.check_places), False,
+                   "a list of OMP_PLACES values (strings, or one string)")
+_binds = _list_of("triad_bind", _affinity_check("triad_bind", affinity.check_bind), False,
+                  "a list of OMP_PROC_BIND values (strings, or one string)")
 _kmps = _list_of("triad_kmp_affinity",
-                 _affinity_check("triad_kmp_affinity", affinity.check_kmp_affinity))
+                 _affinity_check("triad_kmp_affinity", affinity.check_kmp_affinity),
+                 takes="a list of KMP_AFFINITY values (strings, or one string)")
 
 
 def _threads(v: Any) -> str | list[int]:
@@ -134,7 +225,8 @@ def _threads(v: Any) -> str | list[int]:
         if not 1 <= lo <= hi:
             raise ParamError(f"triad_threads range '{v}' must go up from at least 1")
         return list(range(lo, hi + 1))
-    threads = _list_of("triad_threads", _count("triad_threads", 1), allow_empty=False)(v)
+    threads = _list_of("triad_threads", _count("triad_threads", 1), allow_empty=False,
+                       takes=f"{INTEGERS}, a range such as '1-16', or 'all'")(v)
     return sorted(set(threads))
 
 
@@ -181,9 +273,13 @@ def _variant(v: Any) -> dict:
     return out
 
 
-def _choices(name: str, allowed: tuple[str, ...], allow_empty: bool = True):
+def _choices(name: str, allowed: tuple[str, ...],
+             allow_empty: bool = True) -> Callable[[Any], list[str]]:
+    """A list of names from `allowed` (or one name)."""
+    takes = f"a list of names from {', '.join(allowed)} (or one name)"
+
     def check(v: Any) -> list[str]:
-        items = _list_of(name, _text(name), allow_empty)(v)
+        items = _list_of(name, _text(name), allow_empty, takes)(v)
         for x in items:
             if x not in allowed:
                 raise ParamError(f"{name}: unknown value '{x}' (valid: {', '.join(allowed)})")
@@ -200,15 +296,14 @@ def _vm_price(v: Any) -> dict:
     if not isinstance(v, dict) or set(v) - keys:
         raise ParamError(f"vm_price must be a mapping with keys {', '.join(sorted(keys))}, "
                          f"not {v!r}")
-    for k in ("payg", "spot"):
-        if k in v:
-            _positive_number(f"vm_price {k}", allow_zero=True)(v[k])
+    prices = {k: _positive_number(f"vm_price {k}", allow_zero=True)(v[k])
+              for k in ("payg", "spot") if k in v}
     if str(v.get("currency", "JPY")).upper() not in ("JPY", "USD"):
         raise ParamError(f"vm_price: unknown currency '{v.get('currency')}' (known: JPY, USD)")
-    if not any(k in v for k in ("payg", "spot")):
+    if not prices:
         raise ParamError("vm_price needs a payg and/or spot price per node-hour")
     return {"currency": str(v.get("currency", "JPY")).upper(), "region": str(v.get("region", "")),
-            **{k: float(v[k]) for k in ("payg", "spot") if k in v}}
+            **prices}
 
 
 COMMON = [
@@ -220,6 +315,8 @@ COMMON = [
           _text("runs_dir")),
     Param("vm_price", {}, "this VM's price per node-hour where data/reference/prices_vm.csv "
           "lacks it: {payg, spot, currency, region}", _vm_price),
+    Param("test", False, "this params file is a test, not a VM measurement; its runs are "
+          "never drawn as a VM in the report", _bool("test")),
 ]
 
 SECTIONS: dict[str, list[Param]] = {
@@ -265,10 +362,17 @@ COMBO_KEYS = {
 PLACEMENTS = ("same-socket", "across-sockets", "across-nodes")
 
 
-def _str_list(name: str) -> Callable[[Any], list[str]]:
+def _str_list(name: str, what: str = "") -> Callable[[Any], list[str]]:
+    """A list of strings (integers are taken as their digits); no single string stands for
+    one, as an argument list such as '--bind-to core' would be one argument."""
+    takes = f"a list of strings{f' ({what})' if what else ''}"
+
     def check(v: Any) -> list[str]:
-        if not isinstance(v, list) or not all(isinstance(x, (str, int)) for x in v):
-            raise ParamError(f"{name} must be a list of strings, not {v!r}")
+        if not isinstance(v, list):
+            raise ParamError(f"{name} must be {takes}, not {v!r}")
+        for x in v:
+            if isinstance(x, bool) or not isinstance(x, (str, int)):
+                raise ParamError(f"{name} must be {takes}, not {x!r}")
         return [str(x) for x in v]
 
     return check
@@ -325,9 +429,12 @@ def _placement(v: Any) -> dict:
 
 
 def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
+    """A message size in bytes: a power of two (or 0), as 4096, 4M, 4MiB or 4.194304e6."""
     def check(v: Any) -> int:
         from kernels_ext.pingpong import SIZE_LIMIT, PingPongError, is_power_of_two, parse_size
 
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            v = int(v)  # 6.5536e4
         try:
             n = parse_size(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
         except PingPongError as exc:
@@ -347,10 +454,6 @@ def _optional_count(name: str, minimum: int) -> Callable[[Any], int | None]:
     return check
 
 
-def _bool(name: str) -> Callable[[Any], bool]:
-    return _typed(name, bool, "true or false")
-
-
 SECTIONS["pingpong"] = [
     Param("pingpong_combinations", [{"mpiexec": "mpiexec", "launcher": "hydra"}],
           "compiler x MPI library combinations: list of {label, mpiexec, launcher, args, env, "
@@ -360,7 +463,7 @@ SECTIONS["pingpong"] = [
           "{label, cpus, hosts}; impossible ones are skipped with a note",
           _list_of("pingpong_placements", _placement, False)),
     Param("pingpong_hosts", [], "host names for across-nodes; empty: the scheduler's node "
-          "file ($PBS_NODEFILE, $SLURM_JOB_NODELIST)", _str_list("pingpong_hosts")),
+          "file ($PBS_NODEFILE, $SLURM_JOB_NODELIST)", _str_list("pingpong_hosts", "host names")),
     Param("pingpong_tests", ["latency", "bw", "bibw"], "OSU tests to run",
           _choices("pingpong_tests", ("latency", "bw", "bibw"), allow_empty=False)),
     Param("pingpong_min_size", 0, "smallest message in bytes (0 or a power of two; bandwidth "
@@ -379,7 +482,8 @@ SECTIONS["pingpong"] = [
           _optional_count("pingpong_window", 1)),
     Param("pingpong_hugepages", [False], "message buffers without (false, as OSU) and/or with "
           "transparent huge pages (true: label +thp)", _list_of(
-              "pingpong_hugepages", _bool("pingpong_hugepages"), allow_empty=False)),
+              "pingpong_hugepages", _bool("pingpong_hugepages"), allow_empty=False,
+              takes="a list of true or false values (or one of them)")),
     Param("pingpong_baselines", ["mpi4py"], "Python-only baselines in the same sweep",
           _choices("pingpong_baselines", ("mpi4py",))),
     Param("pingpong_validate", True, "first check the data of every combination, placement "
@@ -414,13 +518,13 @@ SECTIONS["biccg"] = [
           "the MPI launcher: {mpiexec, launcher, args, env} as in pingpong_combinations",
           lambda v: _combination(v, "biccg_combination")),
     Param("biccg_nodes", [1], "node counts (hosts from biccg_hosts or the scheduler)",
-          _list_of("biccg_nodes", _count("biccg_nodes", 1), allow_empty=False)),
+          _list_of("biccg_nodes", _count("biccg_nodes", 1), False, INTEGERS)),
     Param("biccg_ranks_per_node", [1, 2], "MPI ranks per node (the study: 2)",
-          _list_of("biccg_ranks_per_node", _count("biccg_ranks_per_node", 1), False)),
+          _list_of("biccg_ranks_per_node", _count("biccg_ranks_per_node", 1), False, INTEGERS)),
     Param("biccg_threads", [1, 2], "OpenMP threads per rank",
-          _list_of("biccg_threads", _count("biccg_threads", 1), allow_empty=False)),
+          _list_of("biccg_threads", _count("biccg_threads", 1), False, INTEGERS)),
     Param("biccg_hosts", [], "host names; empty: $PBS_NODEFILE or $SLURM_JOB_NODELIST",
-          _str_list("biccg_hosts")),
+          _str_list("biccg_hosts", "host names")),
     Param("biccg_block_size", 32, "rows per block (the study: 32)",
           _count("biccg_block_size", 1)),
     Param("biccg_colors", 20, "at least this many colors (the study: 20)",
@@ -458,14 +562,16 @@ def known_names() -> dict[str, str]:
 
 
 def check_keys(keys: list[str], where: str) -> None:
-    """Refuse a key that no notebook knows, naming it and listing the valid keys."""
+    """Refuse a key that no notebook knows, naming it and up to 3 close valid keys (or, with
+    none close, where the valid keys are listed), in one line."""
     known = known_names()
     for key in keys:
         if key not in known:
-            near = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else ""
-            raise ParamError(f"{where}: unknown parameter '{key}'{hint}; valid: "
-                             f"{', '.join(sorted(known))}")
+            near = difflib.get_close_matches(str(key), list(known), n=3)
+            hint = (f"did you mean {', '.join(near[:-1])} or {near[-1]}?" if len(near) > 1
+                    else f"did you mean {near[0]}?" if near
+                    else "the valid keys are in papermill_params/README.md")
+            raise ParamError(f"{where}: unknown parameter '{key}' ({hint})")
 
 
 def validate(values: dict[str, Any], section: str, where: str = "parameters") -> dict:
@@ -488,24 +594,28 @@ def validate(values: dict[str, Any], section: str, where: str = "parameters") ->
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
-    """Read a params YAML file; malformed YAML or a non-mapping is a ParamError naming the line."""
+    """Read a params YAML file with :class:`ParamsLoader`; check its keys.
+
+    Malformed YAML is a ParamError naming the line; an empty (or comment-only)
+    file and one whose top level is not a mapping are ParamErrors naming the file.
+    """
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as exc:
         raise ParamError(f"cannot read parameter file {p}: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = loads(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ParamError(f"malformed YAML in {p}{where}: {problem}") from exc
     if data is None:
-        return {}
+        raise ParamError(f"{p} is empty: a params file needs at least `vm: <name>`")
     if not isinstance(data, dict):
-        raise ParamError(f"{p}: expected a mapping of parameter names to values, "
-                         f"got {type(data).__name__}")
+        raise ParamError(f"{p}: expected a mapping of parameter names to values (`vm: <name>` "
+                         f"and more, one a line), got {type(data).__name__}")
     check_keys([str(k) for k in data], str(p))
     return data
 
@@ -530,7 +640,14 @@ def for_section(values: dict[str, Any], section: str) -> dict[str, Any]:
 
 
 def digest(params: dict[str, Any], section: str) -> str:
-    """A short fingerprint of what a sweep measures (run_id and runs_dir left out)."""
+    """A short fingerprint of what a sweep measures (run_id and runs_dir left out).
+
+    ``test: true`` counts, so that a test run is never resumed as a VM
+    measurement (nor the other way round); ``test: false`` is left out, so the
+    fingerprints of runs made before the key existed stay what they were.
+    """
     keep = {k: v for k, v in params.items()
             if k not in ("run_id", "runs_dir") and (k == "vm" or k.startswith(section + "_"))}
+    if params.get("test"):
+        keep["test"] = True
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from burstbench import params
 
@@ -59,14 +62,28 @@ def test_study_vm_files_hold_table_a():
         assert len(kmp) == 6  # 4 icc + 2 icc-zmm_high labels of Appendix Table A
 
 
-def test_unknown_key_names_it_and_lists_the_valid_ones(tmp_path):
+def load_error(tmp_path, text: str) -> tuple[Path, str]:
+    """The params file holding `text`, and the one-line error loading it raises."""
     f = tmp_path / "p.yaml"
-    f.write_text("vm: x\ntriad_thread: [1]\n")
+    f.write_text(text)
     with pytest.raises(params.ParamError) as err:
         params.load_file(f)
-    msg = str(err.value)
-    assert "unknown parameter 'triad_thread'" in msg and "did you mean 'triad_threads'" in msg
-    assert "valid: " in msg and "triad_ntimes" in msg and "\n" not in msg
+    return f, str(err.value)
+
+
+def test_unknown_key_names_it_and_the_closest_valid_ones(tmp_path):
+    f, msg = load_error(tmp_path, "vm: x\ntriad_threadz: [1]\n")
+    assert msg.startswith(f"{f}: unknown parameter 'triad_threadz' (did you mean triad_threads")
+    assert "valid: " not in msg and "biccg_tol" not in msg and "\n" not in msg
+    hints = msg.split("did you mean ")[1].rstrip("?)").replace(" or ", ", ").split(", ")
+    assert hints[0] == "triad_threads" and 1 <= len(hints) <= 3
+    assert all(h in params.known_names() for h in hints)
+
+
+def test_unknown_key_without_a_close_match_says_where_the_keys_are(tmp_path):
+    _, msg = load_error(tmp_path, "vm: x\nfoo: 1\n")
+    assert "unknown parameter 'foo'" in msg and "papermill_params/README.md" in msg
+    assert "did you mean" not in msg and "triad_ntimes" not in msg and "\n" not in msg
 
 
 def test_malformed_yaml_names_the_line(tmp_path):
@@ -137,3 +154,219 @@ def test_a_custom_placement_sharing_one_cpu_needs_two_hosts():
         params.validate({"pingpong_placements": [one | {"hosts": ["a", "a"]}]}, "pingpong")
     P = params.validate({"pingpong_placements": [one | {"hosts": ["a", "b"]}]}, "pingpong")
     assert P["pingpong_placements"][0]["cpus"] == [0, 0]
+
+
+# --- numbers in YAML 1.2 spellings -------------------------------------------------------------
+
+@pytest.mark.parametrize("text,value", [
+    ("1e-7", 1e-7), ("1E-7", 1e-7), ("-2.5e3", -2500.0), (".5", 0.5), ("+1e3", 1000.0),
+    ("-.5", -0.5), ("1.5e3", 1500.0), ("1.0e-7", 1e-7), ("2.5", 2.5), ("1_000.5", 1000.5),
+])
+def test_yaml_1_2_float_spellings_load_as_floats(text, value):
+    got = yaml.load(f"x: {text}\n", Loader=params.ParamsLoader)["x"]
+    assert type(got) is float and got == value
+
+
+@pytest.mark.parametrize("text,value", [
+    ("7", 7), ("-3", -3), ("+4", 4), ("1_000", 1000), ("0", 0), ("true", True),
+    ("'1e-7'", "1e-7"), ('"1e-7"', "1e-7"), ("1e-7x", "1e-7x"), ("e3", "e3"), ("1.2.3", "1.2.3"),
+    ("~", None), ("abc", "abc"),
+])
+def test_other_scalars_keep_their_type(text, value):
+    got = yaml.load(f"x: {text}\n", Loader=params.ParamsLoader)["x"]
+    assert type(got) is type(value) and got == value
+
+
+def test_inf_and_nan_still_load_and_are_refused_where_a_number_goes():
+    got = yaml.load("a: .inf\nb: -.inf\nc: .nan\n", Loader=params.ParamsLoader)
+    assert got["a"] == math.inf and got["b"] == -math.inf and math.isnan(got["c"])
+    for v in (got["a"], got["c"]):
+        with pytest.raises(params.ParamError, match="biccg_tol must be a positive number"):
+            params.validate({"biccg_tol": v}, "biccg")
+
+
+def test_biccg_tol_1e_7_as_the_readme_writes_it(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("vm: x\nbiccg_tol: 1e-7\nbiccg_timeout_s: +1e3\ntriad_peak_gbs: .5\n"
+                 "triad_timeout_s: 6E2\ntriad_size: 1e9\npingpong_timeout_s: 2.5e2\n"
+                 "pingpong_max_size: 6.5536e4\nvm_price: {payg: 1.5e2, spot: '2e1'}\n")
+    values = params.load_file(f)
+    assert values["biccg_tol"] == 1e-7 and values["biccg_timeout_s"] == 1000.0
+    b = params.validate(values, "biccg", where=str(f))
+    assert b["biccg_tol"] == 1e-7 and b["biccg_timeout_s"] == 1000.0
+    t = params.validate(values, "triad", where=str(f))
+    assert t["triad_peak_gbs"] == 0.5 and t["triad_timeout_s"] == 600.0
+    assert t["triad_size"] == 1_000_000_000 and type(t["triad_size"]) is int
+    pp = params.validate(values, "pingpong")
+    assert pp["pingpong_timeout_s"] == 250.0 and pp["pingpong_max_size"] == 65536
+    assert pp["vm_price"] == {"currency": "JPY", "region": "", "payg": 150.0, "spot": 20.0}
+
+
+def test_numbers_survive_the_papermill_round_trip(tmp_path):
+    """`burstbench run` hands papermill yaml.safe_dump(values); papermill reads it with its
+    own YAML 1.1 loader: every number must come back as the same number."""
+    from papermill.iorw import NoDatesSafeLoader
+
+    f = tmp_path / "p.yaml"
+    f.write_text("vm: x\nbiccg_tol: 1e-7\nbiccg_timeout_s: +1e3\ntriad_peak_gbs: .5\n"
+                 "triad_size: 1e9\ntriad_timeout_s: -2.5e3\ntriad_ntimes: 1_000\n"
+                 "vm_price: {payg: 1.5e2, currency: usd}\n")
+    values = params.load_file(f)
+    back = yaml.load(yaml.safe_dump(values), Loader=NoDatesSafeLoader)
+    assert back == values
+    assert all(type(back[k]) is type(values[k]) for k in values)
+
+
+def test_a_quoted_number_where_a_number_goes_is_that_number():
+    """papermill's own `-f file.yaml` (YAML 1.1) reads 1e-7 as a string: the notebook
+    still gets the number, and the same fingerprint."""
+    before = {"existing"}
+    ns = {"existing": 1, "vm": "a", "biccg_tol": "1e-7", "biccg_timeout_s": " 1_800 "}
+    p = params.from_namespace(ns, before, "biccg")
+    assert p["biccg_tol"] == 1e-7 and type(p["biccg_tol"]) is float
+    assert p["biccg_timeout_s"] == 1800.0
+    q = params.validate({"vm": "a", "biccg_tol": 1e-7, "biccg_timeout_s": 1800}, "biccg")
+    assert params.digest(p, "biccg") == params.digest(q, "biccg")
+    for bad in ("1e-7x", "small", "", "0x10"):
+        with pytest.raises(params.ParamError, match="biccg_tol must be a positive number"):
+            params.validate({"biccg_tol": bad}, "biccg")
+
+
+# --- empty and non-mapping files ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# just a comment\n# and another\n", "---\n",
+                                  "--- # comment\n...\n"])
+def test_an_empty_params_file_is_an_error(tmp_path, text):
+    f = tmp_path / "x.yaml"
+    f.write_text(text)
+    with pytest.raises(params.ParamError) as err:
+        params.load_file(f)
+    assert str(err.value) == f"{f} is empty: a params file needs at least `vm: <name>`"
+
+
+@pytest.mark.parametrize("text,kind", [("- a\n- b\n", "list"), ("vm\n", "str"),
+                                       ("42\n", "int"), ("'vm: x'\n", "str")])
+def test_a_params_file_that_is_not_a_mapping_is_an_error(tmp_path, text, kind):
+    f = tmp_path / "x.yaml"
+    f.write_text(text)
+    with pytest.raises(params.ParamError) as err:
+        params.load_file(f)
+    msg = str(err.value)
+    assert msg.startswith(f"{f}: expected a mapping") and kind in msg and "\n" not in msg
+
+
+def test_empty_params_file_fails_in_params_and_run(tmp_path, capsys, monkeypatch):
+    from burstbench import __main__ as cli
+    from burstbench import store
+
+    def started(*args, **kwargs):
+        raise AssertionError("a run was started from an empty params file")
+
+    monkeypatch.setattr(store, "plan_run", started)  # nothing may be measured
+    f = tmp_path / "x.yaml"
+    f.write_text("# nothing yet\n")
+    for argv in (["params", str(f)],
+                 ["run", "--params", str(f), "--runs-dir", str(tmp_path / "runs")]):
+        capsys.readouterr()
+        assert cli.main(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert err == f"error: {f} is empty: a params file needs at least `vm: <name>`\n", argv
+        assert "ok:" not in out
+    assert not (tmp_path / "runs").exists()
+
+
+# --- list-valued keys say what they take ------------------------------------------------------
+
+@pytest.mark.parametrize("section,key,value,message", [
+    ("biccg", "biccg_threads", "two", "biccg_threads must be a list of integers (or one "
+     "integer), not 'two'"),
+    ("biccg", "biccg_threads", [1, "two"], "biccg_threads must be a list of integers (or one "
+     "integer), not 'two'"),
+    ("biccg", "biccg_threads", [[1, 2]], "biccg_threads must be a list of integers (or one "
+     "integer), not [1, 2]"),
+    ("biccg", "biccg_threads", {"a": 1}, "biccg_threads must be a list of integers (or one "
+     "integer), not {'a': 1}"),
+    ("biccg", "biccg_nodes", [True], "biccg_nodes must be a list of integers (or one integer), "
+     "not True"),
+    ("biccg", "biccg_ranks_per_node", 1.5, "biccg_ranks_per_node must be a list of integers "
+     "(or one integer), not 1.5"),
+    ("triad", "triad_threads", ["two"], "triad_threads must be a list of integers (or one "
+     "integer), a range such as '1-16', or 'all', not 'two'"),
+    ("triad", "triad_threads", None, "triad_threads must be a list of integers (or one "
+     "integer), a range such as '1-16', or 'all', not None"),
+    ("triad", "triad_places", [1], "triad_places must be a list of OMP_PLACES values "
+     "(strings, or one string), not 1"),
+    ("triad", "triad_bind", [None], "triad_bind must be a list of OMP_PROC_BIND values "
+     "(strings, or one string), not None"),
+    ("triad", "triad_kmp_affinity", [3], "triad_kmp_affinity must be a list of KMP_AFFINITY "
+     "values (strings, or one string), not 3"),
+    ("triad", "triad_baselines", [1], "triad_baselines must be a list of names from numba, "
+     "numpy (or one name), not 1"),
+    ("pingpong", "pingpong_tests", [True], "pingpong_tests must be a list of names from "
+     "latency, bw, bibw (or one name), not True"),
+    ("pingpong", "pingpong_baselines", [["mpi4py"]], "pingpong_baselines must be a list of "
+     "names from mpi4py (or one name), not ['mpi4py']"),
+    ("biccg", "biccg_baselines", [2], "biccg_baselines must be a list of names from scipy-cg, "
+     "numba-ic0cg, numba-cg (or one name), not 2"),
+    ("pingpong", "pingpong_hugepages", ["yes"], "pingpong_hugepages must be a list of true or "
+     "false values (or one of them), not 'yes'"),
+    ("pingpong", "pingpong_hosts", ["a", 1.5], "pingpong_hosts must be a list of strings "
+     "(host names), not 1.5"),
+    ("pingpong", "pingpong_hosts", "node1", "pingpong_hosts must be a list of strings "
+     "(host names), not 'node1'"),
+    ("biccg", "biccg_hosts", ["a", None], "biccg_hosts must be a list of strings "
+     "(host names), not None"),
+])
+def test_a_bad_list_element_says_what_the_key_takes(section, key, value, message):
+    with pytest.raises(params.ParamError) as err:
+        params.validate({key: value}, section, where="p.yaml")
+    assert str(err.value) == f"p.yaml: {message}"
+
+
+def test_list_values_still_checked_one_by_one():
+    for key, value, message in (("biccg_threads", [0], "biccg_threads must be at least 1"),
+                                ("biccg_baselines", ["julia"], "unknown value 'julia'"),
+                                ("biccg_nodes", [], "non-empty list")):
+        with pytest.raises(params.ParamError, match=re.escape(message)):
+            params.validate({key: value}, "biccg")
+    assert params.validate({"biccg_threads": 2.0, "biccg_nodes": "1e1"}, "biccg")[
+        "biccg_threads"] == [2]
+
+
+# --- the common key `test` ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("section", params.NOTEBOOKS)
+def test_test_is_a_common_key_in_every_benchmark(section):
+    assert params.schema(section)["test"].default is False
+    assert params.validate({}, section)["test"] is False
+    assert params.validate({"test": True}, section)["test"] is True
+    assert params.for_section({"test": True, "vm": "x"}, section) == {"test": True, "vm": "x"}
+    with pytest.raises(params.ParamError, match="test must be true or false, not 'yes'"):
+        params.validate({"test": "yes"}, section)
+
+
+def test_smoke_yaml_is_a_test():
+    values = params.load_file(ROOT / "papermill_params" / "smoke.yaml")
+    assert values["test"] is True
+    for section in params.NOTEBOOKS:
+        assert params.validate(values, section)["test"] is True
+    for f in YAMLS:
+        if f.name != "smoke.yaml":
+            assert params.validate(params.load_file(f), "triad")["test"] is False, f.name
+
+
+def test_a_test_run_never_resumes_a_measurement():
+    """`test: true` is part of the fingerprint (so a test run and a VM measurement never share
+    a run); `test: false` is not (so the fingerprints of earlier runs stay what they were)."""
+    a = params.validate({"vm": "x"}, "triad")
+    b = params.validate({"vm": "x", "test": False}, "triad")
+    c = params.validate({"vm": "x", "test": True}, "triad")
+    assert params.digest(a, "triad") == params.digest(b, "triad") != params.digest(c, "triad")
+    assert params.digest(a, "triad") == "522370d8883d"  # as before the key existed
+
+
+def test_readme_documents_the_common_keys():
+    readme = (ROOT / "papermill_params" / "README.md").read_text()
+    common = readme.split("## Common keys")[1].split("## ")[0]
+    for p in params.COMMON:
+        assert f"| `{p.name}` |" in common, p.name
