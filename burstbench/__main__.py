@@ -296,6 +296,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from burstbench import report
 
     fig_dir = paths.figures_dir(args.figures_dir)
+    if args.include_test_runs:  # read by store.load in the notebooks' kernels
+        os.environ["BURSTBENCH_INCLUDE_TEST_RUNS"] = "1"
     notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
     if not notebooks:
         return _fail(f"no report notebooks ({REPORT_NOTEBOOKS}) in {paths.notebooks_dir()}")
@@ -388,8 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = _command(sub, "collect", cmd_collect, "merge run folders brought back from VMs",
                  "Copy each run folder found in DIR (a run folder, or a tree of "
                  "<vm>/<run-id>/ folders) into the runs folder, after checking it; runs "
-                 "already there (same VM and run id) are skipped, damaged ones are refused by "
-                 "name. Exit status 1 when any was refused.",
+                 "already there (same VM and run id) are skipped, damaged ones (a file "
+                 "missing, shorter or changed since its manifest was written, fewer "
+                 "configurations than measured) are refused by name; interrupted runs are "
+                 "added and said to be incomplete. Exit status 1 when any was refused.",
                  "burstbench collect /mnt/results/hc44rs /mnt/results/hb120rs_v3")
     c.add_argument("dirs", nargs="+", metavar="DIR")
     c.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
@@ -402,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--reference-dir", default="", help="default data/reference")
     rep.add_argument("--figures-dir", default="", help="output folder (default figures/)")
     rep.add_argument("--verbose", action="store_true", help="echo the notebooks' output")
+    rep.add_argument("--include-test-runs", action="store_true",
+                     help="also draw runs whose params say `test: true` (smoke.yaml), labelled "
+                     "as test runs; by default they are left out and named in the notes")
 
     pc = _command(sub, "params", cmd_params, "check parameter files",
                   "Check that every key of each file is known to a notebook and every value "

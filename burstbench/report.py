@@ -125,6 +125,12 @@ def _peak_for(vm: str, run_params: dict, peaks: pd.DataFrame) -> tuple[float, st
     return math.nan, ""
 
 
+def _source(run: dict) -> str:
+    """How a run's rows and titles are labelled: 'measured here', or 'a test run' for runs
+    of a params file marked `test: true` (drawn only with --include-test-runs)."""
+    return "a test run" if run.get("test") else "measured here"
+
+
 def _latest_runs(loaded: store.Loaded) -> dict[str, dict]:
     """Per VM, the newest run with data (run ids sort by start time)."""
     latest: dict[str, dict] = {}
@@ -168,7 +174,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         peak, peak_src = _peak_for(vm, run["params"], peaks)
         fig, ax = plt.subplots(figsize=(10, 5.5))
         plots.bandwidth_vs_threads(s, ax, title=f"{vm}: STREAM Triad bandwidth vs threads "
-                                                f"(measured here)")
+                                                f"({_source(run)})")
         marks = []
         ref = best_ref[best_ref["vm"].map(vm_key) == vm_key(vm)]
         for r in ref.itertuples():
@@ -197,7 +203,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         for label, d in s.groupby("label"):
             top = d.loc[d["median_gbs"].idxmax()]
             best_rows.append({
-                "vm": vm, "source": "measured here", "label": label, "impl": top["impl"],
+                "vm": vm, "source": _source(run), "label": label, "impl": top["impl"],
                 "threads": int(top["threads"]), "best_median_gbs": round(top["median_gbs"], 2),
                 "min_gbs": round(top["min_gbs"], 2), "max_gbs": round(top["max_gbs"], 2),
                 "cv": top["cv"], "repetitions": int(top["n"]),
@@ -294,7 +300,7 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                     handles.append(h)
                     labels.append(lab)
         fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.8, 0.5), fontsize=7)
-        fig.suptitle(f"{vm}: MPI ping-pong, two ranks (measured here)", fontweight="bold")
+        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({_source(run)})", fontweight="bold")
         params = run["params"]
         caption = (f"Data: {run_rel} ({run['status']}); median of "
                    f"{int(s['n'].max())} mpiexec runs per point, bars min-max; OSU 7.x methods "
@@ -307,7 +313,7 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
             caption, [run_rel], show, legend_right=0.8))
         for row in pingpong.extremes(s).to_dict("records"):
-            rows.append({"vm": vm, "source": "measured here"} | row | {"data": run_rel})
+            rows.append({"vm": vm, "source": _source(run)} | row | {"data": run_rel})
     for x in ref.itertuples():
         base = {"vm": x.vm, "source": "the study", "label": "", "impl": "",
                 "combination": f"{x.combinations:g} combinations" if pd.notna(
@@ -344,7 +350,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         for (ax_t, ax_s), prob in zip(axes, problems):
             plots.time_vs_cores(s[s["problem"] == prob], ax_t, f"{prob}: solve time")
             plots.iteration_split(s[s["problem"] == prob], ax_s, f"{prob}: one iteration")
-        fig.suptitle(f"{vm}: BICCG (block IC(0) CG, multicolor), measured here",
+        fig.suptitle(f"{vm}: BICCG (block IC(0) CG, multicolor), {_source(run)}",
                      fontweight="bold")
         params = run["params"]
         caption = (f"Data: {run_rel} ({run['status']}); median of {int(s['n'].max())} runs, "

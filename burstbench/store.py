@@ -3,7 +3,8 @@
 Layout of a run (``data/runs/<vm>/<run-id>/``)::
 
     provenance.json          machine, software, git, and one section per benchmark
-                             (parameters, variants, start/end, status, failures)
+                             (parameters, variants, start/end, status, failures, and
+                             the manifest of its files: bytes, SHA-256, rows)
     <benchmark>.csv          the tidy table: one row per measured value
     <benchmark>.jsonl        the raw records the kernels printed (binding included)
     <benchmark>.parts/       while a sweep runs: one file per measured configuration
@@ -12,7 +13,8 @@ Layout of a run (``data/runs/<vm>/<run-id>/``)::
 Every file is written whole to a temporary name and renamed into place, so a
 crash leaves either the old file or the new one, never half of one.  A sweep
 stores each configuration as soon as it is measured (a part file); a re-run
-skips what is stored; ``finalize`` folds the parts into the tables.
+skips what is stored; ``finalize`` folds the parts into the tables and records
+their manifest, which :func:`verify` checks before anything reads them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
 import json
 import os
 import secrets
@@ -38,6 +41,9 @@ SCHEMA = [
     "metric", "value", "unit", "repetition", "bound_cpus", "moved_threads", "key", "timestamp",
 ]
 REQUIRED = ["run_id", "vm", "benchmark", "label", "metric", "value", "unit", "key"]
+#: 2: each benchmark's tables are recorded in a manifest when folded (runs without the
+#: key were written before manifests and are checked by what their files show).
+STORE_VERSION = 2
 
 
 class StoreError(Exception):
@@ -185,6 +191,10 @@ class Run:
         atomic_write(self.raw_path(benchmark),
                      old_raw + "".join(json.dumps(r, default=str) + "\n" for r in raw))
         atomic_write(self.table_path(benchmark), table.to_csv(index=False))
+        manifest = {self.table_path(benchmark).name: file_facts(self.table_path(benchmark))
+                    | {"configurations": int(table["key"].nunique()) if len(table) else 0},
+                    self.raw_path(benchmark).name: file_facts(self.raw_path(benchmark))}
+        self.set_section(benchmark, manifest=manifest)
         for p in self.parts_dir(benchmark).glob("*.json"):  # now held by the tables
             p.unlink()
         with contextlib.suppress(OSError):
@@ -207,6 +217,109 @@ def read_table(path: Path) -> pd.DataFrame:
         if c not in df.columns:
             df[c] = pd.NA
     return df[SCHEMA + [c for c in df.columns if c not in SCHEMA]]
+
+
+def file_facts(path: Path) -> dict:
+    """What a manifest records of a file: its size, SHA-256 and number of data rows (lines,
+    less a CSV's header)."""
+    raw = Path(path).read_bytes()
+    lines = raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
+    return {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
+            "rows": lines - 1 if Path(path).suffix == ".csv" and lines else lines}
+
+
+@dataclass
+class Check:
+    """What :func:`verify` found for one benchmark of a run.
+
+    ``damage``: files missing, shorter or changed since they were written, or fewer
+    configurations than the run says it measured (refused by ``collect``, drawn as
+    "incomplete: ..." by the report).  ``incomplete``: an honest gap the provenance
+    records itself (interrupted, failed configurations, not yet folded).  ``verified``:
+    the files match their manifest; False for runs written before manifests.
+    """
+
+    benchmark: str
+    damage: list[str] = field(default_factory=list)
+    incomplete: str = ""
+    verified: bool = False
+
+    @property
+    def label(self) -> str:
+        """How a figure's caption names the run's state."""
+        if self.damage:
+            return "incomplete: " + "; ".join(self.damage)
+        if self.incomplete:
+            return "incomplete: " + self.incomplete
+        return ("complete" if self.verified
+                else "complete, from before manifests: not checksummed")
+
+
+def verify(run: "Run", benchmark: str, prov: dict | None = None) -> Check:
+    """Check a benchmark's files against the run's manifest and provenance.
+
+    With a manifest: each file must exist with the recorded size and SHA-256.
+    Without one (runs written before manifests): the table must be readable, end with
+    a whole row and hold no row without a value.  Either way a run that says it
+    finished must hold every configuration it planned, less those recorded as failed.
+    """
+    prov = run.provenance() if prov is None else prov
+    sec = prov.get("benchmarks", {}).get(benchmark, {})
+    check = Check(benchmark)
+    status = sec.get("status", "unknown")
+    planned, failed = sec.get("planned"), len(sec.get("failures", []))
+    table_path = run.table_path(benchmark)
+    parts = sorted(run.parts_dir(benchmark).glob("*.json"))
+    manifest = sec.get("manifest")
+    configurations: int | None = None
+    if manifest:
+        for name, want in manifest.items():
+            path = run.root / name
+            if not path.exists():
+                check.damage.append(f"{name} is missing (the manifest records {want['bytes']} "
+                                    "bytes)")
+                continue
+            got = path.stat().st_size
+            if got < want["bytes"]:
+                check.damage.append(f"{name} is shorter than written ({got} of "
+                                    f"{want['bytes']} bytes)")
+            elif file_facts(path)["sha256"] != want["sha256"]:
+                check.damage.append(f"{name} changed since it was written (SHA-256 differs "
+                                    "from the manifest)")
+        configurations = manifest.get(table_path.name, {}).get("configurations")
+        check.verified = not check.damage
+    elif table_path.exists():
+        if prov.get("store_version", 1) >= 2 and not parts:
+            check.damage.append(f"{table_path.name} has no manifest (its fold was interrupted:"
+                                " resume the run to complete it)")
+        raw = table_path.read_bytes()
+        cut = bool(raw) and not raw.endswith(b"\n")
+        if cut:
+            check.damage.append(f"{table_path.name} ends in the middle of a row (truncated)")
+        try:
+            table = read_table(table_path)
+        except StoreError as exc:
+            check.damage.append(str(exc).replace(f"{table_path}: ", f"{table_path.name}: "))
+        else:
+            holes = int(table[["key", "value"]].isna().any(axis=1).sum()) - cut
+            if holes > 0:
+                check.damage.append(f"{table_path.name} has {holes} row(s) without a key "
+                                    "or value")
+            configurations = int(table["key"].nunique())
+    elif status == "complete":
+        check.damage.append(f"{table_path.name} is missing (the provenance says complete)")
+    want = planned - failed if isinstance(planned, int) else None
+    if status == "complete" and want is not None and configurations is not None \
+            and configurations < want and not parts:
+        check.damage.append(f"{table_path.name} holds {configurations} of the {want} "
+                            "configurations measured")
+    if status != "complete" or parts:
+        stored = len(run.done_keys(benchmark)) if not check.damage else configurations
+        of = f" of {planned}" if isinstance(planned, int) else ""
+        why = status if status != "complete" else "not folded"
+        check.incomplete = f"{why}, {stored}{of} configurations stored" + \
+            (f", {failed} failed" if failed else "")
+    return check
 
 
 def find_resumable(runs_dir: Path, vm: str, benchmark: str, digest: str) -> str:
@@ -250,7 +363,8 @@ def _create(folder: Path, vm: str, system: Callable[[], dict] | None) -> Run:
     if not run.provenance_path.exists():
         info = system() if system else {}
         run.update_provenance(lambda p: p.update(
-            {"run_id": run.run_id, "vm": vm, "created": now_iso(), **info, "benchmarks": {}}))
+            {"run_id": run.run_id, "vm": vm, "created": now_iso(), "store_version": STORE_VERSION,
+             **info, "benchmarks": {}}))
     return run
 
 
@@ -283,9 +397,10 @@ def open_run(runs_dir: Path, vm: str, benchmark: str, params: dict, digest: str,
     """
     base = Path(runs_dir) / vm
     run_id = run_id or find_resumable(runs_dir, vm, benchmark, digest)
-    resumed = bool(run_id) and (base / run_id / "provenance.json").exists()
     run = _create(base / (run_id or new_run_id()), vm, system)
     prior = run.section(benchmark)
+    # planned by `burstbench run` (pending) is new; started before, or with stored parts, resumed
+    resumed = prior.get("status", "pending") != "pending" or bool(run.done_keys(benchmark))
     if prior.get("params_digest") not in (None, digest):
         raise StoreError(f"run {run.root} measured {benchmark} with other parameters "
                          f"(digest {prior['params_digest']} != {digest}): choose a new run_id")
@@ -303,12 +418,29 @@ class Loaded:
     problems: list[str] = field(default_factory=list)
 
 
-def load(runs_dir: Path, benchmark: str) -> Loaded:
+def is_test_run(prov: dict) -> bool:
+    """True when the run was measured with a params file marked `test: true` (smoke.yaml)."""
+    return any(bool(sec.get("params", {}).get("test"))
+               for sec in prov.get("benchmarks", {}).values())
+
+
+def include_test_runs() -> bool:
+    """Whether the report draws test runs (labelled as such): `burstbench report
+    --include-test-runs` sets BURSTBENCH_INCLUDE_TEST_RUNS=1 for its notebooks."""
+    return os.environ.get("BURSTBENCH_INCLUDE_TEST_RUNS", "") == "1"
+
+
+def load(runs_dir: Path, benchmark: str, include_tests: bool | None = None) -> Loaded:
     """Load every run's `benchmark` table (finished or not) into one DataFrame.
 
-    Nothing is skipped silently: an unreadable provenance, table or part file
-    is reported by name in ``problems`` and the rest still loads.
+    Nothing is skipped silently: an unreadable provenance, table or part file, a
+    file that does not match the run's manifest, a run that holds fewer
+    configurations than planned and a test run left out (`test: true` in its
+    params; drawn only with `include_tests`, default include_test_runs()) are
+    reported by name in ``problems``, and each run's ``status`` says how complete
+    it is ("complete", or "incomplete: why").
     """
+    include_tests = include_test_runs() if include_tests is None else include_tests
     frames, runs, problems = [], [], []
     for prov_path in sorted(Path(runs_dir).glob("*/*/provenance.json")):
         run = Run(prov_path.parent)
@@ -320,6 +452,13 @@ def load(runs_dir: Path, benchmark: str) -> Loaded:
         sec = prov.get("benchmarks", {}).get(benchmark)
         if sec is None:
             continue
+        test = is_test_run(prov)
+        if test and not include_tests:
+            problems.append(f"{run.root}: a test run (its params say `test: true`), not a VM "
+                            f"measurement: {benchmark} not drawn")
+            continue
+        check = verify(run, benchmark, prov)
+        problems += [f"{run.root}: {d}" for d in check.damage]
         part_problems: list[str] = []
         rows, _ = run._read_parts(benchmark, part_problems)
         problems += part_problems
@@ -337,10 +476,13 @@ def load(runs_dir: Path, benchmark: str) -> Loaded:
                             f"{len(rows)} stored values used")
         if not got:
             continue
-        frames.append(pd.concat(got, ignore_index=True))
+        frame = pd.concat(got, ignore_index=True)
+        frames.append(frame[frame["key"].notna() & frame["value"].notna()])
         runs.append({"vm": run.vm, "run_id": run.run_id, "path": str(run.root),
-                     "status": sec.get("status", "unknown"), "started": sec.get("started"),
-                     "finished": sec.get("finished"), "params": sec.get("params", {}),
+                     "status": check.label + (" (a test run, not a VM)" if test else ""),
+                     "verified": check.verified, "damage": check.damage, "test": test,
+                     "started": sec.get("started"), "finished": sec.get("finished"),
+                     "params": sec.get("params", {}),
                      "host": prov.get("system", {}).get("hostname", "")})
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMA)
     return Loaded(table, runs, problems)
@@ -348,7 +490,8 @@ def load(runs_dir: Path, benchmark: str) -> Loaded:
 
 def validate_run(folder: Path) -> list[str]:
     """What is wrong with a run folder ([] if nothing): readable provenance naming the run,
-    and every benchmark table it lists readable."""
+    and every benchmark's files as its manifest (or, before manifests, its provenance)
+    says they should be (see :func:`verify`)."""
     run = Run(folder)
     try:
         prov = run.provenance()
@@ -360,13 +503,7 @@ def validate_run(folder: Path) -> list[str]:
     if prov.get("run_id") not in (None, run.run_id):
         issues.append(f"{folder}: provenance names run {prov.get('run_id')}")
     for bench in prov.get("benchmarks", {}):
-        if run.table_path(bench).exists():
-            try:
-                read_table(run.table_path(bench))
-            except StoreError as exc:
-                issues.append(str(exc))
-        elif list(run.parts_dir(bench).glob("*.json")):
-            pass  # an unfinished sweep: its parts load (and are reported) as they are
+        issues += verify(run, bench, prov).damage
     return issues
 
 
@@ -411,5 +548,9 @@ def collect(sources: list[Path], runs_dir: Path) -> tuple[list[str], list[str], 
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(run_dir, tmp, ignore=shutil.ignore_patterns(".lock"))
             os.rename(tmp, dest)
-            added.append(f"{vm}/{run_dir.name}")
+            run = Run(dest)
+            gaps = [f"{b} {c.incomplete}" for b in prov.get("benchmarks", {})
+                    if (c := verify(run, b, prov)).incomplete]
+            added.append(f"{vm}/{run_dir.name}" + (f" (incomplete: {'; '.join(gaps)})"
+                                                   if gaps else ""))
     return added, dupes, refused

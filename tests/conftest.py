@@ -32,6 +32,31 @@ def _isolated_cache(tmp_path_factory):
         os.environ["BURSTBENCH_CACHE"] = old
 
 
+def _git_status() -> str | None:
+    """`git status --porcelain` of the checkout (untracked files included), or None where
+    this is no git checkout."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checkout_left_as_found():
+    """The suite writes only to temporary folders: after it, `git status` of the checkout
+    is what it was before (no stray run, log or figure; a failure here is an error of the
+    session's teardown, naming what changed)."""
+    before = _git_status()
+    yield
+    after = _git_status()
+    if before is not None and after is not None and after != before:
+        old, new = set(before.splitlines()), set(after.splitlines())
+        pytest.fail("the tests changed the checkout: " + "; ".join(
+            [f"new {x}" for x in sorted(new - old)] + [f"gone {x}" for x in sorted(old - new)]))
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run `python <args>` from the project root; return the completed process."""
     full_env = os.environ | (env or {})
@@ -105,4 +130,20 @@ def smoke_run(tmp_path_factory):
     proc = run_cli("-m", "burstbench", "run", "--params", "papermill_params/smoke.yaml",
                    "--runs-dir", str(runs), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return runs
+
+
+@pytest.fixture
+def vm_run(smoke_run, tmp_path) -> Path:
+    """A copy of the smoke run as if a VM's params had measured it (`test` false): for the
+    report and cost code paths that draw VMs. Returns the runs folder of the copy."""
+    import json
+
+    runs = tmp_path / "vm-runs"
+    shutil.copytree(smoke_run, runs, ignore=shutil.ignore_patterns(".lock"))
+    for prov in runs.glob("*/*/provenance.json"):
+        doc = json.loads(prov.read_text())
+        for sec in doc["benchmarks"].values():
+            sec["params"]["test"] = False
+        prov.write_text(json.dumps(doc, indent=1))
     return runs

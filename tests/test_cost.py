@@ -108,10 +108,10 @@ def test_run_prices_from_params():
 
 
 def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
-        smoke_run, tmp_path):
+        vm_run, tmp_path):
     ref = bad_reference(tmp_path, "prices_onprem.csv", lambda d: d.drop(columns=["source"]))
     figs = tmp_path / "figs"
-    sec = costreport.cost_report(smoke_run, ref, figs)
+    sec = costreport.cost_report(vm_run, ref, figs)
     text = " ".join(sec.problems)
     assert "prices_onprem.csv: missing column(s) source" in text
     assert "VM 'smoke' has no known price" in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import report
+from burstbench import costreport, report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,26 +65,47 @@ def test_smoke_run_holds_biccg_too(smoke_run):
 def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     figs = tmp_path / "figures"
     proc = cli("-m", "burstbench", "report", "--runs-dir", str(smoke_run), "--figures-dir",
-               str(figs))
+               str(figs), "--include-test-runs")  # smoke.yaml says `test: true`
     assert proc.returncode == 0, proc.stderr
     index = (figs / "README.md").read_text()
     for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
                  "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
                  "pingpong_extremes.csv", "pingpong_extremes.md", "biccg_smoke.png",
                  "biccg_summary.csv", "biccg_summary.md", "table_4_prices.md", "cost_triad.png",
-                 "cost_spot.svg", "cost_biccg.csv", "break_even.md"):
+                 "cost_spot.svg", "break_even.md"):  # cost_biccg: no VM here (test_cost)
         assert (figs / name).stat().st_size > 0
         assert name in index
     best = pd.read_csv(figs / "triad_best.csv")
-    ours = best[best["source"] == "measured here"]
+    assert "measured here" not in set(best["source"])  # a test run is never a VM
+    ours = best[best["source"] == "a test run"]
     assert set(ours["vm"]) == {"smoke"} and len(ours) == 3  # gcc, numba, numpy labels
+    assert "(a test run, not a VM)" in index
+    assert "smoke" not in set(pd.read_csv(figs / "cost_triad.csv")["system"])  # never priced
     study = best[best["source"] == "the study"].set_index("vm")
     assert study.loc["HB120rs_v3", "best_median_gbs"] == 235.1
     assert study.loc["HB120rs_v3", "fraction_of_theoretical"] == pytest.approx(235.1 / 409.6,
                                                                               abs=1e-3)
 
 
-def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path):
+def test_a_test_run_is_never_drawn_as_a_vm(smoke_run, tmp_path):
+    """smoke.yaml marks itself `test: true`: by default its run is named in the notes and
+    left out of every figure and table."""
+    figs = tmp_path / "figs"
+    sections = [report.triad_report(smoke_run, figures_dir=figs),
+                report.pingpong_report(smoke_run, figures_dir=figs),
+                report.biccg_report(smoke_run, figures_dir=figs),
+                costreport.cost_report(smoke_run, figures_dir=figs)]
+    for section in sections:
+        report.save_section(section, figs)
+    assert not list(figs.glob("*smoke*"))
+    assert "smoke" not in set(pd.read_csv(figs / "triad_best.csv")["vm"])
+    index = report.write_index(figs).read_text()
+    (run_dir,) = (smoke_run / "smoke").iterdir()
+    assert f"{run_dir}: a test run (its params say `test: true`)" in index
+
+
+def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("BURSTBENCH_INCLUDE_TEST_RUNS", "1")
     runs = tmp_path / "runs"
     shutil.copytree(smoke_run, runs)
     broken = runs / "broken" / "r1"

@@ -143,7 +143,7 @@ def test_the_smoke_study_as_a_batch_job(slurm, tmp_path, nodes):
     if nodes == 2:  # the report from what was collected (once: it takes ~25 s)
         figs = tmp_path / "figures"
         proc = run_cli("-m", "burstbench", "report", "--runs-dir", str(results),
-                       "--figures-dir", str(figs))
+                       "--figures-dir", str(figs), "--include-test-runs")  # smoke: a test
         assert proc.returncode == 0, proc.stderr[-2000:]
         index = (figs / "README.md").read_text()
         for bench in ("triad", "pingpong", "biccg"):  # drawn from the job's run
