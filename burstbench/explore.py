@@ -1,0 +1,285 @@
+"""Exploration: every run as one tidy DataFrame with its provenance, and comparisons.
+
+For the questions the report's figures do not answer (notebooks/200_explore.ipynb):
+which runs exist and what they ran on, two runs or two VMs side by side with the ratio
+and its spread, and a new VM placed against the study's published values.  Runs are read
+with :func:`burstbench.store.load`, so damaged runs are named, never dropped silently,
+and each run carries the status its manifest check gave it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from burstbench import paths, store
+
+BENCHMARKS = ("triad", "pingpong", "biccg")
+
+#: Provenance columns added to every row: what a reader filters and groups by.
+PROVENANCE = ["vm", "run_id", "benchmark", "status", "verified", "test", "date", "host",
+              "cpu_model", "sockets", "cores", "compiler", "flags", "mpi_library",
+              "git_commit", "git_dirty", "folder"]
+
+#: The compared columns: what a configuration is (`config`, `x`), the value and its unit.
+HEADLINE = ["benchmark", "config", "x_name", "x", "quantity", "unit", "higher_is_better"]
+
+
+@dataclass
+class Runs:
+    """Every run's rows (:data:`store.SCHEMA` plus :data:`PROVENANCE`), one row per run
+    (``runs``), and what could not be used (``problems``, each naming its file)."""
+
+    table: pd.DataFrame
+    runs: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+
+
+def _run_facts(run: dict, benchmark: str) -> dict:
+    """The provenance columns of one run's benchmark."""
+    folder = Path(run["path"])
+    try:
+        prov = store.Run(folder).provenance()
+    except store.StoreError:
+        prov = {}
+    sec = prov.get("benchmarks", {}).get(benchmark, {})
+    cpu = prov.get("system", {}).get("cpu", {})
+    git = sec.get("git") or prov.get("git") or {}
+    variants = sec.get("variants") or [{}]
+    mpi = sorted({" ".join(str(v["mpi_library"]).splitlines()[0].split()) for v in variants
+                  if v.get("mpi_library")})
+    return {"vm": run["vm"], "run_id": run["run_id"], "benchmark": benchmark,
+            "status": run["status"], "verified": run["verified"], "test": run["test"],
+            "date": (prov.get("created") or "")[:10], "host": run.get("host", ""),
+            "cpu_model": cpu.get("model", ""), "sockets": cpu.get("sockets"),
+            "cores": cpu.get("cores"), "mpi_library": "; ".join(mpi),
+            "git_commit": (git.get("commit") or "")[:10], "git_dirty": git.get("dirty"),
+            "folder": str(folder)}
+
+
+def load_runs(*folders: str | Path, benchmarks: Iterable[str] = BENCHMARKS,
+              include_tests: bool = False) -> Runs:
+    """Every run under `folders` (default: data/runs of the project) as one DataFrame.
+
+    Each row keeps its table's columns (compiler and flags per row) and gains the run's
+    provenance: VM, CPU model, sockets, cores, MPI library, git commit, date, status.
+    Test runs (`test: true`) are named in ``problems`` unless `include_tests`.
+    """
+    frames, facts, problems = [], [], []
+    for folder in folders or (paths.runs_dir(),):
+        folder = paths.runs_dir(folder)
+        if not folder.is_dir():
+            problems.append(f"{folder}: no such folder")
+            continue
+        for bench in benchmarks:
+            loaded = store.load(folder, bench, include_tests=include_tests)
+            problems += [p for p in loaded.problems if p not in problems]
+            for run in loaded.runs:
+                f = _run_facts(run, bench)
+                facts.append(f)
+                rows = loaded.table[loaded.table["run_id"] == run["run_id"]]
+                rows = rows[rows["vm"] == run["vm"]].copy()
+                frames.append(rows.assign(**f))  # compiler and flags stay per row
+    cols = list(dict.fromkeys(PROVENANCE + store.SCHEMA))
+    table = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols))
+    runs = pd.DataFrame(facts, columns=[c for c in PROVENANCE if c not in ("compiler", "flags")])
+    return Runs(table[cols + [c for c in table.columns if c not in cols]], runs, problems)
+
+
+def pick(table: pd.DataFrame, vms: Iterable[str] | None = None,
+         benchmarks: Iterable[str] | None = None,
+         run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """The rows of the given VMs, benchmarks and runs (None: all); an unknown name is a
+    ValueError naming what there is."""
+    out = table
+    for col, wanted in (("vm", vms), ("benchmark", benchmarks), ("run_id", run_ids)):
+        if wanted is None:
+            continue
+        wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+        have = set(table[col].astype(str))
+        unknown = [w for w in wanted if w not in have]
+        if unknown:
+            raise ValueError(f"no {col} {', '.join(map(repr, unknown))} "
+                             f"(there is: {', '.join(sorted(have)) or 'nothing'})")
+        out = out[out[col].isin(wanted)]
+    return out
+
+
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """The value each benchmark is judged by, one row per measurement, in common columns:
+    Triad's best rate (GB/s) per label and thread count; the ping-pong's latency (us) and
+    bandwidth (GB/s) per label, test and message size; BICCG's solve time (s) per problem,
+    solver or layout and node count."""
+    parts = []
+    t = table[(table["benchmark"] == "triad") & (table["function"] == "Triad")
+              & (table["metric"] == "best_rate")]
+    if len(t):
+        parts.append(t.assign(config=t["label"], x_name="threads", x=t["threads"],
+                              quantity="Triad bandwidth", higher_is_better=True))
+    p = table[(table["benchmark"] == "pingpong") & table["metric"].isin(["latency",
+                                                                         "bandwidth"])]
+    if len(p):
+        parts.append(p.assign(config=p["label"] + " " + p["function"].astype(str),
+                              x_name="message_size", x=p["message_size"],
+                              quantity=p["metric"], higher_is_better=p["metric"] == "bandwidth"))
+    b = table[(table["benchmark"] == "biccg") & (table["metric"] == "solve_time")]
+    if len(b):
+        parts.append(b.assign(config=b["problem"].astype(str) + " " + b["label"].astype(str),
+                              x_name="nodes", x=b["nodes"], quantity="solve time",
+                              higher_is_better=False))
+    if not parts:
+        return pd.DataFrame(columns=PROVENANCE + HEADLINE + ["value", "repetition"])
+    out = pd.concat(parts, ignore_index=True)
+    out["x"] = pd.to_numeric(out["x"], errors="coerce")
+    out["value"] = out["value"].astype(float)
+    return out
+
+
+def _side(rows: pd.DataFrame) -> pd.DataFrame:
+    keys = ["benchmark", "config", "x_name", "x", "quantity", "unit", "higher_is_better"]
+    return (rows.groupby(keys, dropna=False)["value"]
+                .agg(median="median", min="min", max="max", n="size").reset_index())
+
+
+def compare(table: pd.DataFrame, a: dict[str, str], b: dict[str, str]) -> pd.DataFrame:
+    """Two runs or two VMs side by side, per configuration they share.
+
+    `a` and `b` select rows by column, e.g. ``{"vm": "local"}`` or ``{"run_id": "2026..."}``.
+    Columns: the medians, minima and maxima of each side, ``ratio`` = median b / median a,
+    and its spread ``ratio_low`` - ``ratio_high`` (b's worst and best repetition against
+    a's best and worst), and ``b_better`` (from the quantity's direction).
+    """
+    sides = []
+    for name, sel in (("a", a), ("b", b)):
+        rows = headline(table)
+        for col, val in sel.items():
+            if col not in rows:
+                raise ValueError(f"cannot select by {col!r}: not a column")
+            rows = rows[rows[col].astype(str) == str(val)]
+        if rows.empty:
+            raise ValueError(f"side {name} ({sel}) selects no measurement")
+        sides.append(_side(rows))
+    keys = ["benchmark", "config", "x_name", "x", "quantity", "unit", "higher_is_better"]
+    m = sides[0].merge(sides[1], on=keys, suffixes=("_a", "_b"))
+    if m.empty:
+        raise ValueError(f"{a} and {b} share no configuration")
+    m["ratio"] = m["median_b"] / m["median_a"]
+    m["ratio_low"] = m["min_b"] / m["max_a"]
+    m["ratio_high"] = m["max_b"] / m["min_a"]
+    m["b_better"] = (m["ratio"] > 1) == m["higher_is_better"].astype(bool)
+    return m.sort_values(keys).reset_index(drop=True)
+
+
+def default_pair(runs: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
+    """What to compare when nothing is picked: the two newest runs of a VM that has two,
+    else the two VMs with the newest runs; ValueError when there is only one run."""
+    ids = runs.drop_duplicates("run_id").sort_values("run_id")
+    for vm, d in ids.groupby("vm", sort=False):
+        if len(d) >= 2:
+            return {"run_id": d["run_id"].iloc[-2]}, {"run_id": d["run_id"].iloc[-1]}
+    vms = list(dict.fromkeys(ids["vm"][::-1]))
+    if len(vms) >= 2:
+        return {"vm": vms[1]}, {"vm": vms[0]}
+    raise ValueError("one run only: nothing to compare it with")
+
+
+def plot_comparison(cmp: pd.DataFrame, title: str = ""):
+    """One panel per benchmark and quantity, ratio b / a with 1 marked; returns the figure.
+
+    Up to 12 configurations: each one's median ratio, its bar from b's worst to best
+    repetition against a's.  More (a ping-pong's sizes): the median over configurations
+    against the message size or thread count, the band their range.
+    """
+    import matplotlib.pyplot as plt
+
+    groups = list(cmp.groupby(["benchmark", "quantity"], sort=True))
+    cols = min(2, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.6 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, ((bench, quantity), d) in zip(axes.flat, groups):
+        d = d.reset_index(drop=True)
+        if len(d) <= 12:
+            names = [f"{c} @{x:g}" if d["x"].nunique() > 1 else str(c)
+                     for c, x in zip(d["config"], d["x"])]
+            ax.errorbar(range(len(d)), d["ratio"], yerr=[d["ratio"] - d["ratio_low"],
+                                                          d["ratio_high"] - d["ratio"]],
+                        fmt="o", ms=4, capsize=2)
+            ax.set_xticks(range(len(d)), names, rotation=60, ha="right", fontsize=7)
+        else:
+            by = d.groupby("x")["ratio"].agg(["median", "min", "max"]).reset_index()
+            ax.plot(by["x"], by["median"], "o-", ms=3, label="median over configurations")
+            ax.fill_between(by["x"], by["min"], by["max"], alpha=0.25, label="their range")
+            if d["x_name"].iloc[0] == "message_size":
+                ax.set_xscale("symlog", base=2, linthresh=1)  # 0 B stays on the axis
+            ax.set_xlabel(d["x_name"].iloc[0].replace("_", " "))
+            ax.legend(fontsize=7)
+        ax.axhline(1.0, color="0.4", lw=0.8)
+        better = "higher" if bool(d["higher_is_better"].iloc[0]) else "lower"
+        ax.set(title=f"{bench}: {quantity} ({better} is better)", ylabel="ratio b / a")
+    fig.suptitle(title or "b against a: ratio of medians")
+    fig.tight_layout()
+    return fig
+
+
+def against_study(table: pd.DataFrame, vm: str,
+                  reference_dir: str | Path = "") -> pd.DataFrame:
+    """A VM's newest run against the study's published values (data/reference/).
+
+    Triad: its best median bandwidth against each study VM's best (triad_best.csv).
+    Ping-pong: its smallest median latency and largest median bandwidth against each
+    study VM's (osu.csv; the study's are inter-node, so a same-node run is marked so).
+    The study published no BICCG numbers (its Figures 12-13 are curves): none is compared.
+    """
+    ref = Path(reference_dir) if reference_dir else paths.reference_dir()
+    rows = headline(pick(table, vms=[vm]))
+    if rows.empty:
+        raise ValueError(f"VM {vm!r} has no Triad or ping-pong measurement")
+    out = []
+    for bench, d in rows.groupby("benchmark"):
+        newest = d[d["run_id"] == d["run_id"].max()]
+        s = _side(newest)
+        if bench == "triad":
+            ours = float(s["median"].max())
+            best = s.loc[s["median"].idxmax()]
+            study = pd.read_csv(ref / "triad_best.csv")
+            for r in study.itertuples():
+                out.append({"quantity": "best Triad bandwidth", "unit": "GB/s", "vm": vm,
+                            "ours": ours, "our_config": f"{best['config']}, {best['x']:g} "
+                            "threads", "study_vm": r.vm, "study": float(r.best_triad_gbs),
+                            "ratio": ours / float(r.best_triad_gbs), "higher_is_better": True,
+                            "note": str(r.source)})
+        elif bench == "pingpong":
+            placements = set(newest["placement"].astype(str))
+            where = "inter-node" if "across-nodes" in placements else "same node only"
+            lat = s[s["quantity"] == "latency"]
+            bw = s[s["quantity"] == "bandwidth"]
+            study = pd.read_csv(ref / "osu.csv")
+            for r in study.itertuples():
+                if len(lat):
+                    v = float(lat["median"].min())
+                    out.append({"quantity": "smallest latency", "unit": "us", "vm": vm,
+                                "ours": v, "our_config": lat.loc[lat["median"].idxmin(),
+                                                                 "config"],
+                                "study_vm": r.vm, "study": float(r.latency_min_us),
+                                "ratio": v / float(r.latency_min_us),
+                                "higher_is_better": False,
+                                "note": f"ours {where}; the study's inter-node"})
+                if len(bw):
+                    v = float(bw["median"].max())
+                    out.append({"quantity": "largest bandwidth", "unit": "GB/s", "vm": vm,
+                                "ours": v, "our_config": bw.loc[bw["median"].idxmax(),
+                                                                "config"],
+                                "study_vm": r.vm, "study": float(r.bandwidth_max_gbs),
+                                "ratio": v / float(r.bandwidth_max_gbs),
+                                "higher_is_better": True,
+                                "note": f"ours {where}; the study's inter-node"})
+    result = pd.DataFrame(out)
+    if len(result):
+        result = result[result["study"].map(lambda x: not math.isnan(x))]
+    return result.reset_index(drop=True)
