@@ -257,27 +257,22 @@ def against_study(table: pd.DataFrame, vm: str,
         elif bench == "pingpong":
             placements = set(newest["placement"].astype(str))
             where = "inter-node" if "across-nodes" in placements else "same node only"
-            lat = s[s["quantity"] == "latency"]
-            bw = s[s["quantity"] == "bandwidth"]
             study = pd.read_csv(ref / "osu.csv")
-            for r in study.itertuples():
-                if len(lat):
-                    v = float(lat["median"].min())
-                    out.append({"quantity": "smallest latency", "unit": "us", "vm": vm,
-                                "ours": v, "our_config": lat.loc[lat["median"].idxmin(),
-                                                                 "config"],
-                                "study_vm": r.vm, "study": float(r.latency_min_us),
-                                "ratio": v / float(r.latency_min_us),
-                                "higher_is_better": False,
-                                "note": f"ours {where}; the study's inter-node"})
-                if len(bw):
-                    v = float(bw["median"].max())
-                    out.append({"quantity": "largest bandwidth", "unit": "GB/s", "vm": vm,
-                                "ours": v, "our_config": bw.loc[bw["median"].idxmax(),
-                                                                "config"],
-                                "study_vm": r.vm, "study": float(r.bandwidth_max_gbs),
-                                "ratio": v / float(r.bandwidth_max_gbs),
-                                "higher_is_better": True,
+            for quantity, what, col, higher in (("latency", "smallest latency",
+                                                 "latency_min_us", False),
+                                                ("bandwidth", "largest bandwidth",
+                                                 "bandwidth_max_gbs", True)):
+                q = s[s["quantity"] == quantity]
+                if q.empty:
+                    continue
+                best = q.loc[q["median"].idxmax() if higher else q["median"].idxmin()]
+                for r in study.itertuples():
+                    ref_value = float(getattr(r, col))
+                    out.append({"quantity": what, "unit": best["unit"], "vm": vm,
+                                "ours": float(best["median"]), "our_config": best["config"],
+                                "study_vm": r.vm, "study": ref_value,
+                                "ratio": float(best["median"]) / ref_value,
+                                "higher_is_better": higher,
                                 "note": f"ours {where}; the study's inter-node"})
     result = pd.DataFrame(out)
     if len(result):
