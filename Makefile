@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PARAMS ?= papermill_params/local.yaml
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: report measure figures test install clean
+.PHONY: report measure figures test install clean lab
 
 ## build, measure this machine with $(PARAMS), rebuild every figure and table
 report: measure figures
@@ -21,6 +21,40 @@ figures: $(STAMP)
 ## test: the test suite
 test: $(STAMP)
 	$(PY) -m pytest
+
+## lab: JupyterLab on notebooks/ with this environment's kernel, at http://$(IP):$(PORT)/
+## (`make lab PORT=8890` where 8888 is taken). The first time it installs the `lab` extra
+## into $(VENV) (only its packages: the project is not rebuilt); it registers nothing outside
+## $(VENV). The kernel is the python3 spec that JupyterLab finds, checked to run $(PY) (an
+## argv of plain `python` means the server's own Python); else one is installed into $(VENV).
+PORT ?= 8888
+IP   ?= 127.0.0.1
+# root (a container, a cloud VM's default user): JupyterLab refuses to start without this
+LAB_ROOT = $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
+lab: $(STAMP)
+	@$(PY) -c 'import jupyterlab' 2>/dev/null || { echo "installing the lab extra into $(VENV)"; \
+	    $(PY) -m pip install --quiet $$(printf '%s\n' 'import sys' \
+	      'toml = "tomllib" if sys.version_info >= (3, 11) else "pip._vendor.tomli"' \
+	      'project = __import__(toml, fromlist=["load"]).load(open("pyproject.toml", "rb"))' \
+	      'print(*project["project"]["optional-dependencies"]["lab"])' | $(PY) -); }
+	@printf '%s\n' 'import os, sys' \
+	  'from jupyter_client.kernelspec import KernelSpecManager' \
+	  'cmd = KernelSpecManager().get_kernel_spec("python3").argv[0]' \
+	  'plain = ("python", "python3", "python%d.%d" % sys.version_info[:2])' \
+	  'here = os.path.dirname(os.path.abspath(cmd)) == os.path.join(sys.prefix, "bin")' \
+	  'sys.exit(not (cmd in plain or here))' \
+	  | $(PY) - 2>/dev/null || $(PY) -m ipykernel install --sys-prefix
+	@printf '%s\n' 'import errno, socket, sys' \
+	  'ip, port = sys.argv[1], int(sys.argv[2])' \
+	  's = socket.socket(socket.getaddrinfo(ip, port, type=socket.SOCK_STREAM)[0][0])' \
+	  's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)' \
+	  'try: s.bind((ip, port))' \
+	  'except OSError as e: sys.exit(' \
+	  '    f"error: port {port} is taken (make lab PORT={port + 2})"' \
+	  '    if e.errno == errno.EADDRINUSE else f"error: cannot listen on {ip}:{port}: {e.strerror}")' \
+	  | $(PY) - '$(IP)' '$(PORT)'
+	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=$(IP) \
+	    --ServerApp.port=$(PORT) --ServerApp.port_retries=0 $(LAB_ROOT)
 
 ## install: virtual environment + editable install (rebuilt when the C or build files change).
 ## MPI (the mpich wheel) and mpi4py go in first, and the build sees the environment's

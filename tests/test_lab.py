@@ -1,0 +1,442 @@
+"""JupyterLab as people use it, in a real browser: Debian's chromium driven by selenium through
+Debian's chromium-driver (the driver's path is given, so nothing is downloaded at run time).
+
+One JupyterLab for the module, on 127.0.0.1, a free port and a random token, serving a
+temporary folder that holds COPIES of notebooks/ (JupyterLab saves what it edits: the checkout
+is left as it was); the kernels find the project through $BURSTBENCH_ROOT. Each notebook is
+opened at /lab/workspaces/<its own>/tree/<name>, its parameters cell edited by typing (lines
+added at its end, so that everything it writes goes to temporary folders), run with
+Run > Run All Cells and saved with File > Save, then checked: every code cell ran, no error
+output (in the page and in the saved file), the report notebooks show their figures, the
+measurement notebook wrote its run folder. A bad parameter value shows its one-line error.
+
+A screenshot of every notebook is saved to a temporary folder and printed (`pytest -s`), and
+named in every failure, with the page's visible error text.
+
+Skipped, with the reason, where selenium, jupyterlab, chromium or chromedriver is missing or
+does not start; with BURSTBENCH_REQUIRE_BROWSER=1 (.ci/run sets it where the browser works)
+that is a failure instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+REQUIRE = os.environ.get("BURSTBENCH_REQUIRE_BROWSER") == "1"
+REPORTS = sorted(p.name for p in NOTEBOOKS.glob("1[0-9][0-9]_report_*.ipynb"))
+EXPLORE = "200_explore.ipynb"
+MEASURE = "010_measure_triad.ipynb"
+BAD = "010_bad_parameter.ipynb"  # a second copy of MEASURE, given a bad value
+
+#: The notebook's state as the page shows it (the one notebook of the workspace).
+STATE_JS = """
+const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+const dialogs = [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.trim());
+if (!panel) return {open: false, dialogs: dialogs};
+const ind = panel.querySelector('.jp-Notebook-ExecutionIndicator')
+    || document.querySelector('.jp-Notebook-ExecutionIndicator');
+const outs = [...panel.querySelectorAll('.jp-OutputArea-output')];
+const stderr = outs
+    .filter(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr')
+    .map(o => o.textContent);
+const kernel = panel.querySelector('.jp-KernelName, .jp-Toolbar-kernelName');
+return {
+  open: true,
+  dialogs: dialogs,
+  status: ind ? ind.getAttribute('data-status') : null,
+  kernel: kernel ? kernel.textContent.trim() : null,
+  prompts: [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+    .map(e => e.textContent.trim()),
+  stderr: stderr,
+  images: panel.querySelectorAll('.jp-OutputArea-output img').length,
+  dirty: !!document.querySelector('.lm-TabBar-tab.jp-mod-dirty'),
+};
+"""
+#: An error output as JupyterLab shows it (rendered as stderr text): IPython's traceback, or
+#: `Name: value` alone where the traceback is empty.
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b", re.M)
+
+
+def _problem() -> str:
+    """'' where the browser test can run, else why not."""
+    for mod, how in (("selenium", "the test extra: .venv/bin/pip install selenium"),
+                     ("jupyterlab", "the test and lab extras: make lab installs it")):
+        if importlib.util.find_spec(mod) is None:
+            return f"{mod} is not installed in {sys.prefix} ({how})"
+    for prog in ("chromium", "chromedriver"):
+        if shutil.which(prog) is None:
+            return f"{prog} is not installed (apt-get install chromium chromium-driver)"
+    try:
+        proc = subprocess.run(["chromedriver", "--version"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"chromedriver --version did not run: {exc}"
+    if proc.returncode != 0:
+        return f"chromedriver --version failed: {(proc.stderr or proc.stdout).strip()[:300]}"
+    return ""
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE:
+        pytest.fail(f"BURSTBENCH_REQUIRE_BROWSER=1, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, n: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return ""
+
+
+def _code_cells(nb: Path) -> list[dict]:
+    return [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+#: HTTP to the local server, whatever proxy the environment names.
+_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _shutdown_kernels(base: str, token: str) -> None:
+    """Stop every kernel of the server (and the processes a notebook started): they run in
+    sessions of their own, out of the server's process group."""
+    auth = {"Authorization": f"token {token}"}
+    try:
+        with _HTTP.open(urllib.request.Request(f"{base}/api/kernels", headers=auth),
+                        timeout=30) as r:
+            kernels = json.loads(r.read())
+        for k in kernels:
+            _HTTP.open(urllib.request.Request(f"{base}/api/kernels/{k['id']}", method="DELETE",
+                                              headers=auth), timeout=60).close()
+    except (OSError, urllib.error.URLError, ValueError):
+        pass
+
+
+class Lab:
+    """The browser on one JupyterLab: open, edit, run, save, look."""
+
+    def __init__(self, driver, base: str, token: str, root: Path, tmp: Path, log: Path):
+        self.driver, self.base, self.token = driver, base, token
+        self.root, self.tmp, self.log = root, tmp, log
+        self.shots = tmp / "screenshots"
+        self.shots.mkdir()
+
+    def shutdown_kernels(self) -> None:
+        _shutdown_kernels(self.base, self.token)
+
+    # -- the page -----------------------------------------------------------------------
+    def state(self) -> dict:
+        return self.driver.execute_script(STATE_JS)
+
+    def screenshot(self, name: str) -> Path:
+        path = self.shots / (Path(name).stem + ".png")
+        self.driver.save_screenshot(str(path))
+        print(f"\nscreenshot: {path}")
+        return path
+
+    def fail(self, name: str, what: str) -> None:
+        """Fail with a screenshot and what the page shows of errors."""
+        try:
+            shot = self.screenshot(f"FAILED-{Path(name).stem}")
+            st = self.state()
+            errors = [s[-1500:] for s in st.get("stderr", []) if TRACEBACK.search(s)]
+            shown = (f"kernel {st.get('kernel')!r} {st.get('status')!r}, prompts "
+                     f"{st.get('prompts')}, dialogs {st.get('dialogs')}, error outputs {errors}")
+        except Exception as exc:  # the page itself is gone
+            shot, shown = "(none)", f"the page could not be read: {exc}"
+        pytest.fail(f"{name}: {what}\npage: {shown}\nscreenshot: {shot}\n"
+                    f"JupyterLab's log (end): {_tail(self.log, 1500)}", pytrace=False)
+
+    def wait(self, name: str, what: str, cond, timeout: float):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                got = cond()
+            except Exception:  # noqa: BLE001 -- a page in the middle of changing
+                got = None
+            if got:
+                return got
+            if time.monotonic() > deadline:
+                self.fail(name, f"{what} (waited {timeout:.0f} s)")
+            time.sleep(0.5)
+
+    def click(self, name: str, css: str | None = None, xpath: str | None = None,
+              timeout: float = 30) -> None:
+        from selenium.webdriver.common.by import By
+
+        by, sel = (By.CSS_SELECTOR, css) if css else (By.XPATH, xpath)
+
+        def find():
+            el = self.driver.find_element(by, sel)
+            return el if el.is_displayed() else None
+
+        self.wait(name, f"no {sel} to click", find, timeout).click()
+
+    def menu(self, name: str, menu: str, item: str) -> None:
+        """Menu bar > `menu` > `item`, as a person clicks them."""
+        self.click(name, xpath=f"//li[contains(@class, 'lm-MenuBar-item')]"
+                               f"[normalize-space(.)='{menu}']")
+        self.click(name, xpath=f"//li[contains(@class, 'lm-Menu-item')][.//div[contains("
+                               f"@class, 'lm-Menu-itemLabel')][normalize-space(.)='{item}']]")
+
+    def open(self, name: str) -> None:
+        """The notebook alone in a workspace of its own, its kernel started and idle."""
+        ws = re.sub(r"\W", "", Path(name).stem)
+        self.driver.get(f"{self.base}/lab/workspaces/{ws}/tree/{name}?token={self.token}")
+        n = len(_code_cells(self.root / name))
+
+        def ready():
+            st = self.state()
+            if st.get("dialogs"):
+                self.fail(name, f"a dialog opened: {st['dialogs']}")
+            return st["open"] and st["status"] == "idle" and len(st["prompts"]) == n
+
+        self.wait(name, f"the notebook did not open with an idle kernel and its {n} code "
+                        "cells", ready, 120)
+
+    def add_lines(self, name: str, lines: list[str]) -> None:
+        """Type `lines` at the end of the notebook's parameters cell."""
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        cells = json.loads((self.root / name).read_text())["cells"]
+        index = next(i for i, c in enumerate(cells)
+                     if "parameters" in c.get("metadata", {}).get("tags", []))
+        cell = self.driver.find_elements(
+            By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")[index]
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
+        cell.find_element(By.CSS_SELECTOR, ".cm-content").click()
+        keys = ActionChains(self.driver).key_down(Keys.CONTROL).send_keys(Keys.END)
+        keys = keys.key_up(Keys.CONTROL)
+        for line in lines:
+            keys = keys.send_keys(Keys.ENTER, line)
+        keys.send_keys(Keys.ESCAPE).perform()
+        text = self.driver.execute_script(
+            "return [...arguments[0].querySelectorAll('.cm-line')].map(l => l.textContent)"
+            ".join('\\n')", cell)
+        missing = [x for x in lines if x not in text.splitlines()]
+        if missing:
+            self.fail(name, f"typed lines not in the parameters cell: {missing}\ncell: {text}")
+
+    def run_all(self, name: str, timeout: float) -> dict:
+        """Run > Run All Cells; wait until every code cell ran, or one failed; then
+        File > Save. Returns the page's state."""
+        self.menu(name, "Run", "Run All Cells")
+
+        def finished():
+            st = self.state()
+            if st.get("dialogs"):
+                self.fail(name, f"a dialog opened: {st['dialogs']}")
+            if st["status"] != "idle" or any("*" in p for p in st["prompts"]):
+                return None
+            ran = all(re.fullmatch(r"\[\d+\]:", p) for p in st["prompts"])
+            return st if ran or any(TRACEBACK.search(s) for s in st["stderr"]) else None
+
+        st = self.wait(name, "Run All Cells did not finish", finished, timeout)
+        saved = (self.root / name).stat().st_mtime_ns
+        self.menu(name, "File", "Save Notebook")
+        self.wait(name, "File > Save did not save", lambda: not self.state()["dirty"]
+                  and (self.root / name).stat().st_mtime_ns != saved, 60)
+        return st
+
+    def saved_errors(self, name: str) -> list[str]:
+        """The error outputs of the saved notebook: `ename: evalue`."""
+        return [f"{o['ename']}: {o['evalue']}" for c in _code_cells(self.root / name)
+                for o in c.get("outputs", []) if o["output_type"] == "error"]
+
+    def show(self, css: str, block: str = "center") -> None:
+        """Scroll the last element matching `css` into view (for the screenshot): its middle,
+        or with block="end" its end."""
+        self.driver.execute_script(
+            "const e = [...document.querySelectorAll(arguments[0])].pop();"
+            "if (e) e.scrollIntoView({block: arguments[1]});", css, block)
+        time.sleep(0.5)
+
+    def check_ran_clean(self, name: str, st: dict) -> None:
+        errors = [s for s in st["stderr"] if TRACEBACK.search(s)]
+        if errors or self.saved_errors(name):
+            self.show(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            self.fail(name, f"error output: {self.saved_errors(name)} {[e[-800:] for e in errors]}")
+        if not all(re.fullmatch(r"\[\d+\]:", p) for p in st["prompts"]):
+            self.fail(name, f"not every code cell ran: {st['prompts']}")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    problem = _problem()
+    if problem:
+        _unavailable(problem)
+    from selenium import webdriver
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.chrome.service import Service
+
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "notebooks"  # what JupyterLab serves: copies, never the checkout's files
+    root.mkdir()
+    for nb in NOTEBOOKS.glob("*.ipynb"):
+        shutil.copy2(nb, root / nb.name)
+    shutil.copy2(NOTEBOOKS / MEASURE, root / BAD)
+    # Notifications asking about news and updates would cover the notebook: off.
+    settings = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / \
+        "apputils-extension" / "notification.jupyterlab-settings"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
+    env |= {
+        "BURSTBENCH_ROOT": str(ROOT),  # the kernels run in the copies' folder
+        "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),  # nothing of the user's, nor to it
+        "JUPYTER_DATA_DIR": str(tmp / "jupyter-data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+        "IPYTHONDIR": str(tmp / "ipython"),
+    }
+    log = tmp / "jupyterlab.log"
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        cmd.append("--ServerApp.allow_root=True")
+    base = f"http://127.0.0.1:{port}"
+    driver = None
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab exited ({proc.returncode}) before serving: "
+                            f"{_tail(log)}", pytrace=False)
+            try:
+                with _HTTP.open(f"{base}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer on {base} in 120 s: {_tail(log)}",
+                            pytrace=False)
+            time.sleep(0.5)
+
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = shutil.which("chromium")
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                    "--no-proxy-server", "--window-size=1400,1000", "--no-first-run",
+                    f"--user-data-dir={tmp / 'chromium-profile'}"):
+            opts.add_argument(arg)
+        service = Service(executable_path=shutil.which("chromedriver"),
+                          log_output=str(tmp / "chromedriver.log"))
+        try:
+            driver = webdriver.Chrome(service=service, options=opts)
+        except WebDriverException as exc:
+            msg = (exc.msg or str(exc)).strip().splitlines()[0].split("; For documentation")[0]
+            _unavailable(f"chromium did not start under chromedriver: {msg} "
+                         f"(log: {_tail(tmp / 'chromedriver.log', 500)})")
+        driver.set_page_load_timeout(120)
+        yield Lab(driver, base, token, root, tmp, log)
+    finally:
+        if driver is not None:
+            try:
+                driver.quit()
+            except Exception:  # noqa: BLE001 -- already gone
+                pass
+        if proc.poll() is None:
+            _shutdown_kernels(base, token)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_report_notebook_shows_its_figures(lab, name):
+    figures = lab.tmp / f"figures-{Path(name).stem}"
+    lab.open(name)
+    lab.add_lines(name, [f'figures_dir = "{figures}"'])
+    st = lab.run_all(name, timeout=180)
+    lab.show(".jp-OutputArea-output img")
+    shot = lab.screenshot(name)
+    lab.check_ran_clean(name, st)
+    assert st["images"] > 0, f"{name}: no figure shown (screenshot: {shot})"
+    written = sorted(p.name for p in figures.iterdir()) if figures.is_dir() else []
+    assert any(n.endswith((".png", ".svg")) for n in written), (
+        f"{name}: nothing drawn into figures_dir {figures}: {written} (screenshot: {shot})")
+    lab.shutdown_kernels()
+
+
+def test_explore_notebook_runs(lab):
+    if not (NOTEBOOKS / EXPLORE).exists():
+        pytest.skip(f"notebooks/{EXPLORE} is not in this checkout yet")
+    lab.open(EXPLORE)
+    st = lab.run_all(EXPLORE, timeout=180)
+    lab.show(".jp-OutputArea-output img")
+    lab.screenshot(EXPLORE)
+    lab.check_ran_clean(EXPLORE, st)
+    lab.shutdown_kernels()
+
+
+def test_measure_notebook_writes_its_run_where_told(lab):
+    runs = lab.tmp / "runs"
+    lab.open(MEASURE)
+    lab.add_lines(MEASURE, [  # papermill_params/smoke.yaml, less the baselines
+        'vm = "browser"', f'runs_dir = "{runs}"', "test = True",
+        "triad_size = 200000", "triad_ntimes = 2", "triad_threads = [1, 2]",
+        'triad_places = ["cores"]', 'triad_bind = ["close"]',
+        'triad_variants = [{"compiler": "gcc", "flags": "-O2 -fopenmp"}]',
+        "triad_baselines = []", "triad_repetitions = 2", "triad_timeout_s = 120"])
+    st = lab.run_all(MEASURE, timeout=240)
+    lab.show(".jp-OutputArea-output img")
+    shot = lab.screenshot(MEASURE)
+    lab.check_ran_clean(MEASURE, st)
+    made = sorted(p for p in (runs / "browser").glob("*") if p.is_dir())
+    assert len(made) == 1, f"expected one run folder in {runs / 'browser'}: {made} ({shot})"
+    assert (made[0] / "triad.csv").stat().st_size > 0 and (made[0] / "provenance.json").exists()
+    assert st["images"] > 0, f"{MEASURE}: no figure shown (screenshot: {shot})"
+    lab.shutdown_kernels()
+
+
+def test_bad_parameter_shows_its_one_line_error(lab):
+    runs = lab.tmp / "bad-runs"
+    lab.open(BAD)
+    lab.add_lines(BAD, [f'runs_dir = "{runs}"', "test = True", "triad_ntimes = 1"])
+    st = lab.run_all(BAD, timeout=120)
+    lab.show(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "end")
+    shot = lab.screenshot(BAD)
+    message = "ParamError: notebook 010_measure_triad.ipynb: triad_ntimes must be at least 2, not 1"
+    shown = [s for s in st["stderr"] if TRACEBACK.search(s)]
+    assert any(message in " ".join(s.split()) for s in shown), (
+        f"the page does not show {message!r}: error outputs {shown} (screenshot: {shot})")
+    assert not any("most recent call" in s for s in shown), (
+        f"a traceback around the one line: {shown} (screenshot: {shot})")
+    assert lab.saved_errors(BAD) == [message], lab.saved_errors(BAD)
+    assert not any(runs.glob("*/*")), f"a bad parameter still made a run: {list(runs.rglob('*'))}"
+    lab.shutdown_kernels()
