@@ -292,8 +292,15 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Execute every report notebook (figures and tables from data/ alone), then the index."""
-    from burstbench import report
+    """Execute every report notebook (figures and tables from data/ alone), then the index.
+
+    The notebooks run in a few warm kernels at once (burstbench/reportrun.py: one per core,
+    each running its share one after another, its namespace reset in between), not one
+    papermill process and kernel each: a rebuild no longer pays for Jupyter, matplotlib and
+    pandas once per notebook.  A notebook that fails does not stop the others: it is kept in
+    build/report/, executed up to its error, named at the end, and the exit status is 1.
+    """
+    from burstbench import reportrun
 
     fig_dir = paths.figures_dir(args.figures_dir)
     if args.include_test_runs:  # read by store.load in the notebooks' kernels
@@ -301,20 +308,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
     if not notebooks:
         return _fail(f"no report notebooks ({REPORT_NOTEBOOKS}) in {paths.notebooks_dir()}")
-    failed = []
-    for nb in notebooks:
-        print(f"== {nb.name}")
-        why = _execute(nb, paths.project_root() / "build" / "report" / nb.name,
-                       {"runs_dir": str(paths.runs_dir(args.runs_dir)),
-                        "reference_dir": str(args.reference_dir or paths.reference_dir()),
-                        "figures_dir": str(fig_dir)}, log=args.verbose)
-        if why:
-            failed.append(f"{nb.name}: {why}")
-    index = report.write_index(fig_dir)
-    print(f"index: {index}")
+    parameters = {"runs_dir": str(paths.runs_dir(args.runs_dir)),
+                  "reference_dir": str(args.reference_dir or paths.reference_dir()),
+                  "figures_dir": str(fig_dir)}
+    try:
+        results, index_why = reportrun.run(
+            notebooks, paths.project_root() / "build" / "report", parameters,
+            cwd=paths.project_root(), env=dict(os.environ), log=args.verbose,
+            after=_index_code(fig_dir), on_start=lambda nb, kernel: print(f"== {nb.name}",
+                                                                          flush=True))
+    except ValueError as exc:  # BURSTBENCH_REPORT_KERNELS set to something else
+        return _fail(str(exc))
+    if index_why:  # no kernel was left to write it: here (importing matplotlib, pandas)
+        from burstbench import report
+
+        report.write_index(fig_dir)
+    print(f"index: {fig_dir / 'README.md'}")
+    failed = [f"{r.notebook.name}: {r.error}" for r in results if r.error]
     for f in failed:
         print(f"FAILED {f}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _index_code(fig_dir: Path) -> str:
+    """figures/README.md written by a kernel that has burstbench.report imported already."""
+    return f"from burstbench import report as _report\n_report.write_index({str(fig_dir)!r})\n"
 
 
 def cmd_params(args: argparse.Namespace) -> int:

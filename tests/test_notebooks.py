@@ -194,3 +194,35 @@ def test_make_figures_on_the_committed_data_builds_every_listed_file(tmp_path, c
     assert all(f in index for f in listed)
     for section in ("## triad", "## pingpong", "## biccg", "## cost"):
         assert section in index
+
+
+def _first_difference(a: Path, b: Path) -> str | None:
+    """None when folders `a` and `b` hold the same files, byte for byte; else the first
+    difference (in name order): a file only one holds, or the first line where two differ."""
+    names_a = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    names_b = sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    if names_a != names_b:
+        return f"files only in one build: {sorted(set(names_a) ^ set(names_b))}"
+    for name in names_a:
+        x, y = (a / name).read_bytes(), (b / name).read_bytes()
+        if x != y:
+            at = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
+            line = x[:at].count(b"\n") + 1
+            return (f"{name} differs from byte {at} (line {line}): "
+                    f"{x[max(0, at - 40):at + 40]!r} against {y[max(0, at - 40):at + 40]!r}")
+    return None
+
+
+def test_make_figures_twice_gives_the_same_bytes(tmp_path, cli):
+    """Two rebuilds of the report from the committed data write the same files, byte for
+    byte (no date, no random SVG id, no order left to chance), and the warm kernels that
+    `report` shares between notebooks (burstbench/reportrun.py) draw exactly what a fresh
+    kernel per notebook draws (the second build)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    proc = cli("-m", "burstbench", "report", "--figures-dir", str(first))
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("-m", "burstbench", "report", "--figures-dir", str(second),
+               env={"BURSTBENCH_REPORT_KERNELS": "fresh"})
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(first.glob("*.svg"))) >= 5 and len(list(first.glob("*.png"))) >= 5
+    assert _first_difference(first, second) is None, _first_difference(first, second)

@@ -1,0 +1,310 @@
+"""Execute the report notebooks in a few warm Jupyter kernels (what `burstbench report` runs).
+
+papermill starts one process and one kernel per notebook, and each kernel imports matplotlib,
+pandas, seaborn (with scipy) and burstbench again: most of a rebuild was start-up, not
+drawing.  Here one process starts one kernel per core (at most one per notebook) and gives
+each a fixed share of the notebooks (round robin in name order, so that a rebuild always runs
+the same notebooks in the same kernel in the same order), run one after another.  Between two
+notebooks the kernel's figures are closed, matplotlib's settings restored and its namespace
+emptied (RESET), so a notebook sees only what it defines itself, as in a fresh kernel; what
+stays is what was imported.  Each notebook still runs cell by cell in a Jupyter kernel with
+its parameters injected after its `parameters` cell, as papermill does, and the executed
+notebook is written to the output folder, with its outputs up to the error where one failed.
+
+``BURSTBENCH_REPORT_KERNELS`` changes the default: a number (the most kernels at once), or
+``fresh`` (a new kernel for every notebook, as papermill did: the tests compare the two).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNELS_ENV = "BURSTBENCH_REPORT_KERNELS"
+
+#: Run in a kernel between two notebooks, so that the next one starts as in a fresh kernel:
+#: no figure open, matplotlib's settings as read from its rc file (apply_style's theme gone),
+#: the namespace empty.  Modules stay imported: that is the point.
+RESET = ("import matplotlib as _mpl, matplotlib.pyplot as _plt\n"
+         "_plt.close('all')\n"
+         "_mpl.rc_file_defaults()\n"
+         "del _mpl, _plt\n"
+         "get_ipython().run_line_magic('reset', '-f')\n")
+
+
+@dataclass
+class Result:
+    """What happened to one notebook: None for success, else one line saying why."""
+
+    notebook: Path
+    output: Path
+    error: str | None = None
+    seconds: float = 0.0
+    kernel: int = 0
+
+
+@dataclass
+class Plan:
+    kernels: int
+    fresh: bool
+    shares: list[list[Path]] = field(default_factory=list)
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan(notebooks: list[Path], setting: str | None = None) -> Plan:
+    """How many kernels, fresh or shared, and which notebooks each runs (in order)."""
+    setting = (os.environ.get(KERNELS_ENV, "") if setting is None else setting).strip().lower()
+    fresh = setting == "fresh"
+    if setting and not fresh:
+        try:
+            wanted = int(setting)
+        except ValueError:
+            raise ValueError(f"{KERNELS_ENV}={setting!r}: a number of kernels or 'fresh'")
+        if wanted < 1:
+            raise ValueError(f"{KERNELS_ENV}={setting!r}: at least 1")
+    else:
+        wanted = available_cpus()
+    n = max(1, min(wanted, len(notebooks)))
+    ordered = sorted(notebooks, key=lambda p: p.name)
+    return Plan(n, fresh, [ordered[i::n] for i in range(n)])
+
+
+def _skip_slow_imports() -> None:
+    """nbformat imports jsonschema, which imports rfc3987_syntax where it is installed (a
+    jupyterlab dependency) for its 'iri' format check; that module compiles a grammar at
+    import, 2 s on a small VM.  Notebook schemas use no 'iri' field: let the import fail,
+    so jsonschema goes without that check, in this process only."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+
+def inject_parameters(nb, parameters: dict) -> None:
+    """papermill's injection: a cell tagged `injected-parameters` after the one tagged
+    `parameters` (at the top where there is none), replacing an earlier injected cell."""
+    import nbformat
+
+    cells = [c for c in nb.cells
+             if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    at = next((i + 1 for i, c in enumerate(cells)
+               if "parameters" in c.get("metadata", {}).get("tags", [])), 0)
+    source = "# Parameters\n" + "".join(f"{k} = {v!r}\n" for k, v in parameters.items())
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    cell["id"] = "injected-parameters"  # not random: the same notebook from the same input
+    nb.cells = cells[:at] + [cell] + cells[at:]
+
+
+class _Kernel:
+    def __init__(self, number: int, cwd: Path, env: dict, log: bool):
+        self.number, self.cwd, self.env, self.log = number, cwd, env, log
+        self.km = self.kc = None
+
+    async def start(self) -> None:
+        await self.launch()
+        await self.ready()
+
+    async def launch(self) -> None:
+        """Start the kernel's process; ready() waits until it answers."""
+        import subprocess
+
+        from jupyter_client.manager import AsyncKernelManager
+
+        self.km = AsyncKernelManager(kernel_name="python3")
+        # the kernel's own messages (ipykernel's warning about TCP without encryption)
+        # only with --verbose; what a notebook prints is in the executed notebook
+        quiet = {} if self.log else {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        await self.km.start_kernel(cwd=str(self.cwd), env=self.env, **quiet)
+
+    async def ready(self) -> None:
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        await self.kc.wait_for_ready(timeout=120)
+
+    async def alive(self) -> bool:
+        return self.km is not None and await self.km.is_alive()
+
+    async def run_code(self, code: str, timeout: float = 120) -> str | None:
+        """Run `code` quietly; None when it worked, else 'ename: evalue'."""
+        reply = await self.kc.execute_interactive(code, silent=True, store_history=False,
+                                                  output_hook=lambda msg: None,
+                                                  timeout=timeout)
+        content = reply["content"]
+        return None if content["status"] == "ok" else \
+            f"{content.get('ename')}: {content.get('evalue')}"
+
+    async def stop(self) -> None:
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            try:
+                if await self.km.is_alive():
+                    await self.km.shutdown_kernel(now=True)
+            finally:
+                await self.km.cleanup_resources()
+        self.km = self.kc = None
+
+
+def _echo(cell, **_) -> None:
+    """--verbose: a cell's text output as it completes."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            (sys.stderr if out.get("name") == "stderr" else sys.stdout).write(out.get("text", ""))
+        elif out.get("output_type") == "error":
+            print("\n".join(out.get("traceback", [])), file=sys.stderr)
+        elif out.get("output_type") == "execute_result" and "text/plain" in out["data"]:
+            print(out["data"]["text/plain"])
+    sys.stdout.flush()
+
+
+async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: dict,
+                   log: bool, timeout: float | None) -> str | None:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+    nb = nbformat.read(notebook, as_version=4)
+    inject_parameters(nb, parameters)
+    client = NotebookClient(nb, km=kernel.km, kernel_name="python3", timeout=timeout,
+                            resources={"metadata": {"path": str(kernel.cwd)}},
+                            on_cell_executed=_echo if log else None)
+    client.kc = kernel.kc
+    why = None
+    try:
+        await client.async_execute()
+    except CellExecutionError as exc:
+        why = f"{exc.ename}: {exc.evalue}"
+    except DeadKernelError as exc:
+        why = f"the kernel died ({str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+    except Exception as exc:  # a timeout, a message the client could not read: one line
+        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, output)
+    return why
+
+
+async def _worker(number: int, share: list[Path], fresh: bool, out_dir: Path,
+                  parameters: dict, cwd: Path, env: dict, log: bool, timeout: float | None,
+                  results: list[Result], kernels: dict[int, _Kernel], on_start,
+                  stopping) -> None:
+    """Run `share` in order in one kernel (a new one per notebook when `fresh`, or after one
+    died), left running in `kernels[number]` (the caller stops it); none after `stopping`
+    is set (nbclient turns the cancelling of a cell into DeadKernelError)."""
+    import time
+
+    kernel = kernels.get(number)  # launched by the caller, not ready yet
+    for i, nb in enumerate(share):
+        if stopping.is_set():
+            return
+        t0 = time.monotonic()
+        try:
+            if kernel is not None and kernel.kc is None:
+                await kernel.ready()
+            elif kernel is not None and (fresh or not await kernel.alive()):
+                await kernel.stop()
+                kernel = None
+            elif kernel is not None and await kernel.run_code(RESET):
+                await kernel.stop()  # a kernel that cannot reset is not reused
+                kernel = None
+            if kernel is None:
+                kernel = kernels[number] = _Kernel(number, cwd, env, log)
+                await kernel.start()
+        except Exception as exc:  # no kernel: this notebook fails, the next tries again
+            if kernel is not None:
+                await kernel.stop()
+            kernel = None
+            results.append(Result(nb, out_dir / nb.name, f"the kernel did not start: {exc}",
+                                  time.monotonic() - t0, number))
+            continue
+        on_start(nb, number)
+        why = await _run_one(kernel, nb, out_dir / nb.name, parameters, log, timeout)
+        results.append(Result(nb, out_dir / nb.name, why, time.monotonic() - t0, number))
+
+
+async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
+                   env: dict, log: bool, timeout: float | None, after: str | None,
+                   setting: str | None, on_start, stopping) -> tuple[list[Result], str | None]:
+    p = plan(notebooks, setting)
+    results: list[Result] = []
+    kernels: dict[int, _Kernel] = {}
+    after_why = "not run"
+    try:
+        for i in range(p.kernels):  # all started before anything else, each with its own core
+            kernel = _Kernel(i, cwd, env, log)
+            try:
+                await kernel.launch()
+                kernels[i] = kernel
+            except Exception:  # the worker tries again, and says why where it fails
+                await kernel.stop()
+        import nbclient  # noqa: F401  (imported while the kernels start)
+        await asyncio.gather(*(_worker(i, share, p.fresh, out_dir, parameters, cwd, env, log,
+                                       timeout, results, kernels, on_start, stopping)
+                               for i, share in enumerate(p.shares)))
+        live = [k for _, k in sorted(kernels.items()) if await k.alive()]
+        if after and live and not stopping.is_set():
+            after_why = await live[0].run_code(after)
+    finally:  # also on Ctrl-C: the kernels run in sessions of their own
+        await asyncio.gather(*(k.stop() for k in kernels.values()), return_exceptions=True)
+    order = {nb: i for i, nb in enumerate(notebooks)}
+    return sorted(results, key=lambda r: order.get(r.notebook, 0)), after_why
+
+
+def run(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
+        env: dict | None = None, log: bool = False, timeout: float | None = None,
+        after: str | None = None, setting: str | None = None,
+        on_start=lambda nb, kernel: None) -> tuple[list[Result], str | None]:
+    """Execute `notebooks` with `parameters` into `out_dir`, `cwd` as the kernels' working
+    folder and `env` their environment (default: this process's); then, when given, run the
+    code `after` in one of the kernels still up (None when it ran, else why not).
+
+    Returns each notebook's Result (in the order given) and what `after` gave.
+
+    The kernels are driven from a thread of their own: nbclient takes SIGINT for itself
+    where it can (it shuts the kernel down and the next notebook would start), so it is
+    kept where it cannot, and Ctrl-C reaches this thread, which stops every kernel and
+    raises KeyboardInterrupt, as papermill did.
+    """
+    import threading
+
+    _skip_slow_imports()
+    env = dict(os.environ if env is None else env)
+    loop = asyncio.new_event_loop()
+    stopping, done = threading.Event(), threading.Event()
+    task = loop.create_task(_run_all(list(notebooks), Path(out_dir), parameters, Path(cwd),
+                                     env, log, timeout, after, setting, on_start, stopping))
+    box: dict = {}
+
+    def drive() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            box["result"] = loop.run_until_complete(task)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+        finally:  # as asyncio.run: what nbclient left waiting is cancelled, then the loop closed
+            left = asyncio.all_tasks(loop)
+            for t in left:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            done.set()
+
+    threading.Thread(target=drive, name="report-kernels", daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        print("stopping the report's kernels ...", file=sys.stderr, flush=True)
+        stopping.set()
+        loop.call_soon_threadsafe(task.cancel)
+        done.wait(30)  # (not Thread.join: once interrupted, it may return at once)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
