@@ -91,7 +91,7 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
         if len(s):
             top = s.loc[s["median_gbs"].idxmax()]
-            best[vm] = (float(top["median_gbs"]), "measured here",
+            best[vm] = (round(float(top["median_gbs"]), 2), "measured here",
                         _rel(Path(run["path"]), paths.project_root()))
     study = read_reference(ref_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
                            section.problems)
@@ -113,7 +113,8 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
     flow = read_reference(ref_dir, "flow_systems.csv", ["system", "cpus_per_node",
                           "memory_bandwidth_theoretical_gbs_per_cpu"], section.problems)
     for f in flow.itertuples():
-        gbs = float(f.memory_bandwidth_theoretical_gbs_per_cpu) * float(f.cpus_per_node)
+        gbs = round(float(f.memory_bandwidth_theoretical_gbs_per_cpu) * float(f.cpus_per_node),
+                    2)
         fee = prices.lookup(f.system, "onprem_fee")
         rows.append({"system": f.system, "bandwidth": "theoretical (not measured)",
                      "triad_gbs": gbs, "region": "on-premise", "billing": "onprem_fee"
@@ -126,24 +127,26 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
                  "study's best) divided by its price per node-hour for each billing and region "
                  "(data/reference/prices_vm.csv, run parameters' vm_price); Flow's subsystems at "
                  "their theoretical bandwidth and node-hour fee. Higher is better.")
-    shown = [r for r in rows if r["region"] in (region, "on-premise")
-             and not math.isnan(r["gbs_per_1000_jpy_h"])]
+    priced = [r for r in rows if not math.isnan(r["gbs_per_1000_jpy_h"])]
+    shown = [r for r in priced if r["region"] in (region, "on-premise")]
+    in_region = {r["system"] for r in shown}
+    # a VM priced only elsewhere (its own vm_price) is drawn at that price, its region named
+    shown += [r | {"system": f"{r['system']}, {r['region']}"} for r in priced
+              if r["system"] not in in_region]
+    unpriced = list(dict.fromkeys(r["system"] for r in rows if r["billing"] == NO_PRICE))
     if shown:
         plots.apply_style()
-        fig, ax = plt.subplots(figsize=(10, 0.38 * len(shown) + 1.8))
-        shown.sort(key=lambda r: r["gbs_per_1000_jpy_h"])
-        names = [f"{r['system']} ({r['billing']})" for r in shown]
-        colors = ["#0072B2" if r["bandwidth"] == "measured here" else
-                  "#E69F00" if r["region"] == "on-premise" else "#999999" for r in shown]
-        ax.barh(names, [r["gbs_per_1000_jpy_h"] for r in shown], color=colors)
-        ax.set_xscale("log")
-        ax.set_xlabel("Triad GB/s per 1,000 JPY per node-hour (log scale)")
-        ax.set_title(f"Cost-performance, {region} prices: grey the study's VMs, blue measured "
-                     "here, orange Flow (theoretical)")
+        fig, ax = plt.subplots(figsize=(10, 0.42 * len(shown) + 1.9))
+        plots.cost_performance(shown, ax)
+        ax.set_title(f"Cost-performance of memory bandwidth, {region} prices",
+                     fontsize=12)
         caption = ("Data: figures/cost_triad.csv (Triad: runs under data/runs and "
                    "data/reference/triad_best.csv; prices: data/reference/prices_vm.csv and "
                    "prices_onprem.csv; Flow bandwidth: data/reference/flow_systems.csv, "
-                   "theoretical). VMs without a price are listed in the table.")
+                   "theoretical, not a STREAM result). Dots on a log axis: equal distances are "
+                   "equal ratios. Other regions' prices are in the table"
+                   + (f"; not drawn, no price known: {', '.join(unpriced)}." if unpriced
+                      else "."))
         section.entries.append(_figure_entry(fig, fig_dir, "cost_triad",
                                              "Cost-performance of memory bandwidth", caption,
                                              sorted({r["data"] for r in shown}), show))
@@ -225,6 +228,7 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
         a2.axhline(rows[0]["payg_cost_jpy"], ls="--", color="0.3", label="pay-as-you-go")
         a2.set_xlabel("evictions per hour")
         a2.set_ylabel("cost (JPY)")
+        a2.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")  # 17,500, not 17500
         a2.set_ylim(bottom=0)
         a2.legend()
         fig.suptitle(f"Spot {vm} ({region}): {nodes} nodes, {work_h:g} h of work, "
@@ -252,9 +256,9 @@ def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict]
         rows.append({
             "workload": "memory-bandwidth bound (STREAM Triad), one node",
             "cheapest": f"{cheap['system']} {cheap['billing']} {cheap['region']} "
-                        f"({cheap['gbs_per_1000_jpy_h']} GB/s per 1,000 JPY/h)",
+                        f"({cheap['gbs_per_1000_jpy_h']:,.0f} GB/s per 1,000 JPY/node-h)",
             "fastest": f"{fast['system']} ({fast['triad_gbs']:.1f} GB/s, {fast['bandwidth']})",
-            "on_premise": f"{best_flow['system']}: {best_flow['triad_gbs']:.0f} GB/s theoretical"
+            "on_premise": f"{best_flow['system']}: {best_flow['triad_gbs']:,.0f} GB/s theoretical"
                           if best_flow else "unknown",
             "table3_item7": "not judged: Flow's bandwidth is theoretical, not a STREAM result; "
                             "the cloud VMs' measured Triad is below it"
@@ -274,11 +278,12 @@ def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict]
         rows.append({
             "workload": f"BICCG solve, {prob}",
             "cheapest": (f"{cheap['vm']} {cheap['billing']} {cheap['region']}, {cheap['solver']} "
-                         f"x {cheap['nodes']} node(s): {cheap['jpy_per_solve']} JPY per solve")
+                         f"x {cheap['nodes']} node(s): "
+                         f"{plots.plain_number(cheap['jpy_per_solve'])} JPY per solve")
                         if cheap else f"unknown: {NO_PRICE} for "
                                       f"{', '.join(sorted({r['vm'] for r in ours}))}",
             "fastest": f"{fast['vm']}, {fast['solver']} x {fast['nodes']} node(s): "
-                       f"{fast['solve_s']} s",
+                       f"{plots.plain_number(fast['solve_s'])} s",
             "on_premise": f"{onprem} s" if onprem else "unknown (set onprem_times)",
             "table3_item7": ("OK" if fast["solve_s"] <= onprem else "NG") if onprem else
                             "unknown: no on-premise time given",

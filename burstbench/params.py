@@ -41,6 +41,10 @@ from kernels_ext.triad import BadInput, parse_count
 class ParamError(ValueError):
     """A parameter file or value is wrong; the message is one line naming it."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback (JupyterLab, papermill): the one line."""
+        return [f"ParamError: {self}"]
+
 
 class _WrongKind(ParamError):
     """A value of the wrong kind (a string where an integer goes): a list check restates it

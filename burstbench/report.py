@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from burstbench import biccg, paths, pingpong, plots, store, triad
@@ -63,18 +65,90 @@ def read_reference(ref_dir: Path, name: str, required: list[str],
     return df
 
 
-def markdown_table(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
-    """A GitHub Markdown table (no extra dependency)."""
-    def fmt(v: object) -> str:
-        if isinstance(v, float):
-            if math.isnan(v):
-                return ""
-            return str(int(v)) if v.is_integer() and abs(v) >= 1000 else format(v, floatfmt)
-        return "" if v is None or v is pd.NA else str(v).replace("|", "\\|")
+#: Markdown headers for columns whose CSV names are read by code: the unit spelled out.
+COLUMN_HEADERS = {
+    "jpy_per_node_hour": "price (JPY/node-h)",
+    "gbs_per_1000_jpy_h": "GB/s per 1,000 JPY/node-h",
+    "jpy_per_solve": "cost per solve (JPY)",
+    "evictions_per_h": "evictions per hour",
+    "l3_cache_mb_per_socket": "L3 cache per socket (MB)",
+    "peak_rss_gb": "peak RSS (GB)",
+    "triad_gbs": "Triad (GB/s)",
+    "cv": "CV",
+}
+#: Unit suffixes of snake_case column names, longest first.
+UNIT_SUFFIXES = (("_ms_per_it", "ms per iteration"), ("_bytes", "bytes"), ("_gbps", "Gbit/s"),
+                 ("_gbs", "GB/s"), ("_gib", "GiB"), ("_gb", "GB"), ("_jpy", "JPY"),
+                 ("_us", "µs"), ("_s", "s"), ("_h", "h"))
 
-    head = "| " + " | ".join(df.columns) + " |"
-    sep = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+
+def column_header(name: str) -> str:
+    """The Markdown header of a table column: 'solve_min_s' -> 'solve min (s)',
+    'jpy_per_node_hour' -> 'price (JPY/node-h)'; names without a unit suffix unchanged."""
+    name = str(name)
+    if name in COLUMN_HEADERS:
+        return COLUMN_HEADERS[name]
+    if re.fullmatch(r"[a-z0-9_]+", name):
+        for suffix, unit in UNIT_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                return f"{name[:-len(suffix)].replace('_', ' ')} ({unit})"
+    return name
+
+
+def _is_number(v: object) -> bool:
+    return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            and not (isinstance(v, float) and math.isnan(v)))
+
+
+def column_format(values) -> Callable[[float], str] | None:
+    """One number format for a whole column, chosen from its values (None: no numbers).
+
+    Whole numbers: no decimals, thousands separators if any reaches 1,000.  Others: fixed
+    decimals, enough for three significant digits of the smallest non-zero value but no
+    more than the values carry (at most 6); scientific for all when the values span more
+    than six decades or go below 0.001.
+    """
+    nums = [float(v) for v in values if _is_number(v)]
+    finite = [x for x in nums if math.isfinite(x)]
+    if not finite:
+        return None if not nums else str
+    big = max(abs(x) for x in finite) >= 1000
+    if all(x.is_integer() for x in finite):
+        return lambda x: f"{x:,.0f}" if big else f"{x:.0f}"
+    nonzero = [abs(x) for x in finite if x != 0]
+    lo, hi = min(nonzero), max(nonzero)
+    if lo < 1e-3 or hi / lo > 1e6:
+        return lambda x: f"{x:.2e}"
+    wanted = max(0, 2 - math.floor(math.log10(lo)))
+    carried = next((k for k in range(7) if all(abs(round(x, k) - x) <= 1e-9 * max(1, abs(x))
+                                                for x in finite)), 6)
+    d = min(wanted, carried, 6)
+    return lambda x: f"{x:,.{d}f}" if big else f"{x:.{d}f}"
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str | None = None) -> str:
+    """A GitHub Markdown table (no extra dependency): one number format per column (see
+    :func:`column_format`; `floatfmt` forces one for every non-integer column), numbers
+    right-aligned, units in the headers (:func:`column_header`)."""
+    formats = {}
+    for col in df.columns:
+        f = column_format(df[col])
+        if floatfmt and f is not None and not all(
+                float(v).is_integer() for v in df[col] if _is_number(v)):
+            f = lambda x, spec=floatfmt: format(x, spec)  # noqa: E731
+        formats[col] = f
+
+    def cell(v: object, f) -> str:
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        if f is not None and _is_number(v):
+            return f(float(v))
+        return str(v).replace("|", "\\|")
+
+    head = "| " + " | ".join(column_header(c).replace("|", "\\|") for c in df.columns) + " |"
+    sep = "|" + "|".join("---:" if formats[c] is not None else "---" for c in df.columns) + "|"
+    body = ["| " + " | ".join(cell(v, formats[c]) for v, c in zip(row, df.columns)) + " |"
+            for row in df.itertuples(index=False)]
     return "\n".join([head, sep, *body]) + "\n"
 
 
@@ -99,10 +173,25 @@ def _table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, t
 
 def _figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption: str,
                   runs: list[str], show: bool, legend_right: float = 1.0) -> Entry:
-    """Save a figure (PNG + SVG, captioned), show it in a notebook if asked, close it."""
+    """Save a figure (PNG + SVG, captioned), show it in a notebook if asked, close it.
+
+    In a Jupyter kernel the figure shown is the PNG just written, at the figure's size on
+    screen: the inline backend would draw the figure twice more (for its tight box, then its
+    image), a fifth of a report rebuild's time.  Elsewhere, plt.show().
+    """
+    import sys
+
     files = plots.save(fig, fig_dir / stem, caption, legend_right)
     if show:
-        plt.show()
+        ipython = sys.modules.get("IPython")  # imported where a kernel runs this
+        shell = ipython.get_ipython() if ipython else None
+        png = [f for f in files if Path(f).suffix == ".png"]
+        if png and getattr(shell, "kernel", None) is not None:
+            from IPython.display import Image, display
+
+            display(Image(filename=str(png[0]), width=round(fig.get_figwidth() * fig.dpi)))
+        else:
+            plt.show()
     plt.close(fig)
     return Entry(title, [_rel(f, fig_dir) for f in files], caption, runs)
 
@@ -172,6 +261,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     best_rows = []
     for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         peak, peak_src = _peak_for(vm, run["params"], peaks)
+        plots.apply_style()  # before the figure, or the first figure misses the style
         fig, ax = plt.subplots(figsize=(10, 5.5))
         plots.bandwidth_vs_threads(s, ax, title=f"{vm}: STREAM Triad bandwidth vs threads "
                                                 f"({_source(run)})")
@@ -206,7 +296,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 "vm": vm, "source": _source(run), "label": label, "impl": top["impl"],
                 "threads": int(top["threads"]), "best_median_gbs": round(top["median_gbs"], 2),
                 "min_gbs": round(top["min_gbs"], 2), "max_gbs": round(top["max_gbs"], 2),
-                "cv": top["cv"], "repetitions": int(top["n"]),
+                "cv": round(float(top["cv"]), 4), "repetitions": int(top["n"]),
                 "theoretical_gbs": peak,
                 "fraction_of_theoretical": round(top["median_gbs"] / peak, 3)
                 if not math.isnan(peak) else math.nan,
@@ -218,8 +308,10 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             "source": "the study" if str(r.source).startswith("study")
             else str(r.source).split(" (")[0],
             "label": r.label if isinstance(r.label, str) else "", "impl": "",
-            "threads": r.threads, "best_median_gbs": r.best_triad_gbs, "min_gbs": math.nan,
-            "max_gbs": math.nan, "cv": math.nan, "repetitions": math.nan,
+            # whole numbers stay whole in the CSV: a missing one is empty, not NaN (-> 24.0)
+            "threads": int(r.threads) if pd.notna(r.threads) else pd.NA,
+            "best_median_gbs": r.best_triad_gbs, "min_gbs": math.nan,
+            "max_gbs": math.nan, "cv": math.nan, "repetitions": pd.NA,
             "theoretical_gbs": peak,
             "fraction_of_theoretical": round(r.best_triad_gbs / peak, 3)
             if not math.isnan(peak) else math.nan,
@@ -242,23 +334,38 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
                  .assign(ours=lambda d: d["source"] == "measured here")
                  .sort_values(["ours", "best_median_gbs"]))
     plots.apply_style()
-    fig, ax = plt.subplots(figsize=(11, 0.45 * len(best) + 2.0))
-    names = [f"{r.vm} ({r.source})" for r in best.itertuples()]
-    colors = ["#0072B2" if r.source == "measured here" else "#999999" for r in best.itertuples()]
-    ax.barh(names, best["best_median_gbs"], color=colors)
-    for i, r in enumerate(best.itertuples()):
-        what = ", ".join(x for x in (r.label, "" if pd.isna(r.threads) else f"{r.threads:g} threads")
-                         if x)
-        peak = r.theoretical_gbs
-        if not math.isnan(peak):
-            ax.plot([peak], [i], marker="|", ms=14, color="k")
-        ax.text(max(r.best_median_gbs, 0 if math.isnan(peak) else peak), i,
-                f"  {r.best_median_gbs:.1f}" + (f" ({what})" if what else ""),
-                va="center", fontsize=7)
-    ax.set_xlabel("best Triad bandwidth (GB/s); | = theoretical memory bandwidth")
-    ax.set_xlim(0, max(best["best_median_gbs"].max(), best["theoretical_gbs"].max(skipna=True)
-                       if best["theoretical_gbs"].notna().any() else 0) * 1.75)
-    ax.set_title("STREAM Triad, best per VM: measured here (blue), published (grey)")
+    fig, ax = plt.subplots(figsize=(11, 0.6 * len(best) + 2.0))
+    ys = list(range(len(best)))
+    colors = {"measured here": "#0072B2", "a test run": "#56B4E9"}
+    names = {"measured here": "measured here", "a test run": "a test run"}
+    peaks = best["theoretical_gbs"].astype(float)
+    # theoretical bandwidth as a light outlined bar behind the measured one: both from zero
+    ax.barh([y for y, p in zip(ys, peaks) if not math.isnan(p)], peaks.dropna(), height=0.8,
+            color="0.94", edgecolor="0.45", lw=0.8, label="theoretical memory bandwidth")
+    for y, r in zip(ys, best.itertuples()):
+        ax.barh([y], [r.best_median_gbs], height=0.56, color=colors.get(r.source, "#999999"),
+                label=names.get(r.source, "published (the study, Azure)"))
+        peak = float(r.theoretical_gbs)
+        text = f"{r.best_median_gbs:.1f} GB/s" + (
+            f", {r.best_median_gbs / peak:.0%} of theoretical" if peak > 0 else "")
+        ax.annotate(text, (max(r.best_median_gbs, 0 if math.isnan(peak) else peak), y),
+                    xytext=(5, 0), textcoords="offset points", va="center", fontsize=9)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([f"{r.vm} ({r.source})\n" + ", ".join(x for x in (
+        r.label if isinstance(r.label, str) else "",
+        "" if pd.isna(r.threads) else f"{float(r.threads):g} threads") if x)
+        for r in best.itertuples()], fontsize=9)
+    ax.set_ylim(-0.6, len(best) - 0.4)
+    handles, labels = ax.get_legend_handles_labels()
+    keep = dict(zip(labels, handles))  # one entry per category drawn
+    ax.legend(keep.values(), keep.keys(), loc="upper right", fontsize=9, frameon=True)
+    ax.set_xlabel("best Triad bandwidth (GB/s; measured here: median of the best "
+                  "configuration's repetitions)", fontsize=10)
+    top = max(best["best_median_gbs"].max(), peaks.max(skipna=True) if peaks.notna().any() else 0)
+    ax.set_xlim(0, top * 1.5)
+    ax.tick_params(axis="x", labelsize=9)
+    ax.set_title("STREAM Triad: best bandwidth per VM, measured and published",
+                 fontsize=12)
     caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
@@ -278,8 +385,15 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     rows = []
     for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         tests = [t for t in ("latency", "bw", "bibw") if t in set(s["function"])]
-        fig, axes = plt.subplots(1, len(tests), figsize=(5.2 * len(tests) + 2.5, 5),
-                                 squeeze=False)
+        # panels side by side, the legend in a row of its own below them: about 1,800 px
+        # wide at 150 dpi for three panels, so it reads on a laptop and in the README
+        plots.apply_style()
+        legend_rows = math.ceil(s["label"].nunique() / (2 if len(tests) > 1 else 1))
+        fig = plt.figure(figsize=(max(8.0, 4.0 * len(tests)), 4.6 + 0.2 * legend_rows))
+        grid = fig.add_gridspec(2, len(tests), height_ratios=[3.6, 0.2 + 0.2 * legend_rows])
+        axes = [[fig.add_subplot(grid[0, i]) for i in range(len(tests))]]
+        legend_ax = fig.add_subplot(grid[1, :])
+        legend_ax.axis("off")
         r = ref[ref["vm"].map(vm_key) == vm_key(vm)]
         marks = []
         for ax, test in zip(axes[0], tests):
@@ -299,27 +413,31 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 if lab not in labels:
                     handles.append(h)
                     labels.append(lab)
-        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.8, 0.5), fontsize=7)
-        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({_source(run)})", fontweight="bold")
+        legend_ax.legend(handles, labels, loc="center", ncol=2 if len(tests) > 1 else 1,
+                         fontsize=9, columnspacing=2.5)
+        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({_source(run)})", fontweight="bold",
+                     fontsize=12)
         params = run["params"]
         caption = (f"Data: {run_rel} ({run['status']}); median of "
                    f"{int(s['n'].max())} mpiexec runs per point, bars min-max; OSU 7.x methods "
                    f"(iterations {params.get('pingpong_iterations') or 'as OSU'}), "
-                   "solid: C kernel, dashed: the same loop in mpi4py. "
+                   "solid: C kernel, dashed: the same loop in mpi4py, one colour per "
+                   "combination and placement; size 0 is drawn at the tick '0' (0.5 B on the log "
+                   "axis). "
                    + (f"Reference marks: {', '.join(dict.fromkeys(marks))} "
                       "(data/reference/osu.csv)." if marks else
                       "No reference figure is known for this VM."))
         section.entries.append(_figure_entry(
             fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
-            caption, [run_rel], show, legend_right=0.8))
+            caption, [run_rel], show))
         for row in pingpong.extremes(s).to_dict("records"):
             rows.append({"vm": vm, "source": _source(run)} | row | {"data": run_rel})
     for x in ref.itertuples():
         base = {"vm": x.vm, "source": "the study", "label": "", "impl": "",
                 "combination": f"{x.combinations:g} combinations" if pd.notna(
                     getattr(x, "combinations", float("nan"))) else "", "placement": "inter-node",
-                "at_size_bytes": math.nan, "min": math.nan, "max": math.nan,
-                "repetitions": math.nan, "data": "data/reference/osu.csv"}
+                "at_size_bytes": pd.NA, "min": math.nan, "max": math.nan,
+                "repetitions": pd.NA, "data": "data/reference/osu.csv"}
         rows.append(base | {"test": "latency", "value": x.latency_min_us, "unit": "us",
                             "note": f"range {x.latency_min_us:g}-{x.latency_max_us:g} us"})
         rows.append(base | {"test": "bw", "value": x.bandwidth_max_gbs, "unit": "GB/s",
@@ -335,6 +453,11 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     return section
 
 
+def _whole(v: object) -> object:
+    """A median that is a whole number as an int (written '115' in the CSV, not '115.0')."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
 def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                  figures_dir: Path | str = "", show: bool = False) -> Section:
     """The study's Figures 12-13 for every VM with data (time against parallelism, with
@@ -345,6 +468,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     rows = []
     for vm, run, s, run_rel in _each_vm(stats, loaded, root):
         problems = sorted(set(s["problem"]))
+        plots.apply_style()  # before the figure, or the first figure misses the style
         fig, axes = plt.subplots(len(problems), 2, figsize=(13, 4.3 * len(problems)),
                                  squeeze=False)
         for (ax_t, ax_s), prob in zip(axes, problems):
@@ -369,7 +493,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             one = lo.loc[(r["problem"], r["label"], r["nodes"])]
             rows.append({"vm": vm, "problem": r["problem"], "solver": r["label"],
                          "nodes": r["nodes"], "ranks": r["ranks"], "threads": r["threads"],
-                         "cores": r["cores"], "iterations": r.get("iterations"),
+                         "cores": r["cores"], "iterations": _whole(r.get("iterations")),
                          "solve_s": round(r["solve_time"], 4),
                          "solve_min_s": round(float(one["min"]), 4),
                          "solve_max_s": round(float(one["max"]), 4),

@@ -370,3 +370,10 @@ def test_readme_documents_the_common_keys():
     common = readme.split("## Common keys")[1].split("## ")[0]
     for p in params.COMMON:
         assert f"| `{p.name}` |" in common, p.name
+
+
+def test_a_param_error_shows_as_one_line_in_ipython():
+    """JupyterLab and papermill show the message, not a chained traceback around it."""
+    err = params.ParamError("notebook x.ipynb: triad_ntimes must be at least 2, not 1")
+    assert err._render_traceback_() == [
+        "ParamError: notebook x.ipynb: triad_ntimes must be at least 2, not 1"]

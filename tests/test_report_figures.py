@@ -1,0 +1,218 @@
+"""Figures and tables a reader can trust at a glance (issue 11, item 5): bars that start at
+zero or dots on a log axis, plain tick labels, dodged error bars, a ping-pong figure that fits
+a screen, one number format per table column with its unit in the header.
+
+Drawn from small synthetic frames or the committed data/runs, written only under tmp_path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from burstbench import costreport, plots, report
+
+matplotlib.use("Agg")
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "data" / "runs"
+
+
+def _capture(monkeypatch, module) -> dict:
+    """Keep every figure `module` saves (by stem), still saving it as before."""
+    figures: dict = {}
+    original = report._figure_entry
+
+    def keep(fig, fig_dir, stem, *args, **kwargs):
+        fig.canvas.draw()  # tick labels exist only once drawn
+        figures[stem] = fig
+        return original(fig, fig_dir, stem, *args, **kwargs)
+
+    monkeypatch.setattr(module, "_figure_entry", keep)
+    return figures
+
+
+def _cells(md: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines()]
+
+
+def _decimals(cell: str) -> int:
+    return len(cell.split(".")[1]) if "." in cell else 0
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+def test_markdown_table_gives_one_number_format_per_column():
+    # the issue's case: 2088 | 2109 | 2.14e+03 in one column, a price printed 2.13e+03
+    df = pd.DataFrame({"expected_cost_jpy": [2088.0, 2109.0, 2141.3, 20880.0],
+                       "jpy_per_node_hour": [522.0, 52.2, 2130.1, 31.0],
+                       "solve_s": [3.4304, 0.1676, 12.5, float("nan")],
+                       "threads": [2, 24, 16, None],
+                       "label": ["a", "b|c", "d", "e"]})
+    rows = _cells(report.markdown_table(df))
+    body = rows[2:]
+    for j, col in enumerate(df.columns[:4]):
+        cells = [r[j] for r in body if r[j]]
+        assert not any("e+" in c or "e-" in c for c in cells), (col, cells)
+        assert len({_decimals(c) for c in cells}) == 1, (col, cells)  # one format
+        big = [c for c, v in zip(cells, df[col].dropna()) if abs(v) >= 1000]
+        assert all("," in c for c in big), (col, cells)  # thousands separated
+    assert [r[0] for r in body] == ["2,088", "2,109", "2,141", "20,880"]
+    assert [r[3] for r in body] == ["2", "24", "16", ""]  # whole numbers stay whole
+    assert body[1][4] == "b\\|c"
+
+
+def test_markdown_headers_carry_units_and_numbers_align_right():
+    df = pd.DataFrame({"vm": ["x"], "jpy_per_node_hour": [522.0], "solve_min_s": [0.5],
+                       "best_median_gbs": [40.1], "spmv_ms_per_it": [9.1],
+                       "payg East US (JPY/h)": [522.0]})
+    head, sep = report.markdown_table(df).splitlines()[:2]
+    assert _cells(head)[0] == ["vm", "price (JPY/node-h)", "solve min (s)", "best median (GB/s)",
+                               "spmv (ms per iteration)", "payg East US (JPY/h)"]
+    assert sep == "|---|---:|---:|---:|---:|---:|"
+
+
+def test_report_csvs_keep_their_column_names_and_write_whole_numbers_whole(tmp_path):
+    report.triad_report(RUNS, figures_dir=tmp_path)
+    report.pingpong_report(RUNS, figures_dir=tmp_path)
+    best = pd.read_csv(tmp_path / "triad_best.csv")
+    assert {"vm", "source", "threads", "best_median_gbs", "theoretical_gbs"} <= set(best.columns)
+    text = (tmp_path / "triad_best.csv").read_text()
+    threads = [line.split(",")[4] for line in text.splitlines()[1:]]
+    assert threads and all(re.fullmatch(r"\d*", t) for t in threads), threads  # no '24.0'
+    pp = (tmp_path / "pingpong_extremes.csv").read_text().splitlines()
+    col = pp[0].split(",").index("at_size_bytes")
+    assert all(re.fullmatch(r"\d*", line.split(",")[col]) for line in pp[1:])
+    md = (tmp_path / "triad_best.md").read_text()
+    assert "best median (GB/s)" in md and "e+0" not in md
+
+
+# --- cost_triad -----------------------------------------------------------------------------
+
+def _bars(ax) -> list[Rectangle]:
+    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+
+
+def _honest_lengths(ax) -> bool:
+    """Bars start at zero on a linear axis, or there are no bars on a log axis."""
+    if ax.get_xscale() == "log":
+        return not _bars(ax)
+    return ax.get_xlim()[0] == 0
+
+
+def test_cost_triad_draws_no_bar_lengths_from_an_arbitrary_edge(monkeypatch, tmp_path):
+    figs = _capture(monkeypatch, costreport)
+    costreport.cost_report(RUNS, figures_dir=tmp_path)
+    (ax,) = figs["cost_triad"].axes
+    assert _honest_lengths(ax)
+    drawn = pd.read_csv(tmp_path / "cost_triad.csv")
+    drawn = drawn[(drawn["region"].isin(["East US", "on-premise"]))
+                  & drawn["gbs_per_1000_jpy_h"].notna()]
+    labels = {t.get_text() for t in ax.texts}
+    for v in drawn["gbs_per_1000_jpy_h"]:  # every value drawn is written beside its mark
+        assert plots.plain_number(v) in labels, v
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    # the local VMs have no price: nothing measured here is drawn, so none is promised
+    assert not any("measured here" in t for t in legend + [ax.get_title()])
+    assert "blue" not in ax.get_title()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ticks and not any("^" in t or "times" in t for t in ticks), ticks
+
+
+def test_cost_performance_legend_names_only_what_is_drawn():
+    rows = [{"system": "A", "bandwidth": "the study", "billing": "payg", "region": "East US",
+             "gbs_per_1000_jpy_h": 450.0},
+            {"system": "A", "bandwidth": "the study", "billing": "spot", "region": "East US",
+             "gbs_per_1000_jpy_h": 4500.0},
+            {"system": "B", "bandwidth": "measured here", "billing": "payg", "region": "(run)",
+             "gbs_per_1000_jpy_h": 1200.0}]
+    fig, ax = plt.subplots()
+    plots.cost_performance(rows, ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == 3 and any("measured here" in t for t in legend)
+    assert not any("Flow" in t or "node-hour fee" in t for t in legend)
+    assert _honest_lengths(ax)
+    assert {t.get_text() for t in ax.texts} == {"450", "4,500", "1,200"}
+    plt.close(fig)
+
+
+# --- BICCG ----------------------------------------------------------------------------------
+
+def _biccg_stats() -> pd.DataFrame:
+    rows = []
+    for label, impl, cores, med in (("1x1", "c", 1, 3.4), ("1x2", "c", 2, 2.8),
+                                    ("2x1", "c", 2, 3.3), ("1x4", "c", 4, 1.6),
+                                    ("scipy-cg", "scipy", 1, 6.1)):
+        rows.append({"metric": "solve_time", "label": label, "impl": impl, "cores": cores,
+                     "median": med, "min": med * 0.9, "max": med * 1.1})
+    return pd.DataFrame(rows)
+
+
+def test_biccg_ticks_are_plain_numbers_at_the_core_counts():
+    fig, ax = plt.subplots()
+    plots.time_vs_cores(_biccg_stats(), ax, "t")
+    fig.canvas.draw()
+    xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    yt = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert xt == ["1", "2", "4"]
+    assert len(yt) >= 2
+    for t in xt + yt:
+        assert not re.search(r"\^|\\times|\$|x10", t), t
+        float(t.replace(",", ""))  # a plain decimal
+    plt.close(fig)
+
+
+def test_biccg_layouts_at_one_core_count_are_dodged_evenly_in_log_space():
+    fig, ax = plt.subplots()
+    plots.time_vs_cores(_biccg_stats(), ax)
+    xs = {}
+    for bars in ax.containers:  # one ErrorbarContainer per series, its data line first
+        if bars.get_label() in ("1x2", "2x1", "1x4"):
+            xs[bars.get_label()] = list(bars.lines[0].get_xdata())
+    assert xs["1x2"][0] != xs["2x1"][0]
+    assert xs["1x2"][0] * xs["2x1"][0] == pytest.approx(4.0)  # symmetric about 2 in log
+    assert 1.8 < xs["1x2"][0] < 2 < xs["2x1"][0] < 2.2
+    assert xs["1x4"] == [4]  # alone at its core count: not moved
+    plt.close(fig)
+
+
+# --- ping-pong, overview, style ------------------------------------------------------------
+
+def test_pingpong_figure_fits_a_laptop_screen(tmp_path):
+    report.pingpong_report(RUNS, figures_dir=tmp_path)
+    for png in tmp_path.glob("pingpong_*.png"):
+        height, width = plt.imread(png).shape[:2]
+        assert 1500 <= width <= 2100 and height <= 1100, (png.name, width, height)
+
+
+def test_first_figure_of_a_fresh_process_has_the_shared_style(monkeypatch, tmp_path):
+    """The report functions run first in a fresh notebook: the style must be in place
+    before their first figure is made, not after."""
+    figs = _capture(monkeypatch, report)
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        report.biccg_report(RUNS, figures_dir=tmp_path)
+    ax = next(iter(figs.values())).axes[0]
+    assert any(g.get_visible() for g in ax.get_ygridlines())
+
+
+def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(monkeypatch,
+                                                                            tmp_path):
+    figs = _capture(monkeypatch, report)
+    table = pd.DataFrame([
+        {"vm": "HC44rs", "source": "the study", "label": "icc", "threads": 32,
+         "best_median_gbs": 203.0, "theoretical_gbs": 256.0, "data": "ref"},
+        {"vm": "D96s_v5", "source": "the study", "label": "icc", "threads": 48,
+         "best_median_gbs": 310.4, "theoretical_gbs": 409.6, "data": "ref"}])
+    report._overview(table, tmp_path, False)
+    (ax,) = figs["triad_overview"].axes
+    assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("measured here" in t for t in legend)
+    assert "blue" not in ax.get_title()
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("310.4 GB/s") for t in texts)
