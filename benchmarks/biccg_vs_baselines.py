@@ -10,16 +10,35 @@ Everything runs as fresh processes, alternating, and medians are printed:
    an iteration - against this machine's STREAM Triad measured just before and
    just after each solve in the same process (the ratio is taken per round);
 3. time to relative residual 1e-7 against SciPy's cg and the numba CGs;
-4. with --full, the study's 256 x 256 x 512 Poisson problem: time, iterations
+4. PETSc's CG with ICC(0) (benchmarks/petsc_icc_cg.py: one process, one
+   thread, natural ordering, 0 levels, rtol 1e-7 on the unpreconditioned
+   residual, the same matrix, b = A 1, x0 = 0) against our solve (one process
+   of --threads threads) on Poisson 64^3 and 128^3, alternating, --rounds
+   rounds: iterations, setup (ordering + factorization; PETSc's KSPSetUp with
+   the ICC factorization), solve and their sum (matrix assembly is left out
+   of both), and the per-round ratio ours / PETSc. PETSc runs under
+   /usr/bin/python3 with Debian's petsc4py (apt-get install -y
+   python3-petsc4py; --petsc-python for another interpreter); where it cannot
+   be imported, one line says the section is skipped, and the rest runs.
+   --no-petsc leaves it out;
+5. with --full, the study's 256 x 256 x 512 Poisson problem: time, iterations
    and peak memory.
+
+--only SECTION (bandwidth, baselines, petsc, full; repeatable) runs just those.
 
 Byte model of one iteration (8-byte values, 4-byte column indices, 8-byte row
 pointers; every array read or written once per kernel, gathered vector
-entries counted once): SpMV 12 nnz + 24 n; preconditioner 12 (nnz_L + nnz_U)
-+ 64 n (row pointers, split counts, r, z, 1/d, both sweeps); dot products,
-axpys and the p update 104 n.
+entries counted once), for the fused iteration (three passes: the SpMV with
+p'q; both sweeps with r -= alpha q, r'r and r'z; x and p updated together):
+SpMV 12 nnz + 24 n (values, columns; row pointers, p, q); preconditioner
+(4 + f)(nnz_L + nnz_U) + (72 + f) n with f = 8 (double factor) or 4 (single):
+indices and values, row pointers and split counts (24 n), 1/d, r read and
+written, q read, z written by the forward sweep, read and written by the
+backward one; vector updates 40 n (x and p read and written, z read). The
+unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.
 
     python benchmarks/biccg_vs_baselines.py --rounds 5 --full
+    python benchmarks/biccg_vs_baselines.py --only petsc --rounds 5
 """
 
 from __future__ import annotations
@@ -35,6 +54,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
+SECTIONS = ("bandwidth", "baselines", "petsc", "full")
+SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
+PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
+PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+             "PYTHONPATH": "", "PYTHONHOME": ""}  # empty: ignored by Python
 
 
 def run_json(argv: list[str], env: dict | None = None) -> dict:
@@ -59,13 +83,33 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
                      "--method", method, "--threads", str(threads)])
 
 
-def bytes_per_iteration(grid: list[int]) -> float:
+def petsc(grid: list[int], python: str = SYSTEM_PY) -> dict:
+    """One PETSc ICC(0)-CG solve in a fresh process, with our record's time keys added."""
+    rec = run_json([python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)], PETSC_ENV)
+    return rec | {"setup_s": rec["t_setup"], "solve_s": rec["t_solve"]}
+
+
+def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
+    """(PETSc's version, "") where `python` can import petsc4py, else (None, why not)."""
+    try:
+        proc = subprocess.run([python, str(PETSC_SCRIPT), "--version"], capture_output=True,
+                              text=True, cwd=ROOT, env=os.environ | PETSC_ENV, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"cannot run {python}: {exc}"
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        return None, lines[-1] if lines else f"exit status {proc.returncode}"
+    return json.loads(proc.stdout.splitlines()[-1])["petsc_version"], ""
+
+
+def bytes_per_iteration(grid: list[int], factor: str = "double") -> float:
     """The model in the module docstring, for the 7-point Poisson matrix."""
     nx, ny, nz = grid
     n = nx * ny * nz
     nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
     nlu = nnz - n  # strictly lower plus strictly upper
-    return 12 * nnz + 24 * n + 12 * nlu + 64 * n + 104 * n
+    f = 8 if factor == "double" else 4
+    return 12 * nnz + 24 * n + (4 + f) * nlu + (72 + f) * n + 40 * n
 
 
 def paired_child(rounds: int, threads: int) -> None:
@@ -80,12 +124,15 @@ def paired_child(rounds: int, threads: int) -> None:
         recs = triad.measure(size=80_000_000, ntimes=20, threads=threads)
         return next(r["best_rate_gbs"] for r in recs if r["function"] == "Triad")
 
-    A = biccg.poisson_matrix(128, 128, 128)
+    grid = (128, 128, 128)
+    A = biccg.poisson_matrix(*grid)
     b = A @ np.ones(A.shape[0])
     res = []
     for _ in range(rounds):
         before = triad_gbs()
-        _, st = biccg.solve(A, b, threads=threads)
+        # the command line's defaults: its factor precision and blocking
+        _, st = biccg.solve(A, b, threads=threads, factor=biccg.DEFAULT_FACTOR, grid=grid,
+                            tile=biccg.parse_blocking(biccg.DEFAULT_BLOCKING, 32, grid))
         t = st["times"]
         run = {"iterations": st["iterations"], "solve_s": t["solve"],
                "per_iteration_s": {k: t[k] / st["iterations"]
@@ -98,20 +145,74 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--full", action="store_true", help="also solve 256 x 256 x 512")
-    p.add_argument("--out", type=Path, help="write everything measured as JSON here")
-    p.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
-    a = p.parse_args()
-    if a.paired_child:
-        paired_child(a.rounds, a.threads)
-        return 0
-    out: dict = {}
+def total(x: dict) -> float:
+    """Setup plus solve of one run's record (the baselines without setup count 0)."""
+    return x["solve_s"] + x.get("setup_s", 0)
 
+
+def spread(xs: list[float]) -> dict:
+    return {"median": med(xs), "min": min(xs), "max": max(xs)}
+
+
+def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
+                  python: str = SYSTEM_PY) -> dict:
+    """Our solve (1 process x `threads`) and PETSc's ICC(0)-CG (1 x 1), alternating which
+    goes first, `rounds` rounds per grid; the ratios ours / PETSc are taken per round."""
+    version, why = petsc_version(python)
+    if version is None:
+        print(f"\nPETSc ICC(0)-CG skipped: {why}. Install it with `apt-get install -y "
+              "python3-petsc4py` (Debian) or name an interpreter with petsc4py in --petsc-python")
+        return {"skipped": why, "python": python}
+    res: dict = {"petsc_version": version, "python": python, "threads": threads, "grids": {}}
+    for g in grids:
+        runs: dict[str, list[dict]] = {"ours": [], "petsc": []}
+        for r in range(max(1, rounds)):
+            for k in (("ours", "petsc") if r % 2 == 0 else ("petsc", "ours")):
+                runs[k].append(ours(g, threads) if k == "ours" else petsc(g, python))
+        res["grids"]["x".join(map(str, g))] = {
+            "grid": g, "runs": runs,
+            "summary": {k: {"iterations": spread([x["iterations"] for x in xs]),
+                            "setup_s": spread([x["setup_s"] for x in xs]),
+                            "solve_s": spread([x["solve_s"] for x in xs]),
+                            "total_s": spread([total(x) for x in xs]),
+                            "relative_residual": max(x["relative_residual"] for x in xs)}
+                        for k, xs in runs.items()},
+            "ratio_ours_petsc": {
+                "solve": spread([o["solve_s"] / q["solve_s"]
+                                 for o, q in zip(runs["ours"], runs["petsc"])]),
+                "total": spread([total(o) / total(q)
+                                 for o, q in zip(runs["ours"], runs["petsc"])])}}
+    res["table"] = petsc_table(res)
+    print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, alternating, "
+          f"{max(1, rounds)} round(s); median (min-max):\n")
+    print("\n".join(res["table"]))
+    return res
+
+
+def petsc_table(res: dict) -> list[str]:
+    """compare_petsc's result as markdown table lines (for benchmarks/README.md)."""
+    def cell(d: dict, f: str = "{:.3f}") -> str:
+        if d["min"] == d["max"]:
+            return f.format(d["median"])
+        return f"{f.format(d['median'])} ({f.format(d['min'])}-{f.format(d['max'])})"
+
+    lines = ["| problem | solver | iterations | setup (s) | solve (s) | setup + solve (s) |",
+             "|---|---|---|---|---|---|"]
+    names = {"ours": f"BICCG, 1 process x {res['threads']} threads",
+             "petsc": f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1"}
+    for key, r in res["grids"].items():
+        prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
+        for k, name in names.items():
+            s = r["summary"][k]
+            lines.append(f"| {prob} | {name} | {cell(s['iterations'], '{:g}')} | "
+                         f"{cell(s['setup_s'])} | {cell(s['solve_s'])} | {cell(s['total_s'])} |")
+        q = r["ratio_ours_petsc"]
+        lines.append(f"| {prob} | ours / PETSc, per round | | | {cell(q['solve'], '{:.2f}')} | "
+                     f"{cell(q['total'], '{:.2f}')} |")
+    return lines
+
+
+def bandwidth(a: argparse.Namespace, out: dict) -> None:
     # 1 + 2: Poisson 128^3, BICCG against Triad, paired in one process
     g = [128, 128, 128]
     rounds = json.loads(subprocess.run(
@@ -120,7 +221,10 @@ def main() -> int:
         env=os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}).stdout)
     runs = [x["biccg"] for x in rounds]
     per_it = [x["solve_s"] / x["iterations"] for x in runs]
-    gbs = [bytes_per_iteration(g) / t / 1e9 for t in per_it]
+    from kernels_ext.biccg import DEFAULT_FACTOR
+
+    model = bytes_per_iteration(g, DEFAULT_FACTOR)
+    gbs = [model / t / 1e9 for t in per_it]
     tri = [(x["triad_before"] + x["triad_after"]) / 2 for x in rounds]
     ratios = [e / t for e, t in zip(gbs, tri)]
     print(f"Poisson 128^3, {a.threads} threads, {a.rounds} rounds of Triad, BICCG, Triad in one "
@@ -136,8 +240,10 @@ def main() -> int:
     print("  per iteration (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in split.items()))
     out["bandwidth"] = {"grid": g, "threads": a.threads, "rounds": rounds,
                         "effective_gbs": gbs, "paired_ratio": ratios,
-                        "bytes_per_iteration": bytes_per_iteration(g)}
+                        "bytes_per_iteration": model, "factor": DEFAULT_FACTOR}
 
+
+def baselines(a: argparse.Namespace, out: dict) -> None:
     # 1 + 3: iterations and time to 1e-7 against the baselines
     out["baselines"] = {}
     for g in ([64, 64, 64], [128, 128, 128]):
@@ -148,10 +254,10 @@ def main() -> int:
             res["biccg 2x1"].append(ours(g, 1, ranks=2))
             for m in ("numba-ic0cg", "numba-cg", "scipy-cg"):
                 res[m].append(baseline(g, m, a.threads))
-        t_ours = med([x["solve_s"] + x.get("setup_s", 0) for x in res["biccg 1x2"]])
+        t_ours = med([total(x) for x in res["biccg 1x2"]])
         print(f"\nPoisson {g[0]}x{g[1]}x{g[2]} to 1e-7 (setup + solve, median):")
         for k, xs in res.items():
-            t = med([x["solve_s"] + x.get("setup_s", 0) for x in xs])
+            t = med([total(x) for x in xs])
             print(f"  {k:12} {xs[0]['iterations']:5d} iterations  {t:8.3f} s  "
                   f"({t / t_ours:5.2f}x ours)")
         nat = res["numba-ic0cg"][0]["iterations"]
@@ -159,16 +265,59 @@ def main() -> int:
               f"{res['biccg 1x2'][0]['iterations'] / nat:.2f}")
         out["baselines"]["x".join(map(str, g))] = res
 
-    if a.full:  # 4: the study's problem
-        g = [256, 256, 512]
-        full = ours(g, a.threads)
-        print(f"\nPoisson 256x256x512 (n = {full['n']:,}), {a.threads} threads: "
-              f"{full['iterations']} iterations, setup {full['setup_s']:.1f} s, solve "
-              f"{full['solve_s']:.1f} s, relative residual {full['relative_residual']:.2e}, "
-              f"peak memory {full['peak_rss_bytes'] / 2**30:.1f} GiB, effective "
-              f"{bytes_per_iteration(g) / (full['solve_s'] / full['iterations']) / 1e9:.1f} "
-              "GB/s")
-        out["full"] = full
+
+
+def full(a: argparse.Namespace, out: dict) -> None:
+    # 5: the study's problem
+    g = [256, 256, 512]
+    rec = ours(g, a.threads)
+    per_it = rec["solve_s"] / rec["iterations"]
+    print(f"\nPoisson 256x256x512 (n = {rec['n']:,}), {a.threads} threads: "
+          f"{rec['iterations']} iterations, setup {rec['setup_s']:.1f} s, solve "
+          f"{rec['solve_s']:.1f} s, relative residual {rec['relative_residual']:.2e}, "
+          f"peak memory {rec['peak_rss_bytes'] / 2**30:.1f} GiB, effective "
+          f"{bytes_per_iteration(g, rec['factor_precision']) / per_it / 1e9:.1f} "
+          "GB/s")
+    out["full"] = rec
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--full", action="store_true",
+                   help="also solve 256 x 256 x 512 (the section 'full' of --only)")
+    p.add_argument("--petsc", action=argparse.BooleanOptionalAction, default=True,
+                   help="compare with PETSc's ICC(0)-CG where petsc4py can be imported "
+                        "(default: on)")
+    p.add_argument("--petsc-python", default=SYSTEM_PY,
+                   help=f"the interpreter with petsc4py (default {SYSTEM_PY})")
+    p.add_argument("--petsc-grid", type=int, nargs=3, action="append",
+                   metavar=("NX", "NY", "NZ"),
+                   help="the PETSc comparison's grids, repeatable (default 64^3 and 128^3)")
+    p.add_argument("--only", action="append", choices=SECTIONS,
+                   help="run only this section (repeatable)")
+    p.add_argument("--out", type=Path, help="write everything measured as JSON here")
+    p.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.paired_child:
+        paired_child(a.rounds, a.threads)
+        return 0
+    run = set(a.only or ({"bandwidth", "baselines", "petsc"} | ({"full"} if a.full else set())))
+    if not a.petsc:
+        run.discard("petsc")
+    out: dict = {}
+
+    if "bandwidth" in run:
+        bandwidth(a, out)
+    if "baselines" in run:
+        baselines(a, out)
+    if "petsc" in run:
+        out["petsc"] = compare_petsc(a.petsc_grid or [[64, 64, 64], [128, 128, 128]],
+                                     a.rounds, a.threads, a.petsc_python)
+    if "full" in run:
+        full(a, out)
     if a.out:
         a.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0

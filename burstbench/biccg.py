@@ -160,7 +160,8 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
         raise runner.TaskFailed(f"not converged: relative residual "
                                 f"{rec.get('relative_residual')} after {rec.get('iterations')} "
                                 "iterations")
-    extra = {"host": rec.get("host"), "size": rec.get("n"), "timestamp": store.now_iso()}
+    extra = {"host": rec.get("host"), "size": rec.get("n"), "timestamp": store.now_iso(),
+             "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
     rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
             for key, metric, unit in METRICS if key in rec]
     for part, v in rec.get("per_iteration_s", {}).items():

@@ -458,6 +458,18 @@ def _whole(v: object) -> object:
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
+def _solver_options(table: pd.DataFrame, run: dict, params: dict) -> str:
+    """The blocks and the factor's precision the run's C solves used, as their records say
+    (runs from before the solver recorded them used rows and a double factor)."""
+    mine = table[(table["run_id"] == run["run_id"]) & (table["impl"] == "c")]
+    opts = {}
+    for col, old in (("blocking", f"rows of {params.get('biccg_block_size')}"),
+                     ("factor_precision", "double")):
+        vals = mine[col].dropna().unique() if col in mine else []
+        opts[col] = ", ".join(sorted(map(str, vals))) if len(vals) else old
+    return f"blocks: {opts['blocking']}, IC(0) factor in {opts['factor_precision']} precision"
+
+
 def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                  figures_dir: Path | str = "", show: bool = False) -> Section:
     """The study's Figures 12-13 for every VM with data (time against parallelism, with
@@ -478,7 +490,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                      fontweight="bold")
         params = run["params"]
         caption = (f"Data: {run_rel} ({run['status']}); median of {int(s['n'].max())} runs, "
-                   f"bars min-max; block size {params.get('biccg_block_size')}, "
+                   f"bars min-max; {_solver_options(loaded.table, run, params)}, "
                    f"{params.get('biccg_colors')} colors, tol {params.get('biccg_tol')}; "
                    "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
                    "process. The study's Figures 12-13 give no numbers to mark; its conditions "

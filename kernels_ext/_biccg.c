@@ -83,31 +83,39 @@ static PyObject *raise_code(int rc, int iteration)
 
 PyDoc_STRVAR(solve_doc,
              "solve(comm, indptr, indices, data, b, x, n, row_begin, block_size, colors,\n"
-             "      tol, max_iter, threads=0, history=False) -> dict\n\n"
+             "      tol, max_iter, threads=0, history=False, single_factor=False,\n"
+             "      grid=(0, 0, 0), tile=(0, 0, 0)) -> dict\n\n"
              "Collective over the mpi4py communicator `comm`: this rank holds rows\n"
              "[row_begin, row_begin + len(b)) of the n x n SPD matrix in CSR (global\n"
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
              "A x = b by BICCG in place of x (the initial guess), the GIL released.\n"
              "Returns iterations, converged, relative_residual (recomputed), colors_used,\n"
              "shift, times (seconds, slowest rank) and the residual history if asked.\n"
+             "single_factor keeps IC(0)'s values in float32; grid (nx, ny, nz) and tile\n"
+             "(tx, ty, tz) make the blocks tiles of the grid instead of block_size rows.\n"
              "Raises ArithmeticError on CG breakdown, ValueError on bad input.");
 
 static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"comm", "indptr", "indices", "data", "b", "x", "n", "row_begin",
                              "block_size", "colors", "tol", "max_iter", "threads", "history",
-                             NULL};
+                             "single_factor", "grid", "tile", NULL};
     PyObject *comm_obj, *o[5];
     long long n, row_begin;
-    bc_params p = {0, 0, 0, 0, 0.0, 0};
+    bc_params p;
+    long long grid[3] = {0, 0, 0};
+    memset(&p, 0, sizeof p);
     buf_t bufs[5];
     memset(bufs, 0, sizeof bufs);
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ip", kwlist, &comm_obj, &o[0],
-                                     &o[1], &o[2], &o[3], &o[4], &n, &row_begin, &p.block_size,
-                                     &p.colors, &p.tol, &p.max_iter, &p.threads,
-                                     &p.keep_history))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)", kwlist,
+                                     &comm_obj, &o[0], &o[1], &o[2], &o[3], &o[4], &n,
+                                     &row_begin, &p.block_size, &p.colors, &p.tol, &p.max_iter,
+                                     &p.threads, &p.keep_history, &p.single_factor, &grid[0],
+                                     &grid[1], &grid[2], &p.tile[0], &p.tile[1], &p.tile[2]))
         return NULL;
+    for (int k = 0; k < 3; k++)
+        p.grid[k] = (bc_gidx)grid[k];
     MPI_Comm *comm = PyMPIComm_Get(comm_obj);
     if (comm == NULL || get_buf(o[0], &bufs[0], 'i', 0, "indptr") ||
         get_buf(o[1], &bufs[1], 'i', 0, "indices") || get_buf(o[2], &bufs[2], 'd', 0, "data") ||
@@ -150,20 +158,33 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(coloring_doc,
-             "coloring(indptr, indices, data, block_size, colors, color, perm) -> int\n\n"
+             "coloring(indptr, indices, data, block_size, colors, color, perm,\n"
+             "         grid=(0, 0, 0), tile=(0, 0, 0)) -> int\n\n"
              "The block multicolor ordering of a square matrix (one process): fills\n"
-             "color (int32, one per block of block_size consecutive rows) and perm\n"
-             "(int64, new row -> old row); returns the number of colors used.");
+             "color (int32, one per block: of block_size consecutive rows, or a tile\n"
+             "of the grid) and perm (int64, new row -> old row); returns the number\n"
+             "of colors used.");
 
-static PyObject *py_coloring(PyObject *self, PyObject *args)
+static PyObject *py_coloring(PyObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = {"indptr", "indices", "data", "block_size", "colors", "color",
+                             "perm", "grid", "tile", NULL};
     PyObject *o[5];
     int bs, colors;
+    long long grid[3] = {0, 0, 0};
+    bc_params p;
     buf_t bufs[5];
     memset(bufs, 0, sizeof bufs);
+    memset(&p, 0, sizeof p);
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOiiOO", &o[0], &o[1], &o[2], &bs, &colors, &o[3], &o[4]))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOiiOO|(LLL)(iii)", kwlist, &o[0], &o[1],
+                                     &o[2], &bs, &colors, &o[3], &o[4], &grid[0], &grid[1],
+                                     &grid[2], &p.tile[0], &p.tile[1], &p.tile[2]))
         return NULL;
+    p.block_size = bs;
+    p.colors = colors;
+    for (int k = 0; k < 3; k++)
+        p.grid[k] = (bc_gidx)grid[k];
     if (get_buf(o[0], &bufs[0], 'i', 0, "indptr") || get_buf(o[1], &bufs[1], 'i', 0, "indices") ||
         get_buf(o[2], &bufs[2], 'd', 0, "data") || get_buf(o[3], &bufs[3], 'i', 1, "color") ||
         get_buf(o[4], &bufs[4], 'i', 1, "perm")) {
@@ -172,13 +193,14 @@ static PyObject *py_coloring(PyObject *self, PyObject *args)
     }
     Py_ssize_t n = bufs[0].view.len / bufs[0].view.itemsize - 1;
     if (n < 1 || bs < 1 || bufs[3].view.itemsize != 4 || bufs[4].view.itemsize != 8 ||
-        bufs[3].view.len / 4 < (n + bs - 1) / bs || bufs[4].view.len / 8 < n) {
+        (p.grid[0] == 0 && bufs[3].view.len / 4 < (n + bs - 1) / bs) || bufs[4].view.len / 8 < n) {
         release(bufs, 5);
         return PyErr_Format(PyExc_ValueError, "need int32 color[nblocks] and int64 perm[n]");
     }
     bc_csr_in a = {n, 0, n, NULL, NULL, NULL, NULL, NULL};
     set_csr(&a, &bufs[0], &bufs[1], &bufs[2]);
-    int used = bc_block_coloring(&a, bs, colors, bufs[3].view.buf, bufs[4].view.buf);
+    int used = bc_block_coloring(&a, &p, bufs[3].view.buf, (int)(bufs[3].view.len / 4),
+                                 bufs[4].view.buf);
     release(bufs, 5);
     if (used < 0)
         return PyErr_Format(PyExc_ValueError, "invalid coloring arguments");
@@ -276,7 +298,8 @@ static PyObject *py_build_mpi(PyObject *self, PyObject *noargs)
 
 static PyMethodDef methods[] = {
     {"solve", (PyCFunction)(void (*)(void))py_solve, METH_VARARGS | METH_KEYWORDS, solve_doc},
-    {"coloring", py_coloring, METH_VARARGS, coloring_doc},
+    {"coloring", (PyCFunction)(void (*)(void))py_coloring, METH_VARARGS | METH_KEYWORDS,
+     coloring_doc},
     {"ic0", py_ic0, METH_VARARGS, ic0_doc},
     {"poisson", py_poisson, METH_VARARGS, poisson_doc},
     {"build_mpi", py_build_mpi, METH_NOARGS, "build_mpi() -> dict: the MPI compiled against."},

@@ -6,7 +6,9 @@ rows split across ranks in contiguous ranges, block Jacobi across ranks, the
 substitutions parallel over the blocks of one color.  Problems: the 3D
 7-point Poisson matrix (each rank builds only its rows) or a Matrix Market
 file.  The right-hand side is b = A (1, ..., 1), so the exact solution is all
-ones and its error is reported beside the residual.
+ones and its error is reported beside the residual.  By default the factor's
+values are kept in single precision (CG stays double) and, for a grid, the
+blocks are tiles of it (--factor, --blocking; the record names both).
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from kernels_ext.errors import BadInput, KernelError, MPIMismatch, NotConverged
 
 
 BiccgError = KernelError  # the name the rest of the project has used
+# single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
+# (benchmarks/README.md, BICCG options)
+DEFAULT_FACTOR = "single"
+# auto: tiles where there is a grid (Poisson), else rows. Tiles take 9 % fewer iterations at
+# 128^3 and 14 % fewer at 256 x 256 x 512; an iteration costs about the same (benchmarks/README.md)
+DEFAULT_BLOCKING = "auto"
 
 
 def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:
@@ -89,21 +97,67 @@ def check_params(n: int, block_size: int, colors: int, tol: float, max_iter: int
         raise BadInput(f"more MPI ranks ({nranks}) than matrix rows ({n})")
 
 
+FACTORS = ("double", "single")
+
+
+def auto_tile(block_size: int) -> tuple[int, int, int] | None:
+    """The most compact tile of a grid with block_size points (x, y, z; the 2s
+    dealt out x first), or None where block_size is not a power of two."""
+    if block_size < 1 or block_size & (block_size - 1):
+        return None
+    tile = [1, 1, 1]
+    for k in range(block_size.bit_length() - 1):
+        tile[k % 3] *= 2
+    return (tile[0], tile[1], tile[2])
+
+
+def parse_blocking(text: str, block_size: int, grid: Sequence[int] | None
+                   ) -> tuple[int, int, int] | None:
+    """--blocking: 'rows' (None: block_size consecutive rows), 'TXxTYxTZ' (tiles of
+    the grid) or 'auto' (tiles of block_size points where there is a grid)."""
+    if text == "rows":
+        return None
+    if text == "auto":
+        return auto_tile(block_size) if grid else None
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise BadInput(f"--blocking takes rows, auto or tiles as TXxTYxTZ (4x4x2), not {text!r}")
+    if not grid:
+        raise BadInput(f"tiles ({text}) need a grid: they are for --poisson, not a matrix file")
+    return (int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+def blocking_label(tile: Sequence[int] | None, block_size: int) -> str:
+    """How the record names the blocking: 'rows of 32' or 'tiles 4x4x2'."""
+    return f"rows of {block_size}" if tile is None else "tiles " + "x".join(map(str, tile))
+
+
 def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_size: int = 32,
                 colors: int = 20, tol: float = 1e-7, max_iter: int = 10_000, threads: int = 0,
-                history: bool = False, x0=None) -> tuple[np.ndarray, dict]:
+                history: bool = False, x0=None, factor: str = DEFAULT_FACTOR,
+                grid: Sequence[int] | None = None, tile: Sequence[int] | None = None
+                ) -> tuple[np.ndarray, dict]:
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
-    Raises NotConverged on a CG breakdown (naming the iteration), BadInput on
-    NaN/Inf or bad arguments.
+    factor: precision of IC(0)'s values ("single", the default: computed in
+    double, stored in float32, CG's vectors and sums double; or "double"). grid (nx, ny, nz, x fastest)
+    and tile (tx, ty, tz): blocks are tiles of the grid instead of block_size
+    consecutive rows. Raises NotConverged on a CG breakdown (naming the
+    iteration), BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext import _biccg
 
+    if factor not in FACTORS:
+        raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
+    if tile is not None and (grid is None or int(np.prod(grid)) != n):
+        raise BadInput(f"tiles need the grid of the matrix ({n} rows), not {grid}")
     x = np.zeros(len(b)) if x0 is None else np.array(x0, dtype=np.float64)
     try:
         stats = _biccg.solve(comm, indptr, indices, data, np.ascontiguousarray(b, np.float64),
                              x, n, row_begin, block_size, colors, tol, max_iter, threads,
-                             history)
+                             history, factor == "single",
+                             tuple(grid) if tile is not None else (0, 0, 0),
+                             tuple(tile) if tile is not None else (0, 0, 0))
     except ArithmeticError as exc:
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
@@ -112,14 +166,17 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
 
 
 def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
-          max_iter: int = 10_000, threads: int = 0, history: bool = False):
+          max_iter: int = 10_000, threads: int = 0, history: bool = False,
+          factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,
+          tile: Sequence[int] | None = None):
     """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
     from kernels_ext.pingpong import init_mpi
 
     MPI = init_mpi("funneled")
     check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
     return solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, A.shape[0], 0,
-                       block_size, colors, tol, max_iter, threads, history)
+                       block_size, colors, tol, max_iter, threads, history, factor=factor,
+                       grid=grid, tile=tile)
 
 
 def load_problem(args, rank: int, nranks: int) -> dict:
@@ -183,7 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"),
                      help="3D 7-point Laplacian on an NX x NY x NZ grid (Dirichlet)")
     src.add_argument("--mtx", help="Matrix Market file (.mtx, .mtx.gz, SuiteSparse .tar.gz)")
-    p.add_argument("--block-size", type=int, default=32, help="rows per block (default 32)")
+    p.add_argument("--block-size", type=int, default=32,
+                   help="rows per block (default 32); with tiles, the points of a tile")
+    p.add_argument("--blocking", default=DEFAULT_BLOCKING,
+                   help="auto (the default: tiles of block-size points for --poisson where "
+                        "block-size is a power of two, else rows), rows (block-size "
+                        "consecutive rows: the study's algebraic blocking) or TXxTYxTZ (tiles "
+                        "of the grid, --poisson only)")
+    p.add_argument("--factor", choices=FACTORS, default=DEFAULT_FACTOR,
+                   help=f"precision of IC(0)'s values (default {DEFAULT_FACTOR}; CG's "
+                        "vectors and sums are double either way)")
     p.add_argument("--colors", type=int, default=20, help="at least this many colors (20)")
     p.add_argument("--tol", type=float, default=1e-7, help="relative residual (1e-7)")
     p.add_argument("--max-iter", type=int, default=10_000, help="iteration limit (10000)")
@@ -221,13 +287,16 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
 
     lay = rank_layout(comm, *requested_threads(args.threads))
     lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
+    tile = parse_blocking(args.blocking, args.block_size, args.poisson)
+    block_size = args.block_size if tile is None else int(np.prod(tile))
     t0 = time.perf_counter()
     prob = load_problem(args, rank, nranks)
     t_load = time.perf_counter() - t0
     check_params(prob["n"], args.block_size, args.colors, args.tol, args.max_iter, nranks)
     x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
-                        prob["n"], prob["r0"], args.block_size, args.colors, args.tol,
-                        args.max_iter, lay.threads, args.history)
+                        prob["n"], prob["r0"], block_size, args.colors, args.tol,
+                        args.max_iter, lay.threads, args.history, factor=args.factor,
+                        grid=args.poisson, tile=tile)
     err = comm.allreduce(float(np.max(np.abs(x - 1.0))) if len(x) else 0.0, op=MPI.MAX)
     nnz = comm.allreduce(prob["nnz_local"])
     rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
@@ -235,7 +304,8 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
     t = st["times"]
     rec = {
         "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
-        "block_size": args.block_size, "colors": args.colors,
+        "block_size": block_size, "colors": args.colors,
+        "blocking": blocking_label(tile, block_size), "factor_precision": args.factor,
         "tol": args.tol, "max_iter": args.max_iter,
         "converged": st["converged"], "iterations": st["iterations"],
         "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],

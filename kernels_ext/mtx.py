@@ -1,53 +1,122 @@
-"""Matrix Market files for the BICCG solver: real coordinate matrices, checked line by line.
+"""Matrix Market files for the BICCG solver: real coordinate matrices, read by SciPy.
 
 Reads ``.mtx``, ``.mtx.gz`` and the SuiteSparse ``.tar.gz`` archives as they
-are downloaded (``G3_circuit.tar.gz`` holds ``G3_circuit/G3_circuit.mtx``),
-expands symmetric storage, and refuses what the solver cannot use, naming the
-line: a missing or malformed header, dense (array) format, pattern-only or
-complex values, a malformed or truncated entry list, indices out of range.
+are downloaded (``G3_circuit.tar.gz`` holds ``G3_circuit/G3_circuit.mtx``), as
+streams: nothing is extracted to disk.  The entry list is parsed by
+``scipy.io.mmread`` (fast_matrix_market inside, SciPy 1.12 and later: about
+20x faster than the Python parser it replaced, benchmarks/mtx_read.py); this
+module reads the header lines itself first and checks the bytes the library
+is handed, so that every refusal names the file and says what is wrong:
+
+- header (read here, before any entry): a missing or malformed banner, dense
+  (``array``) format, ``pattern`` or ``complex`` values, an unknown field,
+  symmetries other than ``general`` and ``symmetric`` (``skew-symmetric`` and
+  ``hermitian``), a malformed size line, a symmetric matrix that is not square,
+  and a size line that declares more entries than the bytes that follow can
+  hold (where the size is known: ``.mtx`` and ``.tar.gz`` members).  Fields
+  ``real``, ``double`` and ``integer`` are read as float64 (an integer file
+  exactly as before, values past int64 included).
+- entry list, each line named (by these checks, or by the library's own
+  ``Line N`` where it finds the fault): a character no number is made of (a NUL
+  byte, a letter, a decimal comma, a Fortran ``D`` exponent, a comment line: the
+  library reads ``1,5`` as 1 and ``1.5D+03`` as 1.5, and crashes on a NUL byte
+  after a value, so these never reach it), more than ``row column value`` on a
+  line, a value or index that is not a number, an index out of range, more
+  entries than the size line declares.  ``nan`` and ``inf`` are read (the
+  solver refuses them with its own message): the lines of the blocks that hold
+  them are checked one by one.
+- a truncated entry list names the line the file ends at (or, caught before
+  reading, how many entries the bytes after the size line can hold); a damaged
+  or truncated compressed file says so; a size line that declares more entries
+  than memory holds says so.
+
+What is not pinpointed: a malformed number made only of number characters
+(``1.2.3``, ``1e``, ``1-2``) is read by the library as its longest valid
+prefix, without an error; where a line with an extra value shares a 1 MiB
+block with blank lines, the refusal names the problem but not the line; and
+with a SciPy older than 1.12 the library's messages are passed on as they are
+(after the file's name).
+
+Symmetric storage is expanded to both triangles.  Entries of a symmetric file
+stored in the upper triangle are mirrored like those in the lower one (the same
+matrix); an entry stored in both triangles, like any duplicate, is summed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import re
 import tarfile
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 SUITESPARSE_URL = "https://suitesparse-collection-website.herokuapp.com/MM/{group}/{name}.tar.gz"
 
+_BLOCK = 1 << 20                      # bytes read and checked at a time
+_NUMBER = b"0123456789+-.eE \t\r\n"   # what an entry list of plain numbers is made of
+_WORDS = b"nNaAiIfFtTyY"              # nan, inf, infinity: their lines are checked one by one
+_ENTRY = re.compile(rb"[ \t]*\d+[ \t]+\d+[ \t]+[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+                    rb"|nan|inf(?:inity)?)[ \t\r]*|[ \t\r]*", re.IGNORECASE)
+_BROKEN = (OSError, EOFError, zlib.error, tarfile.TarError)  # damaged or truncated archives
+
 
 class MtxError(ValueError):
     """The file cannot be used; the message names the file and, where it can, the line."""
 
 
-def _open_text(path: Path) -> tuple[io.TextIOBase, str]:
-    """A text stream of the matrix and the name to report (archive member for .tar.gz)."""
+def _show(line: bytes | str) -> str:
+    """A line for a message: stripped, at most 60 characters, quoted, non-ASCII escaped."""
+    text = line.decode("ascii", "replace") if isinstance(line, bytes) else line
+    return ascii(text.strip()[:60])
+
+
+def _open(path: Path, stack: contextlib.ExitStack) -> tuple[io.BufferedIOBase, str, int | None]:
+    """A binary stream of the matrix, the name to report (archive member for .tar.gz) and
+    the size in bytes where it is known without reading (not for .gz)."""
     name = path.name
     if name.endswith((".tar.gz", ".tgz")):
-        tar = tarfile.open(path, "r:gz")
+        tar = stack.enter_context(tarfile.open(path, "r:gz"))
         stem = re.sub(r"\.(tar\.gz|tgz)$", "", name)
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".mtx")]
+        members = []
+        for m in tar:  # lazily: the archive is read only up to the matrix when it is named
+            if m.isfile() and m.name.endswith(".mtx"):
+                if Path(m.name).name == f"{stem}.mtx":
+                    members = [m]
+                    break
+                members.append(m)
         # SuiteSparse archives also hold right-hand sides and coordinates (_b.mtx, ...)
-        main = [m for m in members if Path(m.name).name == f"{stem}.mtx"] or \
-            [m for m in members if not re.search(r"_[A-Za-z]\w*\.mtx$", m.name)] or members
+        main = [m for m in members if not re.search(r"_[A-Za-z]\w*\.mtx$", m.name)] or members
         if not main:
             raise MtxError(f"{path}: the archive holds no .mtx file")
-        raw = tar.extractfile(main[0])
-        return io.TextIOWrapper(raw, encoding="ascii", errors="replace"), f"{path}:{main[0].name}"
+        return stack.enter_context(tar.extractfile(main[0])), f"{path}:{main[0].name}", \
+            main[0].size
     if name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="ascii", errors="replace"), str(path)
-    return open(path, encoding="ascii", errors="replace"), str(path)
+        return stack.enter_context(gzip.open(path, "rb")), str(path), None
+    return stack.enter_context(open(path, "rb")), str(path), path.stat().st_size
+
+
+class _Lines:
+    """Text lines for `read_header` from a binary stream, keeping the bytes read."""
+
+    def __init__(self, raw: io.BufferedIOBase):
+        self.raw, self.read = raw, []
+
+    def readline(self, limit: int = -1) -> str:
+        line = self.raw.readline(limit)
+        self.read.append(line)
+        return line.decode("ascii", "replace")
 
 
 def read_header(stream: io.TextIOBase, where: str) -> tuple[str, int, int, int, int]:
-    """Banner and size line: (symmetry, rows, cols, entries, lines read so far)."""
-    banner = stream.readline()
+    """Banner and size line of a text stream (anything with ``readline``): (symmetry,
+    rows, cols, entries, lines read so far).  Reads nothing past the size line."""
+    banner = stream.readline(1024)
     words = banner.lower().split()
     if len(words) < 5 or words[0] != "%%matrixmarket" or words[1] != "matrix":
         raise MtxError(f"{where}: line 1 is not a Matrix Market header "
@@ -66,104 +135,180 @@ def read_header(stream: io.TextIOBase, where: str) -> tuple[str, int, int, int, 
         raise MtxError(f"{where}: line 1: '{symmetry}' matrices cannot be symmetric positive "
                        "definite")
     line_no = 1
-    for line in stream:
+    while line := stream.readline():
         line_no += 1
         if line.strip() and not line.lstrip().startswith("%"):
             parts = line.split()
             if len(parts) != 3 or not all(p.isdigit() for p in parts):
                 raise MtxError(f"{where}: line {line_no}: expected 'rows columns entries', "
-                               f"got '{line.strip()[:60]}'")
+                               f"got {_show(line)}")
             rows, cols, nnz = (int(p) for p in parts)
+            if symmetry == "symmetric" and rows != cols:
+                raise MtxError(f"{where}: line {line_no}: a symmetric matrix must be square, "
+                               f"not {rows} x {cols}")
             return symmetry, rows, cols, nnz, line_no
     raise MtxError(f"{where}: the file ends before its size line")
 
 
-def _entries(stream: io.TextIOBase, where: str, first_line: int, nnz: int,
-             rows: int, cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The entry lines as 0-based (i, j, value), checked; errors name the file line."""
-    i = np.empty(nnz, np.int64)
-    j = np.empty(nnz, np.int64)
-    v = np.empty(nnz, np.float64)
-    k, line_no = 0, first_line
-    chunk: list[str] = []
-    chunk_lines: list[int] = []
+class _CheckedEntries(io.RawIOBase):
+    """What scipy.io.mmread reads: the header (its banner rewritten to the canonical
+    ``coordinate real``), then the entry list from `raw`, each block checked before the
+    library sees it.  Counts the values (`tokens`); raises MtxError naming the line."""
 
-    def flush() -> None:
-        nonlocal k
-        if not chunk:
+    def __init__(self, head: bytes, raw: io.BufferedIOBase, where: str, line_no: int):
+        self.raw, self.where = raw, where
+        self.block, self.pos, self.done = head, 0, False
+        self.line_no = line_no   # the file's lines before `carry`
+        self.carry = b""         # the unfinished last line of the blocks read so far
+        self.words = False       # nan/inf in `carry`: check its line by the pattern
+        self.tokens = 0
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.served
+
+    def read(self, n: int | None = -1) -> bytes:
+        """Up to `n` bytes (the library asks for 1 KiB at a time)."""
+        if n is None or n < 0:
+            return b"".join(iter(lambda: self.read(_BLOCK), b""))
+        while self.pos >= len(self.block):
+            if self.done:
+                return b""
+            self.block, self.pos = self._next(), 0
+        out = self.block[self.pos:self.pos + n]
+        self.pos += len(out)
+        self.served += len(out)
+        return out
+
+    def _next(self) -> bytes:
+        block = self.raw.read(_BLOCK)
+        if not block:
+            self.done = True
+            self._check_lines(self.carry, self.words)
+            return b""
+        odd = block.translate(None, _NUMBER)
+        if odd and odd.translate(None, _WORDS):
+            self._refuse_character(block, odd.translate(None, _WORDS))
+        cut = block.rfind(b"\n") + 1
+        if cut:
+            lines, self.carry = self.carry + block[:cut], block[cut:]
+            self._check_lines(lines, self.words or bool(odd))
+        else:
+            self.carry += block
+        self.words = bool(self.carry.translate(None, _NUMBER))
+        return block
+
+    def _refuse_character(self, block: bytes, odd: bytes) -> None:
+        text = self.carry + block
+        at = min(text.find(bytes([c])) for c in set(odd))
+        start = text.rfind(b"\n", 0, at) + 1
+        end = text.find(b"\n", at)
+        line = text[start:end if end >= 0 else len(text)]
+        line_no = self.line_no + text.count(b"\n", 0, at) + 1
+        where = f"{self.where}: line {line_no}"
+        if line.lstrip().startswith(b"%"):
+            raise MtxError(f"{where}: a comment inside the entry list (comments go before "
+                           "the size line)")
+        raise MtxError(f"{where}: expected 'row column value', got {_show(line)}")
+
+    def _check_lines(self, lines: bytes, words: bool) -> None:
+        """Whole lines of the entry list (the last may lack its newline): count the values
+        and the lines; where a line may hold more than three values, or nan/inf, check the
+        lines one by one."""
+        if not lines:
             return
-        try:
-            arr = np.array([c.split() for c in chunk], dtype=np.float64)
-        except ValueError:
-            for text, at in zip(chunk, chunk_lines):
-                parts = text.split()
-                try:
-                    if len(parts) != 3:
-                        raise ValueError
-                    [float(p) for p in parts]
-                except ValueError:
-                    raise MtxError(f"{where}: line {at}: expected 'row column value', got "
-                                   f"'{text.strip()[:60]}'") from None
-            raise
-        if arr.ndim != 2 or arr.shape[1] != 3:
-            for text, at in zip(chunk, chunk_lines):
-                if len(text.split()) != 3:
-                    raise MtxError(f"{where}: line {at}: expected 'row column value', got "
-                                   f"'{text.strip()[:60]}'")
-        m = len(chunk)
-        i[k:k + m], j[k:k + m], v[k:k + m] = arr[:, 0], arr[:, 1], arr[:, 2]
-        bad = np.flatnonzero((arr[:, 0] != np.floor(arr[:, 0])) | (arr[:, 1] != np.floor(arr[:, 1]))
-                             | (arr[:, 0] < 1) | (arr[:, 0] > rows)
-                             | (arr[:, 1] < 1) | (arr[:, 1] > cols))
-        if bad.size:
-            at = chunk_lines[bad[0]]
-            raise MtxError(f"{where}: line {at}: index out of range 1..{rows} x 1..{cols}: "
-                           f"'{chunk[bad[0]].strip()[:60]}'")
-        k += m
-        chunk.clear()
-        chunk_lines.clear()
+        a = np.frombuffer(lines, np.uint8)
+        blank = a <= 32  # space, tab, CR, LF: the other control bytes were refused
+        tokens = int(np.count_nonzero(blank[:-1] > blank[1:])) + (not blank[0])
+        count = int(np.count_nonzero(a == 10)) + (lines[-1] != 10)
+        if words or tokens > 3 * count:
+            for k, line in enumerate(lines.split(b"\n")):
+                if not _ENTRY.fullmatch(line):
+                    raise MtxError(f"{self.where}: line {self.line_no + k + 1}: expected "
+                                   f"'row column value', got {_show(line)}")
+        self.tokens += tokens
+        self.line_no += count
 
-    for line in stream:
-        line_no += 1
-        if not line.strip() or line.lstrip().startswith("%"):
-            continue
-        if k + len(chunk) >= nnz:
-            raise MtxError(f"{where}: line {line_no}: more entries than the {nnz} the size "
-                           "line declares")
-        chunk.append(line)
-        chunk_lines.append(line_no)
-        if len(chunk) >= 1 << 16:
-            flush()
-    flush()
-    if k < nnz:
-        raise MtxError(f"{where}: truncated: the size line declares {nnz} entries, the file "
-                       f"ends at line {line_no} after {k}")
-    return i - 1, j - 1, v
+
+def _line(path: Path, line_no: int) -> str:
+    """The text of one line of the file, for a message (read again: errors only)."""
+    try:
+        with contextlib.ExitStack() as stack:
+            raw = _open(path, stack)[0]
+            for k, line in enumerate(raw, 1):
+                if k == line_no:
+                    return f": {_show(line)}"
+    except (MtxError, *_BROKEN):
+        pass
+    return ""
+
+
+def _library_error(exc: Exception, path: Path, where: str, rows: int, cols: int, nnz: int,
+                   last_line: int) -> MtxError:
+    """The library's complaint in this module's words, with the file and line."""
+    message = str(exc)
+    if m := re.match(r"Truncated file\. Expected another (\d+) lines", message):
+        return MtxError(f"{where}: truncated: the size line declares {nnz} entries, the file "
+                        f"ends at line {last_line} after {nnz - int(m[1])}")
+    if not (m := re.match(r"Line (\d+): (.*)", message)):
+        return MtxError(f"{where}: {message}")
+    line_no, what = int(m[1]), m[2].rstrip(".")
+    if "index out of bounds" in what or "Integer out of range" in what:
+        return MtxError(f"{where}: line {line_no}: index out of range 1..{rows} x 1..{cols}"
+                        f"{_line(path, line_no)}")
+    if "Too many lines" in what:
+        return MtxError(f"{where}: line {line_no}: more entries than the {nnz} the size line "
+                        "declares")
+    if "Invalid" in what:
+        return MtxError(f"{where}: line {line_no}: expected 'row column value' ({what})"
+                        f"{_line(path, line_no)}")
+    return MtxError(f"{where}: line {line_no}: {what}")
 
 
 def read_mtx(path: str | Path):
     """Read a real coordinate Matrix Market matrix into a SciPy CSR matrix (symmetric
     storage expanded to both triangles)."""
+    import scipy.io
     import scipy.sparse as sp
 
     p = Path(path)
     if not p.is_file():
         raise MtxError(f"{p}: no such file")
-    try:
-        stream, where = _open_text(p)
-    except (OSError, tarfile.TarError, EOFError) as exc:
-        raise MtxError(f"{p}: cannot read ({exc})") from exc
-    with stream:
+    where = str(p)
+    with contextlib.ExitStack() as stack:
         try:
-            symmetry, rows, cols, nnz, line_no = read_header(stream, where)
-            i, j, v = _entries(stream, where, line_no, nnz, rows, cols)
-        except (OSError, EOFError, gzip.BadGzipFile, tarfile.TarError) as exc:
+            raw, where, size = _open(p, stack)
+            lines = _Lines(raw)
+            symmetry, rows, cols, nnz, line_no = read_header(lines, where)
+        except _BROKEN as exc:
+            raise MtxError(f"{where}: cannot read ({exc})") from exc
+        head = b"".join(lines.read[1:])
+        room = None if size is None else size - len(lines.read[0]) - len(head)
+        if room is not None and 6 * nnz - 1 > room:  # "1 1 1\n": 6 bytes at the least
+            raise MtxError(f"{where}: truncated: the size line declares {nnz} entries, the "
+                           f"{room} bytes after it hold {(room + 1) // 6} at the most")
+        banner = f"%%MatrixMarket matrix coordinate real {symmetry}\n".encode()
+        entries = _CheckedEntries(banner + head, raw, where, line_no)
+        try:
+            coo = scipy.io.mmread(entries)
+            while entries.read(_BLOCK):  # whatever the library left unread
+                pass
+        except _BROKEN as exc:
             raise MtxError(f"{where}: damaged or truncated compressed file ({exc})") from exc
-    if symmetry == "symmetric":
-        off = i != j
-        i, j, v = np.concatenate([i, j[off]]), np.concatenate([j, i[off]]), \
-            np.concatenate([v, v[off]])
-    A = sp.csr_matrix((v, (i, j)), shape=(rows, cols))
+        except MtxError:
+            raise
+        except (ValueError, OverflowError) as exc:
+            raise _library_error(exc, p, where, rows, cols, nnz, entries.line_no) from exc
+        except MemoryError as exc:
+            raise MtxError(f"{where}: line {line_no}: {nnz} entries are more than memory "
+                           "holds") from exc
+    if entries.tokens != 3 * nnz:
+        raise MtxError(f"{where}: an entry line holds more than 'row column value' "
+                       f"({entries.tokens} values for the {nnz} entries the size line declares)")
+    A = sp.csr_matrix(coo, dtype=np.float64)
     A.sum_duplicates()
     A.sort_indices()
     return A

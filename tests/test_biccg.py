@@ -1,14 +1,11 @@
 """BICCG: solutions against SciPy, the ordering, IC(0) against a dense reference, MPI ranks,
-Matrix Market files, and one clear line for every bad input."""
+and one clear line for every bad input."""
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +16,6 @@ import scipy.sparse.linalg as spla
 from burstbench import biccg as bsweep
 from burstbench import params
 from kernels_ext import biccg, cg_baselines
-from kernels_ext.mtx import MtxError, read_mtx
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -130,20 +126,25 @@ def test_ic0_matches_the_dense_reference(make):
     assert (U[A.T == 0] == 0).all()  # no fill: the pattern of A
 
 
-def reference_pcg_history(A: sp.csr_matrix, b: np.ndarray, tol: float) -> list[float]:
+def reference_pcg_history(A: sp.csr_matrix, b: np.ndarray, tol: float,
+                          single: bool = False) -> list[float]:
     """||r||/||b|| of textbook PCG with IC(0) of A (bc.ic0, checked above), M^-1 applied
-    by SciPy's triangular solves: what the solver must reproduce on the reordered A."""
+    by SciPy's triangular solves: what the solver must reproduce on the reordered A.
+    single: the factor's values (U and 1/d) rounded to float32, the arithmetic double."""
     n = A.shape[0]
     d, uptr = np.empty(n), np.empty(n + 1, np.int64)
     uidx, uval = np.empty(A.nnz, np.int32), np.empty(A.nnz)
     assert bc.ic0(A.indptr, A.indices, A.data, d, uptr, uidx, uval) == 0.0
+    dinv = 1.0 / d
+    if single:
+        uval, dinv = uval.astype(np.float32).astype(float), dinv.astype(np.float32).astype(float)
     U = (sp.csr_matrix((uval[:uptr[-1]], uidx[:uptr[-1]], uptr), shape=(n, n))
          + sp.identity(n)).tocsr()
     Ut = U.T.tocsr()
 
     def prec(r):
         w = spla.spsolve_triangular(Ut, r, lower=True)
-        return spla.spsolve_triangular(U, w / d, lower=False)
+        return spla.spsolve_triangular(U, w * dinv, lower=False)
 
     x, r = np.zeros(n), b.copy()
     z = prec(r)
@@ -176,7 +177,8 @@ def test_preconditioner_is_ic0_of_the_reordered_matrix(make, bs, colors):
     Ap = A[perm][:, perm].tocsr()
     Ap.sort_indices()
     ref = reference_pcg_history(Ap, b[perm], 1e-10)
-    _, st = biccg.solve(A, b, block_size=bs, colors=colors, tol=1e-10, threads=2, history=True)
+    _, st = biccg.solve(A, b, block_size=bs, colors=colors, tol=1e-10, threads=2, history=True,
+                        factor="double")
     assert st["iterations"] == len(ref) - 1
     np.testing.assert_allclose(st["history"], ref, rtol=1e-6)
 
@@ -258,74 +260,6 @@ def test_baselines_agree_with_spsolve():
     _, natural = cg_baselines.numba_pcg(A, b, 1e-9, precond="ic0")
     _, ours = biccg.solve(A, b, tol=1e-9)
     assert natural["iterations"] <= ours["iterations"] <= 1.5 * natural["iterations"]
-
-
-# -- Matrix Market -------------------------------------------------------------------
-
-SYM = """%%MatrixMarket matrix coordinate real symmetric
-% a comment
-%
-3 3 4
-1 1 4.0
-2 1 -1.0
-2 2 4.0
-3 3 2.5
-"""
-
-
-def test_reader_expands_symmetric_storage_and_skips_comments(tmp_path):
-    f = tmp_path / "a.mtx"
-    f.write_text(SYM)
-    A = read_mtx(f).toarray()
-    np.testing.assert_array_equal(A, [[4, -1, 0], [-1, 4, 0], [0, 0, 2.5]])
-
-
-def test_reader_reads_gz_and_suitesparse_tarballs(tmp_path):
-    gz = tmp_path / "a.mtx.gz"
-    gz.write_bytes(gzip.compress(SYM.encode()))
-    tgz = tmp_path / "mat.tar.gz"
-    with tarfile.open(tgz, "w:gz") as tar:
-        for name, text in (("mat/mat.mtx", SYM), ("mat/mat_b.mtx",
-                           "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n")):
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    assert (read_mtx(gz) != read_mtx(tmp_path / "a.mtx.gz")).nnz == 0
-    assert read_mtx(tgz).shape == (3, 3) and read_mtx(tgz).nnz == 5
-
-
-@pytest.mark.parametrize("text,message", [
-    ("hello\n", "line 1 is not a Matrix Market header"),
-    ("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", "dense"),
-    ("%%MatrixMarket matrix coordinate pattern symmetric\n2 2 1\n1 1\n", "pattern-only"),
-    ("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n", "complex"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2\n", "line 2: expected 'rows columns"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 x\n1 2 3\n",
-     "line 4: expected 'row column value'"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1 7\n1 2 3\n",
-     "line 4: expected 'row column value'"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1\n",
-     "truncated: the size line declares 3 entries"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 1\n",
-     "line 4: more entries than"),
-    ("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n", "line 3: index out of"),
-])
-def test_reader_refuses_bad_files_naming_the_line(tmp_path, text, message):
-    f = tmp_path / "bad.mtx"
-    f.write_text(text)
-    with pytest.raises(MtxError) as err:
-        read_mtx(f)
-    assert message in str(err.value) and "bad.mtx" in str(err.value)
-
-
-def test_reader_missing_and_truncated_gzip(tmp_path):
-    with pytest.raises(MtxError, match="no such file"):
-        read_mtx(tmp_path / "none.mtx")
-    gz = tmp_path / "cut.mtx.gz"
-    gz.write_bytes(gzip.compress((SYM * 50).encode())[:60])
-    with pytest.raises(MtxError):
-        read_mtx(gz)
 
 
 # -- the command line and MPI ----------------------------------------------------------

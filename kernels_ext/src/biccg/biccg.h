@@ -56,7 +56,12 @@ typedef struct {
 typedef struct {
     int block_size, colors, max_iter, threads;
     double tol;
-    int keep_history; /* record ||r||/||b|| of every iteration */
+    int keep_history;  /* record ||r||/||b|| of every iteration */
+    int single_factor; /* keep IC(0)'s values in single precision (computed in
+                        * double; CG's vectors and reductions stay double) */
+    bc_gidx grid[3];   /* where the matrix is an nx x ny x nz grid (x fastest) ... */
+    int tile[3];       /* ... blocks are tiles of tx x ty x tz points; grid[0] = 0:
+                        * blocks of block_size consecutive rows */
 } bc_params;
 
 /* Timings in seconds (maximum over ranks) and outcome of one solve. */
@@ -84,12 +89,14 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b, double *x,
              const bc_params *p, bc_result *out);
 
 /*
- * bc_block_coloring - the ordering alone, on a square matrix (one rank):
- * color[nblocks] gets each block's color and perm[n] the new-to-old row map.
- * Returns the number of colors used (>= colors), or -1 for bad arguments or
- * no memory.
+ * bc_block_coloring - the ordering alone, on a square matrix (one rank), with
+ * p's block size, colors and tiles: color[nblocks] gets each block's color (in
+ * the blocks' incoming order) and perm[n] the new-to-old row map.  Returns the
+ * number of colors used (>= colors), or -1 for bad arguments, more blocks
+ * than max_blocks, or no memory.
  */
-int bc_block_coloring(const bc_csr_in *a, int block_size, int colors, int *color, bc_gidx *perm);
+int bc_block_coloring(const bc_csr_in *a, const bc_params *p, int *color, int max_blocks,
+                      bc_gidx *perm);
 
 /*
  * bc_ic0 - IC(0) of a square matrix as given (no reordering, one thread), for

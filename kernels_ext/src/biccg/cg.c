@@ -37,16 +37,18 @@ void bc_local_free(bc_local *L)
                    L->iperm,  L->dinv,  L->lptr,  L->uptr,   L->lidx,   L->uidx,
                    L->lval,   L->uval,  L->rrank, L->rcount, L->roff,   L->srank,
                    L->scount, L->soff,  L->sidx,  L->sbuf,   L->req,    L->halo_g,
-                   L->lin,    L->uin,   L->pfptr, L->pf};
+                   L->lin,    L->uin,   L->pfptr, L->pf,     L->lval32, L->uval32,
+                   L->dinv32};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         free(all[k]);
     memset(L, 0, sizeof *L);
 }
 
-void bc_spmv(const bc_local *L, const double *x, double *y)
+double bc_spmv(const bc_local *L, const double *x, double *y)
 {
     const int64_t end = L->rowptr[L->nloc];
-#pragma omp parallel for schedule(static)
+    double xy = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : xy)
     for (int b = 0; b < L->nblocks; b++) {
         for (int part = 0; part < 3; part++)
             bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
@@ -57,8 +59,10 @@ void bc_spmv(const bc_local *L, const double *x, double *y)
             for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
                 s += L->val[k] * x[L->col[k]];
             y[i] = s;
+            xy += x[i] * s;
         }
     }
+    return xy;
 }
 
 static double dot(int n, const double *a, const double *b)
@@ -128,14 +132,14 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     /* setup: ordering, local matrix, factor (no communication) */
     double t0 = MPI_Wtime();
     if (rc == BC_OK)
-        rc = bc_order(a, p->block_size, p->colors, &L, NULL);
+        rc = bc_order(a, p, &L, NULL);
     double t1 = MPI_Wtime();
     if (rc == BC_OK)
         rc = bc_build_local(a, &L);
     if (rc == BC_OK)
         rc = bc_prefetch_plan(&L);
     if (rc == BC_OK)
-        rc = bc_factor(&L);
+        rc = bc_factor(&L, p->single_factor);
     double t2 = MPI_Wtime();
     if ((rc = agree(comm, rc)) == BC_OK)
         rc = agree(comm, bc_halo_plan(comm, a, &L));
@@ -190,14 +194,18 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     double rel = sqrt(sums[0]) / bnorm, rz = 0.0;
     if (out->history)
         out->history[0] = rel;
+    /*
+     * The iteration, in three passes over memory (p and q: the SpMV with the
+     * dot p'q; r, q, z: both sweeps with the update of r and the sums r'r and
+     * r'z; x, p, z: both vector updates), and two reductions.
+     */
     int it = 0;
     if (rel > p->tol && p->max_iter > 0) {
         tw = MPI_Wtime();
-        bc_precond(&L, r, z);
+        bc_precond(&L, 0.0, NULL, r, z, &local[0], &local[1]);
         t_pre += MPI_Wtime() - tw;
         tw = MPI_Wtime();
-        local[0] = dot(n, r, z);
-        if (MPI_Allreduce(local, &rz, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
+        if (MPI_Allreduce(&local[1], &rz, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
             rc = BC_EMPI;
         t_dot += MPI_Wtime() - tw;
         memcpy(pv, z, (size_t)n * sizeof(double));
@@ -208,11 +216,10 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
         rc = bc_halo_exchange(comm, &L, pv);
         t_halo += MPI_Wtime() - tw;
         tw = MPI_Wtime();
-        bc_spmv(&L, pv, q);
+        local[0] = bc_spmv(&L, pv, q);
         t_spmv += MPI_Wtime() - tw;
         tw = MPI_Wtime();
         double pq = 0.0;
-        local[0] = dot(n, pv, q);
         if (rc == BC_OK && MPI_Allreduce(local, &pq, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
             rc = BC_EMPI;
         t_dot += MPI_Wtime() - tw;
@@ -225,21 +232,10 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
         }
         const double alpha = rz / pq;
         tw = MPI_Wtime();
-        double rr = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : rr)
-        for (int i = 0; i < n; i++) {
-            x[i] += alpha * pv[i];
-            r[i] -= alpha * q[i];
-            rr += r[i] * r[i];
-        }
-        t_vec += MPI_Wtime() - tw;
-        tw = MPI_Wtime();
-        bc_precond(&L, r, z);
+        bc_precond(&L, alpha, q, r, z, &local[0], &local[1]);
         t_pre += MPI_Wtime() - tw;
         /* one reduction for both ||r||^2 and r'z */
         tw = MPI_Wtime();
-        local[0] = rr;
-        local[1] = dot(n, r, z);
         if (MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
             rc = BC_EMPI;
         t_dot += MPI_Wtime() - tw;
@@ -249,9 +245,17 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
         const double beta = sums[1] / rz;
         rz = sums[1];
         tw = MPI_Wtime();
+        if (rel > p->tol && it < p->max_iter) {
 #pragma omp parallel for schedule(static)
-        for (int i = 0; i < n; i++)
-            pv[i] = z[i] + beta * pv[i];
+            for (int i = 0; i < n; i++) {
+                x[i] += alpha * pv[i];
+                pv[i] = z[i] + beta * pv[i];
+            }
+        } else { /* the last iteration: no next direction */
+#pragma omp parallel for schedule(static)
+            for (int i = 0; i < n; i++)
+                x[i] += alpha * pv[i];
+        }
         t_vec += MPI_Wtime() - tw;
     }
     out->t_solve = MPI_Wtime() - ts;
@@ -315,8 +319,9 @@ double bc_ic0(const bc_csr_in *a, double *d, bc_gidx *uptr, int32_t *uidx, doubl
     if (a->row_begin != 0 || a->nrows != a->n || a->n < 1 || a->n > 0x7fffffff)
         return -1.0;
     /* one block of all rows, one color: the natural order, sequential */
-    if (bc_order(a, (int)a->n, 1, &L, NULL) != BC_OK || bc_build_local(a, &L) != BC_OK ||
-        bc_factor(&L) != BC_OK) {
+    const bc_params one = {.block_size = (int)a->n, .colors = 1};
+    if (bc_order(a, &one, &L, NULL) != BC_OK || bc_build_local(a, &L) != BC_OK ||
+        bc_factor(&L, 0) != BC_OK) {
         bc_local_free(&L);
         return -1.0;
     }

@@ -65,7 +65,34 @@ static int factor_all(bc_local *L, double shift, double *d)
     return ok;
 }
 
-int bc_factor(bc_local *L)
+/* The factor's values rounded to single precision; the double ones freed. */
+static int to_single(bc_local *L)
+{
+    const int n = L->nloc;
+    const int64_t nl = L->lptr[n];
+    L->lval32 = bc_alloc((size_t)nl, sizeof(float));
+    L->uval32 = bc_alloc((size_t)nl, sizeof(float));
+    L->dinv32 = bc_alloc((size_t)n, sizeof(float));
+    if (!L->lval32 || !L->uval32 || !L->dinv32)
+        return BC_ENOMEM;
+#pragma omp parallel /* first touch by the thread that sweeps the block */
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static)
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                L->dinv32[i] = (float)L->dinv[i];
+                for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
+                    L->lval32[p] = (float)L->lval[p];
+                for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
+                    L->uval32[p] = (float)L->uval[p];
+            }
+    }
+    free(L->lval), free(L->uval), free(L->dinv);
+    L->lval = L->uval = L->dinv = NULL;
+    return BC_OK;
+}
+
+int bc_factor(bc_local *L, int single)
 {
     const int n = L->nloc;
     L->lptr = bc_alloc((size_t)n + 1, sizeof(int64_t));
@@ -136,73 +163,22 @@ int bc_factor(bc_local *L)
             L->lin[i] = cl;
             L->uin[i] = cu;
         }
-    return BC_OK;
+    return single ? to_single(L) : BC_OK;
 }
 
-/*
- * Each block in two passes: first every row's coupling to other blocks, whose
- * values are final (rows independent: the loads overlap), then the short
- * recurrence inside the block (rows in order).  In the recurrence the entry
- * coupling row i to its neighbour i -+ 1, where there is one, takes that
- * row's value from a register: through memory, each row waited for the
- * previous row's store to be forwarded, and that chain was 40 % of the sweep
- * (benchmarks/README.md).  The scattered lines each block reads from other
- * colors are prefetched BC_PFB blocks ahead.
- */
-void bc_precond(const bc_local *L, const double *r, double *z)
+/* The substitutions, once per precision of the factor's values (sweeps.h). */
+#define BC_FT double
+#define BC_SWEEPS sweeps_double
+#include "sweeps.h"
+#define BC_FT float
+#define BC_SWEEPS sweeps_float
+#include "sweeps.h"
+
+void bc_precond(const bc_local *L, double alpha, const double *q, double *r, double *z,
+                double *rr, double *rz)
 {
-#pragma omp parallel
-    {
-        /* forward, (I + L) w = r: colors in order */
-        for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static)
-            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
-                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 0, z);
-                for (int i = i0; i < i1; i++) {
-                    double s = r[i];
-                    const int64_t e = L->lptr[i + 1] - L->lin[i];
-                    for (int64_t p = L->lptr[i]; p < e; p++)
-                        s -= L->lval[p] * z[L->lidx[p]];
-                    z[i] = s;
-                }
-                double prev = 0.0; /* z[i - 1] */
-                for (int i = i0; i < i1; i++) {
-                    double s = z[i];
-                    const int64_t e = L->lptr[i + 1];
-                    const int carry = L->lin[i] > 0 && L->lidx[e - 1] == i - 1;
-                    for (int64_t p = e - L->lin[i]; p < e - carry; p++)
-                        s -= L->lval[p] * z[L->lidx[p]];
-                    if (carry)
-                        s -= L->lval[e - 1] * prev;
-                    z[i] = prev = s;
-                }
-            }
-        }
-        /* backward, (I + L^T) z = D^-1 w: colors in reverse */
-        for (int c = L->ncolors - 1; c >= 0; c--) {
-#pragma omp for schedule(static)
-            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
-                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 1, z);
-                for (int i = i0; i < i1; i++) {
-                    double s = z[i] * L->dinv[i];
-                    for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)
-                        s -= L->uval[p] * z[L->uidx[p]];
-                    z[i] = s;
-                }
-                double next = 0.0; /* z[i + 1] */
-                for (int i = i1 - 1; i >= i0; i--) {
-                    double s = z[i];
-                    const int64_t b0 = L->uptr[i], e = b0 + L->uin[i];
-                    const int carry = L->uin[i] > 0 && L->uidx[b0] == i + 1;
-                    for (int64_t p = b0 + carry; p < e; p++)
-                        s -= L->uval[p] * z[L->uidx[p]];
-                    if (carry)
-                        s -= L->uval[b0] * next;
-                    z[i] = next = s;
-                }
-            }
-        }
-    }
+    if (L->lval32)
+        sweeps_float(L, L->lval32, L->uval32, L->dinv32, alpha, q, r, z, rr, rz);
+    else
+        sweeps_double(L, L->lval, L->uval, L->dinv, alpha, q, r, z, rr, rz);
 }

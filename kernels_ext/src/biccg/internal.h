@@ -24,6 +24,8 @@ typedef struct {
     int64_t *lptr, *uptr;
     int32_t *lidx, *uidx;
     double *lval, *uval;
+    /* the same values in single precision where asked (the double ones freed) */
+    float *lval32, *uval32, *dinv32;
     /* entries of row i coupling it to its own block: the last lin[i] of its L
      * row, the first uin[i] of its U row (the rest couple other blocks) */
     int32_t *lin, *uin;
@@ -97,12 +99,13 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
  * dominate the scattered reads of the substitutions otherwise). free() it. */
 void *bc_alloc(size_t count, size_t size);
 
-/* cg.c: y = A x for the local rows (x with its halo filled). */
-void bc_spmv(const bc_local *L, const double *x, double *y);
+/* cg.c: y = A x for the local rows (x with its halo filled); returns the
+ * local x'y, summed as y is written. */
+double bc_spmv(const bc_local *L, const double *x, double *y);
 
-/* ordering.c: color the natural-order blocks of the local diagonal block and
- * fill cptr, bstart, perm, iperm, ncolors, nblocks. */
-int bc_order(const bc_csr_in *a, int block_size, int colors, bc_local *L, int **block_color);
+/* ordering.c: color the blocks of the local diagonal block (p's block size or
+ * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks. */
+int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color);
 
 /* matrix.c: the local rows in the new numbering (halo columns mapped); the
  * prefetch plan that bc_prefetch_block follows (the SpMV and the sweeps need
@@ -111,9 +114,13 @@ int bc_build_local(const bc_csr_in *a, bc_local *L);
 int bc_prefetch_plan(bc_local *L);
 
 /* ic0.c: factor the local diagonal block (shift retried until pivots are
- * positive); apply z = M^-1 r. */
-int bc_factor(bc_local *L);
-void bc_precond(const bc_local *L, const double *r, double *z);
+ * positive), its values kept in single precision if `single`. */
+int bc_factor(bc_local *L, int single);
+
+/* ic0.c: z = M^-1 r.  Where q is given, first r -= alpha q (the CG update, in
+ * the same pass).  Returns the local sums rr = r'r and rz = r'z (r updated). */
+void bc_precond(const bc_local *L, double alpha, const double *q, double *r, double *z,
+                double *rr, double *rz);
 
 /* halo.c: plan the exchange once; exchange x[nloc..) from the owners. */
 int bc_halo_plan(MPI_Comm comm, const bc_csr_in *a, bc_local *L);

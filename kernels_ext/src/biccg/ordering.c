@@ -1,8 +1,10 @@
 /*
  * ordering.c - algebraic block multicolor ordering of a rank's diagonal block.
  *
- * Blocks are `bs` consecutive rows in the incoming order.  They are colored
- * in that order, greedily: a block takes the first color, counting cyclically
+ * Blocks are `bs` consecutive rows in the incoming order or, where the matrix
+ * is a grid and tiles are asked for, the rows of one tile of the grid (more of
+ * each row's neighbours inside its block: fewer iterations, fewer scattered
+ * reads).  They are colored in that order, greedily: a block takes the first color, counting cyclically
  * from the one after the previous block's, that no already colored coupled
  * block has; only when all `colors` are taken is a new color opened.  The
  * cycling spreads blocks evenly over the colors (their count is the
@@ -14,26 +16,106 @@
 
 #include "internal.h"
 
-int bc_order(const bc_csr_in *a, int bs, int colors, bc_local *L, int **block_color)
+/* Rows of a grid (geometry given) grouped into tiles: tx x ty x tz points of
+ * the nx x ny x nz grid (x fastest), tiles in lexicographic order, the rows of
+ * a tile in their order.  pre[k] is the local row at position k, bof[i] the
+ * tile (block) of local row i, bptr[t] the first position of tile t.  A
+ * counting sort over the rank's range of tile numbers. */
+static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_gidx n, int *pre,
+                      int *bof, int **bptr_out, int *nb_out)
+{
+    const bc_gidx nx = grid[0], ny = grid[1];
+    const bc_gidx ntx = (nx + tile[0] - 1) / tile[0], nty = (ny + tile[1] - 1) / tile[1];
+#define BC_TILE(g)                                                                                 \
+    ((((g) / (nx * ny)) / tile[2] * nty + ((g) / nx % ny) / tile[1]) * ntx + ((g) % nx) / tile[0])
+    bc_gidx kmin = BC_TILE(r0), kmax = kmin;
+    for (bc_gidx i = 0; i < n; i++) {
+        bc_gidx k = BC_TILE(r0 + i);
+        kmin = k < kmin ? k : kmin;
+        kmax = k > kmax ? k : kmax;
+    }
+    if (kmax - kmin + 2 > 0x7fffffff)
+        return BC_EINVAL;
+    int *cnt = calloc((size_t)(kmax - kmin + 2), sizeof(int));
+    if (cnt == NULL)
+        return BC_ENOMEM;
+    for (bc_gidx i = 0; i < n; i++)
+        cnt[BC_TILE(r0 + i) - kmin + 1]++;
+    /* number the tiles this rank holds rows of; cnt becomes their first positions */
+    int nb = 0;
+    for (bc_gidx k = 1; k <= kmax - kmin + 1; k++)
+        nb += cnt[k] > 0;
+    int *bptr = malloc(((size_t)nb + 1) * sizeof(int));
+    int *tid = malloc((size_t)(kmax - kmin + 1) * sizeof(int));
+    if (bptr == NULL || tid == NULL) {
+        free(cnt), free(bptr), free(tid);
+        return BC_ENOMEM;
+    }
+    int t = 0, pos = 0;
+    for (bc_gidx k = 0; k <= kmax - kmin; k++) {
+        int c = cnt[k + 1];
+        tid[k] = t;
+        cnt[k] = pos;
+        if (c > 0)
+            bptr[t++] = pos;
+        pos += c;
+    }
+    bptr[nb] = (int)n;
+    for (bc_gidx i = 0; i < n; i++) {
+        bc_gidx k = BC_TILE(r0 + i) - kmin;
+        pre[cnt[k]++] = (int)i;
+        bof[i] = tid[k];
+    }
+#undef BC_TILE
+    free(cnt);
+    free(tid);
+    *bptr_out = bptr;
+    *nb_out = nb;
+    return BC_OK;
+}
+
+int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color)
 {
     const bc_gidx r0 = a->row_begin, n = a->nrows;
+    const int bs = p->block_size, colors = p->colors;
+    const int tiled = p->grid[0] > 0;
     if (bs < 1 || colors < 1 || n < 1 || n > 0x7fffffff)
         return BC_EINVAL;
-    const int nb = (int)((n + bs - 1) / bs);
+    if (tiled && (p->grid[1] < 1 || p->grid[2] < 1 || p->tile[0] < 1 || p->tile[1] < 1 ||
+                  p->tile[2] < 1 || p->grid[0] * p->grid[1] * p->grid[2] != a->n))
+        return BC_EINVAL;
+    /* blocks: positions [bptr[I], bptr[I+1]) of the rows in the order pre
+     * (identity for the algebraic blocking: bs consecutive rows) */
+    int nb = (int)((n + bs - 1) / bs), *pre = NULL, *bof = NULL, *bptr = NULL;
     int ncol = colors, next = 0, rc = BC_OK;
-    int *color = malloc((size_t)nb * sizeof(int));
-    int *stamp = calloc((size_t)ncol, sizeof(int));
+    int *color = NULL, *stamp = NULL;
+    if (tiled) {
+        pre = malloc((size_t)n * sizeof(int));
+        bof = malloc((size_t)n * sizeof(int));
+        rc = pre && bof ? tile_order(p->grid, p->tile, r0, n, pre, bof, &bptr, &nb) : BC_ENOMEM;
+    } else if ((bptr = malloc(((size_t)nb + 1) * sizeof(int))) != NULL) {
+        for (int I = 0; I <= nb; I++)
+            bptr[I] = (int)((bc_gidx)I * bs < n ? (bc_gidx)I * bs : n);
+    } else
+        rc = BC_ENOMEM;
+    if (rc != BC_OK)
+        goto done;
+    color = malloc((size_t)nb * sizeof(int));
+    stamp = calloc((size_t)ncol, sizeof(int));
     if (color == NULL || stamp == NULL) {
         rc = BC_ENOMEM;
         goto done;
     }
     for (int I = 0; I < nb; I++) {
-        bc_gidx lo = (bc_gidx)I * bs, hi = lo + bs < n ? lo + bs : n;
-        for (bc_gidx i = lo; i < hi; i++) {
-            for (bc_gidx k = bc_in_ptr(a, i); k < bc_in_ptr(a, i + 1); k++) {
-                bc_gidx g = bc_in_col(a, k) - r0;
-                if (g >= 0 && g < lo) /* an earlier, already colored block */
-                    stamp[color[g / bs]] = I + 1;
+        for (int k = bptr[I]; k < bptr[I + 1]; k++) {
+            const bc_gidx i = pre ? pre[k] : k;
+            for (bc_gidx e = bc_in_ptr(a, i); e < bc_in_ptr(a, i + 1); e++) {
+                bc_gidx g = bc_in_col(a, e) - r0;
+                if (g < 0 || g >= n)
+                    continue;
+                const int J = bof ? bof[g] : (int)(g / bs);
+                if (J < I) /* an earlier, already colored block */
+                    stamp[color[J]] = I + 1;
             }
         }
         int c = -1;
@@ -64,8 +146,10 @@ int bc_order(const bc_csr_in *a, int bs, int colors, bc_local *L, int **block_co
     L->perm = malloc((size_t)n * sizeof(int));
     L->iperm = malloc((size_t)n * sizeof(int));
     int *fill = malloc((size_t)ncol * sizeof(int));
-    if (!L->cptr || !L->bstart || !L->perm || !L->iperm || !fill) {
+    int *order = malloc((size_t)nb * sizeof(int)); /* new block position -> old block */
+    if (!L->cptr || !L->bstart || !L->perm || !L->iperm || !fill || !order) {
         free(fill);
+        free(order);
         rc = BC_ENOMEM;
         goto done;
     }
@@ -74,20 +158,14 @@ int bc_order(const bc_csr_in *a, int bs, int colors, bc_local *L, int **block_co
     for (int c = 0; c < ncol; c++)
         L->cptr[c + 1] += L->cptr[c];
     memcpy(fill, L->cptr, (size_t)ncol * sizeof(int));
-    int *order = malloc((size_t)nb * sizeof(int)); /* new block position -> old block */
-    if (order == NULL) {
-        free(fill);
-        rc = BC_ENOMEM;
-        goto done;
-    }
     for (int I = 0; I < nb; I++)
         order[fill[color[I]]++] = I;
     int row = 0;
     for (int b = 0; b < nb; b++) {
         L->bstart[b] = row;
-        bc_gidx lo = (bc_gidx)order[b] * bs, hi = lo + bs < n ? lo + bs : n;
-        for (bc_gidx i = lo; i < hi; i++) {
-            L->perm[row] = (int)i;
+        for (int k = bptr[order[b]]; k < bptr[order[b] + 1]; k++) {
+            const int i = pre ? pre[k] : k;
+            L->perm[row] = i;
             L->iperm[i] = row++;
         }
     }
@@ -96,6 +174,9 @@ int bc_order(const bc_csr_in *a, int bs, int colors, bc_local *L, int **block_co
     free(fill);
 done:
     free(stamp);
+    free(pre);
+    free(bof);
+    free(bptr);
     if (rc == BC_OK && block_color != NULL)
         *block_color = color;
     else
@@ -103,14 +184,16 @@ done:
     return rc;
 }
 
-int bc_block_coloring(const bc_csr_in *a, int block_size, int colors, int *color, bc_gidx *perm)
+int bc_block_coloring(const bc_csr_in *a, const bc_params *p, int *color, int max_blocks,
+                      bc_gidx *perm)
 {
     bc_local L;
     int *bcolor = NULL;
     memset(&L, 0, sizeof L);
     if (a->row_begin != 0 || a->nrows != a->n)
         return -1;
-    if (bc_order(a, block_size, colors, &L, &bcolor) != BC_OK) {
+    if (bc_order(a, p, &L, &bcolor) != BC_OK || L.nblocks > max_blocks) {
+        free(bcolor);
         bc_local_free(&L);
         return -1;
     }

@@ -1,0 +1,112 @@
+"""BICCG's options side by side: factor precision x blocking, and the solver before a change.
+
+One process, one matrix (Poisson 128^3 by default, b = A 1), the variants solved in turn,
+round after round (the order rotates each round), each solve timed by the solver itself;
+medians of --rounds rounds and the per-round ratio of each variant to the first one:
+
+    .venv/bin/python benchmarks/biccg_options.py --rounds 5
+    .venv/bin/python benchmarks/biccg_options.py --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
+
+--before takes the extension module built from an earlier commit (a git worktree of it,
+configured with build/*/CMakeInit.txt and `cmake --build ... --target _biccg`); it is
+loaded beside the current one and run with its own (older) argument list, as "before".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kernels_ext import biccg
+from kernels_ext.pingpong import init_mpi
+
+PARTS = ("spmv", "precond", "dots", "halo", "vector")
+
+
+def load_before(path: Path):
+    """The extension module at `path`, under a name of its own."""
+    spec = importlib.util.spec_from_file_location("_biccg", path)
+    if spec is None or spec.loader is None:
+        sys.exit(f"error: cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def variants(grid: tuple[int, int, int], before) -> dict[str, dict]:
+    """label -> solve keywords (or the old module)."""
+    tile = biccg.auto_tile(32)
+    out: dict[str, dict] = {}
+    if before is not None:
+        out["before (rows, double, unfused)"] = {"module": before}
+    for factor in ("double", "single"):
+        out[f"rows of 32, {factor}"] = {"factor": factor}
+        out[f"tiles {'x'.join(map(str, tile))}, {factor}"] = {"factor": factor, "grid": grid,
+                                                              "tile": tile}
+    return out
+
+
+def solve(A, b, threads: int, kw: dict) -> dict:
+    if "module" in kw:  # the older extension: its positional argument list
+        MPI = init_mpi("funneled")
+        x = np.zeros(len(b))
+        return kw["module"].solve(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, x, A.shape[0],
+                                  0, 32, 20, 1e-7, 10_000, threads, False)
+    return biccg.solve(A, b, threads=threads, **kw)[1]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 128])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--before", type=Path, help="the extension built from an earlier commit")
+    p.add_argument("--only", nargs="+", metavar="LABEL",
+                   help="only the variants whose label starts with one of these")
+    p.add_argument("--out", type=Path, help="write every solve's record as JSON here")
+    a = p.parse_args()
+    grid = tuple(a.grid)
+    A = biccg.poisson_matrix(*grid)
+    b = A @ np.ones(A.shape[0])
+    var = variants(grid, load_before(a.before) if a.before else None)
+    names = [k for k in var if not a.only or any(k.startswith(o) for o in a.only)]
+    runs: dict[str, list[dict]] = {k: [] for k in names}
+    for r in range(a.rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            st = solve(A, b, a.threads, var[k])
+            t = st["times"]
+            runs[k].append({"iterations": st["iterations"], "solve_s": t["solve"],
+                            "setup_s": t["ordering"] + t["factorization"] + t["halo_setup"],
+                            "residual": st["relative_residual"],
+                            **{f"{x}_ms": 1e3 * t[x] / st["iterations"] for x in PARTS}})
+        print(f"round {r + 1}: " + ", ".join(f"{k} {runs[k][-1]['solve_s']:.2f} s"
+                                             for k in names), file=sys.stderr)
+    first = names[0]
+    print(f"Poisson {'x'.join(map(str, grid))}, 1 process x {a.threads} threads, tol 1e-7, "
+          f"{a.rounds} rounds, medians (ratio to '{first}' per round: median, range)\n")
+    print("| variant | iterations | setup (s) | solve (s) | ms/iteration | SpMV | precond | "
+          "dots | vector | solve ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for k in names:
+        xs = runs[k]
+        med = {f: statistics.median(x[f] for x in xs) for f in xs[0]}
+        ratio = [x["solve_s"] / y["solve_s"] for x, y in zip(xs, runs[first])]
+        print(f"| {k} | {xs[0]['iterations']} | {med['setup_s']:.2f} | {med['solve_s']:.2f} | "
+              f"{1e3 * med['solve_s'] / xs[0]['iterations']:.1f} | {med['spmv_ms']:.1f} | "
+              f"{med['precond_ms']:.1f} | {med['dots_ms']:.2f} | {med['vector_ms']:.2f} | "
+              f"{statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) |")
+    if a.out:
+        a.out.write_text(json.dumps({"grid": grid, "threads": a.threads, "runs": runs},
+                                    indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

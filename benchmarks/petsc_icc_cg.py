@@ -1,0 +1,166 @@
+"""PETSc's CG with ICC(0) on the 3D 7-point Poisson matrix: one process, one JSON line.
+
+The baseline beside our BICCG in biccg_vs_baselines.py. It runs under the
+system Python (Debian's python3-petsc4py), not the project's venv, so it uses
+only numpy and petsc4py:
+
+    apt-get install -y python3-petsc4py
+    OMP_NUM_THREADS=1 /usr/bin/python3 benchmarks/petsc_icc_cg.py --poisson 128 128 128
+
+The matrix is exactly the one `python -m kernels_ext.biccg --poisson` solves
+(kernels_ext/src/biccg/poisson.c): row i = x + nx (y + ny z), columns in
+ascending order, 6 on the diagonal and -1 for each neighbour inside the grid
+(Dirichlet). b = A 1, x0 = 0. KSPCG with PCICC, 0 levels, natural ordering
+(PETSc's default shift, positive definite, never fires on this M-matrix),
+stopping at ||b - A x|| / ||b|| <= rtol on the unpreconditioned residual norm.
+Options in PETSC_OPTIONS (e.g. -ksp_view) are applied after these settings.
+
+t_setup is KSPSetUp (including the ICC factorization), t_solve is KSPSolve;
+t_build (matrix assembly) is reported apart, as our solver's load_s is.
+relative_residual is recomputed from x. Exit status 3 when not converged,
+4 when petsc4py cannot be imported (the reason on stderr). With --version it
+only prints {"petsc_version": ...}.
+
+Where petsc4py is not on sys.path, PETSC_DIR (or else Debian's real-number
+build, /usr/lib/petscdir/*/*-real or petsc-real) is used to find it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+NO_PETSC = 4
+
+
+def poisson_csr(nx: int, ny: int, nz: int, index_dtype=np.int64):
+    """(indptr, indices, data) of the 7-point Laplacian, as poisson.c fills them."""
+    n, plane = nx * ny * nz, nx * ny
+    i = np.arange(n, dtype=np.int64)
+    x, y, z = i % nx, (i // nx) % ny, i // plane
+    # the seven candidates of each row in ascending column order
+    offsets = (-plane, -nx, -1, 0, 1, nx, plane)
+    inside = (z > 0, y > 0, x > 0, np.ones(n, bool), x < nx - 1, y < ny - 1, z < nz - 1)
+    keep = np.stack(inside, axis=1)
+    cols = i[:, None] + np.array(offsets, dtype=np.int64)
+    vals = np.where(np.array(offsets) == 0, 6.0, -1.0)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(keep.sum(axis=1), out=indptr[1:])
+    indices = cols[keep].astype(index_dtype)
+    data = np.broadcast_to(vals, keep.shape)[keep].copy()
+    return indptr.astype(index_dtype), indices, data
+
+
+def import_petsc():
+    """petsc4py's PETSc module, initialised with no command-line options."""
+    try:
+        import petsc4py
+    except ImportError as first:
+        dirs = [os.environ.get("PETSC_DIR", "")]
+        dirs += sorted(glob.glob("/usr/lib/petscdir/petsc*-real"))
+        dirs += sorted(glob.glob("/usr/lib/petscdir/*/*-real"))
+        for d in filter(None, dirs):
+            site = os.path.join(d, "lib", "python3", "dist-packages")
+            if os.path.isdir(os.path.join(site, "petsc4py")):
+                sys.path.append(site)
+                break
+        else:
+            raise first
+        import petsc4py
+    petsc4py.init([sys.argv[0]])
+    from petsc4py import PETSc
+
+    return PETSc
+
+
+def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
+    nx, ny, nz = grid
+    t0 = time.perf_counter()
+    indptr, indices, data = poisson_csr(nx, ny, nz, PETSc.IntType)
+    n = len(indptr) - 1
+    A = PETSc.Mat().createAIJ(size=(n, n), csr=(indptr, indices, data), comm=PETSc.COMM_SELF)
+    A.setOption(PETSc.Mat.Option.SYMMETRIC, True)
+    A.assemble()
+    del indices, data
+    b, x = A.createVecs()
+    ones = b.duplicate()
+    ones.set(1.0)
+    A.mult(ones, b)
+    x.set(0.0)
+    t_build = time.perf_counter() - t0
+
+    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp.setOperators(A)
+    ksp.setType(PETSc.KSP.Type.CG)
+    ksp.setNormType(PETSc.KSP.NormType.UNPRECONDITIONED)
+    ksp.setTolerances(rtol=rtol, atol=0.0, max_it=max_iter)
+    ksp.setInitialGuessNonzero(False)
+    pc = ksp.getPC()
+    pc.setType(PETSc.PC.Type.ICC)
+    pc.setFactorLevels(0)
+    pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
+    ksp.setFromOptions()
+
+    t0 = time.perf_counter()
+    ksp.setUp()
+    t_setup = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ksp.solve(b, x)
+    t_solve = time.perf_counter() - t0
+
+    r = b.duplicate()
+    A.mult(x, r)
+    r.aypx(-1.0, b)  # r = b - A x
+    reason = ksp.getConvergedReason()
+    names = {v: k for k, v in vars(PETSc.KSP.ConvergedReason).items()
+             if isinstance(v, int) and not k.startswith("_")}
+    x.axpy(-1.0, ones)
+    return {"solver": "petsc-icc-cg", "petsc_version": petsc_version(PETSc),
+            "grid": grid, "n": n, "nnz": int(indptr[-1]), "threads": 1, "rtol": rtol,
+            "iterations": ksp.getIterationNumber(), "t_build": t_build,
+            "t_setup": t_setup, "t_solve": t_solve,
+            "relative_residual": r.norm() / b.norm(), "error_max": x.norm(PETSc.NormType.INFINITY),
+            "converged_reason": names.get(reason, str(reason)), "converged": reason > 0}
+
+
+def petsc_version(PETSc) -> str:
+    return ".".join(map(str, PETSc.Sys.getVersion()))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"),
+                   default=[64, 64, 64])
+    p.add_argument("--rtol", type=float, default=1e-7)
+    p.add_argument("--max-iter", type=int, default=10_000)
+    p.add_argument("--version", action="store_true", help="only print the PETSc version")
+    a = p.parse_args(argv)
+    if min(a.poisson) < 1:
+        p.error("Poisson grid sizes must be positive")
+    try:
+        PETSc = import_petsc()
+    except Exception as exc:  # not installed, or built for another Python or numpy
+        print(f"petsc4py cannot be imported by {sys.executable}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return NO_PETSC
+    if a.version:
+        print(json.dumps({"petsc_version": petsc_version(PETSc)}))
+        return 0
+    rec = solve(PETSc, a.poisson, a.rtol, a.max_iter)
+    print(json.dumps(rec))
+    if not rec["converged"]:
+        print(f"error: not converged ({rec['converged_reason']}) after "
+              f"{rec['iterations']} iterations", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+/*
+ * sweeps.h - z = M^-1 r by the two substitutions, for factor values of type
+ * BC_FT (double or float: the arithmetic and the vectors stay double).
+ * ic0.c includes it once per precision, defining BC_FT and BC_SWEEPS.
+ *
+ * Each block in two passes: first every row's coupling to other blocks, whose
+ * values are final (rows independent: the loads overlap), then the short
+ * recurrence inside the block (rows in order).  In the recurrence the entry
+ * coupling row i to its neighbour i -+ 1, where there is one, takes that
+ * row's value from a register: through memory, each row waited for the
+ * previous row's store to be forwarded, and that chain was 40 % of the sweep
+ * (benchmarks/README.md).  The scattered lines each block reads from other
+ * colors are prefetched BC_PFB blocks ahead.
+ *
+ * Fused into the sweeps, so that no vector is read for them alone: where q
+ * is given, the CG update r -= alpha q and the sum rr = r'r (first pass of
+ * the forward sweep, which reads r anyway), and rz = r'z as w' D^-1 w (w =
+ * (I + L)^-1 r, the forward sweep's result, which the backward sweep reads:
+ * r'z = r' (I + L^T)^-1 D^-1 (I + L)^-1 r), a sum of positive terms.
+ */
+static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, const BC_FT *dinv,
+                      double alpha, const double *q, double *r, double *z, double *rr_out,
+                      double *rz_out)
+{
+    double rr = 0.0, rz = 0.0;
+#pragma omp parallel reduction(+ : rr, rz)
+    {
+        /* forward, (I + L) w = r: colors in order */
+        for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 0, z);
+                for (int i = i0; i < i1; i++) {
+                    double s = r[i];
+                    if (q) {
+                        s -= alpha * q[i];
+                        r[i] = s;
+                    }
+                    rr += s * s;
+                    const int64_t e = L->lptr[i + 1] - L->lin[i];
+                    for (int64_t p = L->lptr[i]; p < e; p++)
+                        s -= lval[p] * z[L->lidx[p]];
+                    z[i] = s;
+                }
+                double prev = 0.0; /* z[i - 1] */
+                for (int i = i0; i < i1; i++) {
+                    double s = z[i];
+                    const int64_t e = L->lptr[i + 1];
+                    const int carry = L->lin[i] > 0 && L->lidx[e - 1] == i - 1;
+                    for (int64_t p = e - L->lin[i]; p < e - carry; p++)
+                        s -= lval[p] * z[L->lidx[p]];
+                    if (carry)
+                        s -= lval[e - 1] * prev;
+                    z[i] = prev = s;
+                }
+            }
+        }
+        /* backward, (I + L^T) z = D^-1 w: colors in reverse */
+        for (int c = L->ncolors - 1; c >= 0; c--) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 1, z);
+                for (int i = i0; i < i1; i++) {
+                    const double w = z[i];
+                    double s = w * dinv[i];
+                    rz += w * s;
+                    for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)
+                        s -= uval[p] * z[L->uidx[p]];
+                    z[i] = s;
+                }
+                double next = 0.0; /* z[i + 1] */
+                for (int i = i1 - 1; i >= i0; i--) {
+                    double s = z[i];
+                    const int64_t b0 = L->uptr[i], e = b0 + L->uin[i];
+                    const int carry = L->uin[i] > 0 && L->uidx[b0] == i + 1;
+                    for (int64_t p = b0 + carry; p < e; p++)
+                        s -= uval[p] * z[L->uidx[p]];
+                    if (carry)
+                        s -= uval[b0] * next;
+                    z[i] = next = s;
+                }
+            }
+        }
+    }
+    *rr_out = rr;
+    *rz_out = rz;
+}
+
+#undef BC_FT
+#undef BC_SWEEPS
