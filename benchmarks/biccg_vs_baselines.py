@@ -130,8 +130,8 @@ def paired_child(rounds: int, threads: int) -> None:
     res = []
     for _ in range(rounds):
         before = triad_gbs()
-        # the command line's defaults: its factor precision and blocking
-        _, st = biccg.solve(A, b, threads=threads, factor=biccg.DEFAULT_FACTOR, grid=grid,
+        # the command line's blocking (solve() already takes its factor precision)
+        _, st = biccg.solve(A, b, threads=threads, grid=grid,
                             tile=biccg.parse_blocking(biccg.DEFAULT_BLOCKING, 32, grid))
         t = st["times"]
         run = {"iterations": st["iterations"], "solve_s": t["solve"],

@@ -12,36 +12,31 @@ from kernels_ext import biccg
 from test_biccg import bc, cli, random_spd, reference_pcg_history
 
 
-def tiled_order(grid, bs, colors, tile=None):
-    """(perm, color, nblocks) of our ordering, rows or tiles, from the C code itself."""
-    A = biccg.poisson_matrix(*grid)
+def ordering(A, bs: int, colors: int, **tiles) -> tuple[np.ndarray, np.ndarray]:
+    """(perm, color) of our ordering of A, rows or tiles (grid=, tile=), from the C code."""
     n = A.shape[0]
-    nb = n if tile else (n + bs - 1) // bs  # room for the most blocks there can be
-    color, perm = np.empty(nb, np.int32), np.empty(n, np.int64)
-    kw = {"grid": tuple(grid), "tile": tuple(tile)} if tile else {}
-    used = bc.coloring(A.indptr, A.indices, A.data, bs, colors, color, perm, **kw)
+    color, perm = np.empty(n, np.int32), np.empty(n, np.int64)  # room for any block count
+    used = bc.coloring(A.indptr, A.indices, A.data, bs, colors, color, perm, **tiles)
     assert used >= colors
-    return A, perm, color
+    return perm, color
 
 
-@pytest.mark.parametrize("make,bs,colors,tile", [
-    (lambda: biccg.poisson_matrix(12, 10, 8), 8, 5, None),
-    (lambda: biccg.poisson_matrix(12, 10, 8), 32, 5, (4, 4, 2)),   # whole tiles
-    (lambda: biccg.poisson_matrix(13, 9, 7), 32, 6, (4, 4, 2)),    # partial tiles at the edges
-    (lambda: random_spd(400, 0.01, 3), 8, 4, None),
+@pytest.mark.parametrize("grid,bs,colors,tile", [
+    ((12, 10, 8), 8, 5, None),
+    ((12, 10, 8), 32, 5, (4, 4, 2)),   # whole tiles
+    ((13, 9, 7), 32, 6, (4, 4, 2)),    # partial tiles at the edges
+    (None, 8, 4, None),                # irregular: random SPD, no grid
 ])
 @pytest.mark.parametrize("factor", ["double", "single"])
-def test_history_is_textbook_pcg_of_the_reordered_matrix(make, bs, colors, tile, factor):
+def test_history_is_textbook_pcg_of_the_reordered_matrix(grid, bs, colors, tile, factor):
     """Step by step, our residual history equals textbook PCG with IC(0) of the reordered
     matrix: the factor's values in double, or rounded to float32 with double arithmetic (the
     same operator). rtol 1e-9: rounding only; the float32 factor against the double
     reference differs by about 3e-7, so the tolerance tells the two apart."""
-    A = make()
+    A = biccg.poisson_matrix(*grid) if grid else random_spd(400, 0.01, 3)
     n = A.shape[0]
-    grid = (13, 9, 7) if n == 13 * 9 * 7 else (12, 10, 8)
-    color, perm = np.empty(n, np.int32), np.empty(n, np.int64)
     kw = {"grid": grid, "tile": tile} if tile else {}
-    bc.coloring(A.indptr, A.indices, A.data, bs, colors, color, perm, **kw)
+    perm, _ = ordering(A, bs, colors, **kw)
     Ap = A[perm][:, perm].tocsr()
     Ap.sort_indices()
     b = np.random.default_rng(5).random(n)
@@ -71,7 +66,8 @@ def test_single_precision_factor_is_not_the_double_one():
 def test_blocks_are_the_tiles_of_the_grid(grid, tile):
     """Each block holds the points of one tile (smaller at the grid's edges) in their
     order, blocks are listed color by color, and no two coupled tiles share a color."""
-    A, perm, color = tiled_order(grid, int(np.prod(tile)), 4, tile)
+    A = biccg.poisson_matrix(*grid)
+    perm, color = ordering(A, int(np.prod(tile)), 4, grid=grid, tile=tile)
     nx, ny, _ = grid
     ntx, nty, ntz = (-(-g // t) for g, t in zip(grid, tile))
     x, y, z = perm % nx, perm // nx % ny, perm // (nx * ny)

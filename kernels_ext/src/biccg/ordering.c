@@ -3,12 +3,13 @@
  *
  * Blocks are `bs` consecutive rows in the incoming order or, where the matrix
  * is a grid and tiles are asked for, the rows of one tile of the grid (more of
- * each row's neighbours inside its block: fewer iterations, fewer scattered
- * reads).  They are colored in that order, greedily: a block takes the first color, counting cyclically
- * from the one after the previous block's, that no already colored coupled
- * block has; only when all `colors` are taken is a new color opened.  The
- * cycling spreads blocks evenly over the colors (their count is the
- * parallelism of each substitution step) and yields at least `colors` colors.
+ * each row's neighbours inside its block: fewer iterations on large grids).
+ * They are colored in that order, greedily: a block takes the first color,
+ * counting cyclically from the one after the previous block's, that no already
+ * colored coupled block has; only when all `colors` are taken is a new color
+ * opened.  The cycling spreads blocks evenly over the colors (their count is
+ * the parallelism of each substitution step) and yields at least `colors`
+ * colors.
  * A structurally symmetric pattern is assumed (the caller checks symmetry).
  */
 #include <stdlib.h>
