@@ -9,7 +9,8 @@ medians of --rounds rounds and the per-round ratio of each variant to the first 
 
 --before takes the extension module built from an earlier commit (a git worktree of it,
 configured with build/*/CMakeInit.txt and `cmake --build ... --target _biccg`); it is
-loaded beside the current one and run with its own (older) argument list, as "before".
+loaded beside the current one and run as "before": with the current defaults (tiles, float32
+factor) where it takes them, else with the argument list of a69cbda (rows of 32, double).
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def variants(grid: tuple[int, int, int], before) -> dict[str, dict]:
     tile = biccg.auto_tile(32)
     out: dict[str, dict] = {}
     if before is not None:
-        out["before (rows, double, unfused)"] = {"module": before}
+        try:  # the current argument list, on a problem too small to time
+            solve_before(before, biccg.poisson_matrix(4, 4, 4), np.ones(64), 1,
+                         (4, 4, 4), (2, 2, 2))
+            out[f"before (tiles {'x'.join(map(str, tile))}, single)"] = {
+                "module": before, "grid": grid, "tile": tile}
+        except TypeError:
+            out["before (rows, double, unfused)"] = {"module": before}
     for factor in ("double", "single"):
         out[f"rows of 32, {factor}"] = {"factor": factor}
         out[f"tiles {'x'.join(map(str, tile))}, {factor}"] = {"factor": factor, "grid": grid,
@@ -52,13 +59,27 @@ def variants(grid: tuple[int, int, int], before) -> dict[str, dict]:
     return out
 
 
+def solve_before(module, A, b, threads: int, grid=None, tile=None) -> dict:
+    """A solve by an older extension module, by its positional argument list: the
+    current one where grid and tile are given, else a69cbda's (TypeError where the
+    module does not take it)."""
+    MPI = init_mpi("funneled")
+    args = [MPI.COMM_SELF, A.indptr, A.indices, A.data, b, np.zeros(len(b)), A.shape[0],
+            0, 32, 20, 1e-7, 10_000, threads, False]
+    if tile is not None:
+        args += [True, tuple(grid), tuple(tile)]
+    return module.solve(*args)
+
+
 def solve(A, b, threads: int, kw: dict) -> dict:
-    if "module" in kw:  # the older extension: its positional argument list
-        MPI = init_mpi("funneled")
-        x = np.zeros(len(b))
-        return kw["module"].solve(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, x, A.shape[0],
-                                  0, 32, 20, 1e-7, 10_000, threads, False)
+    if "module" in kw:
+        return solve_before(kw["module"], A, b, threads, kw.get("grid"), kw.get("tile"))
     return biccg.solve(A, b, threads=threads, **kw)[1]
+
+
+def spread(ratios: list[float]) -> str:
+    """'median (min-max)' of per-round ratios."""
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def main() -> int:
@@ -92,16 +113,17 @@ def main() -> int:
     print(f"Poisson {'x'.join(map(str, grid))}, 1 process x {a.threads} threads, tol 1e-7, "
           f"{a.rounds} rounds, medians (ratio to '{first}' per round: median, range)\n")
     print("| variant | iterations | setup (s) | solve (s) | ms/iteration | SpMV | precond | "
-          "dots | vector | solve ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "dots | vector | setup ratio | solve ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for k in names:
         xs = runs[k]
         med = {f: statistics.median(x[f] for x in xs) for f in xs[0]}
-        ratio = [x["solve_s"] / y["solve_s"] for x, y in zip(xs, runs[first])]
+        ratio, setup = ([x[f] / y[f] for x, y in zip(xs, runs[first])]
+                        for f in ("solve_s", "setup_s"))
         print(f"| {k} | {xs[0]['iterations']} | {med['setup_s']:.2f} | {med['solve_s']:.2f} | "
               f"{1e3 * med['solve_s'] / xs[0]['iterations']:.1f} | {med['spmv_ms']:.1f} | "
               f"{med['precond_ms']:.1f} | {med['dots_ms']:.2f} | {med['vector_ms']:.2f} | "
-              f"{statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) |")
+              f"{spread(setup)} | {spread(ratio)} |")
     if a.out:
         a.out.write_text(json.dumps({"grid": grid, "threads": a.threads, "runs": runs},
                                     indent=1))

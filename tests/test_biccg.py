@@ -31,10 +31,11 @@ def random_spd(n: int, density: float, seed: int) -> sp.csr_matrix:
     return (S + sp.diags(diag)).tocsr()
 
 
-def ic0_dense(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """IC(0), M = (I+L) D (I+L)^T on the pattern of A: the textbook loops."""
+def ic0_dense(A: np.ndarray, P: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """IC(0), M = (I+L) D (I+L)^T on the pattern of A (or the lower part of P, where the
+    stored pattern has entries A does not): the textbook loops."""
     n = len(A)
-    P = A != 0
+    P = A != 0 if P is None else P
     L, d = np.zeros((n, n)), np.zeros(n)
     for i in range(n):
         for k in range(i):
@@ -124,6 +125,31 @@ def test_ic0_matches_the_dense_reference(make):
     U = sp.csr_matrix((uval[:uptr[-1]], uidx[:uptr[-1]], uptr), shape=(n, n)).toarray()
     np.testing.assert_allclose(U, L.T, atol=1e-12)
     assert (U[A.T == 0] == 0).all()  # no fill: the pattern of A
+
+
+def test_ic0_with_one_sided_explicit_zeros():
+    """A symmetric matrix whose stored pattern is not (explicit zeros below the diagonal
+    only): IC(0) is on the stored lower pattern, U is exactly L^T (the transpose falls
+    back from the parallel one, which assumes a symmetric pattern)."""
+    A = random_spd(40, 0.1, 7).toarray()
+    rng = np.random.default_rng(1)
+    lower = [(i, k) for i in range(40) for k in range(i) if A[i, k] == 0 and A[k, i] == 0]
+    extra = [lower[t] for t in rng.choice(len(lower), 60, replace=False)]
+    P = A != 0
+    for i, k in extra:
+        P[i, k] = True
+    rows, cols = np.nonzero(P)
+    S = sp.csr_matrix((A[rows, cols], (rows, cols)), shape=A.shape)
+    assert S.nnz == (A != 0).sum() + len(extra)  # the zeros are stored
+    n = len(A)
+    d, uptr = np.empty(n), np.empty(n + 1, np.int64)
+    uidx, uval = np.empty(S.nnz, np.int32), np.empty(S.nnz)
+    assert bc.ic0(S.indptr, S.indices, S.data, d, uptr, uidx, uval) == 0.0
+    L, dref = ic0_dense(A, P)
+    assert any(L[i, k] != 0 for i, k in extra)  # fill where the zeros were stored
+    np.testing.assert_allclose(d, dref, rtol=1e-12)
+    U = sp.csr_matrix((uval[:uptr[-1]], uidx[:uptr[-1]], uptr), shape=(n, n)).toarray()
+    np.testing.assert_allclose(U, L.T, atol=1e-12)
 
 
 def reference_pcg_history(A: sp.csr_matrix, b: np.ndarray, tol: float,

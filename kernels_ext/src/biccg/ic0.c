@@ -92,6 +92,68 @@ static int to_single(bc_local *L)
     return BC_OK;
 }
 
+/* U = L^T where the local pattern is symmetric, as it is for a symmetric
+ * matrix without one-sided explicit zeros (the caller checks the values, not
+ * the pattern): row i of U is row i's columns j, i < j < nloc, and u_ij = l_ji
+ * is found in row j of L by bisection.  In parallel, rows independent.
+ * Returns 0, leaving U unset, where the pattern is not symmetric. */
+static int transpose_symmetric(bc_local *L)
+{
+    const int n = L->nloc;
+    L->uptr[0] = 0;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = 0;
+        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+            cnt += L->col[k] > i && L->col[k] < n;
+        L->uptr[i + 1] = cnt;
+    }
+    for (int i = 0; i < n; i++)
+        L->uptr[i + 1] += L->uptr[i];
+    if (L->uptr[n] != L->lptr[n])
+        return 0;
+    int ok = 1;
+#pragma omp parallel for schedule(static) reduction(& : ok)
+    for (int i = 0; i < n; i++) {
+        int64_t at = L->uptr[i];
+        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
+            const int j = L->col[k];
+            if (j <= i || j >= n)
+                continue;
+            int64_t lo = L->lptr[j], hi = L->lptr[j + 1];
+            while (lo < hi) {
+                const int64_t mid = lo + (hi - lo) / 2;
+                if (L->lidx[mid] < i)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            ok &= lo < L->lptr[j + 1] && L->lidx[lo] == i;
+            L->uidx[at] = j;
+            L->uval[at++] = ok ? L->lval[lo] : 0.0;
+        }
+    }
+    return ok;
+}
+
+/* U = L^T by a counting sort (any pattern; one thread). */
+static void transpose_serial(bc_local *L)
+{
+    const int n = L->nloc;
+    const int64_t nl = L->lptr[n];
+    memset(L->uptr, 0, ((size_t)n + 2) * sizeof(int64_t));
+    for (int64_t p = 0; p < nl; p++)
+        L->uptr[L->lidx[p] + 2]++;
+    for (int i = 0; i < n; i++)
+        L->uptr[i + 2] += L->uptr[i + 1];
+    for (int i = 0; i < n; i++)
+        for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++) {
+            int64_t at = L->uptr[L->lidx[p] + 1]++;
+            L->uidx[at] = i;
+            L->uval[at] = L->lval[p];
+        }
+}
+
 int bc_factor(bc_local *L, int single)
 {
     const int n = L->nloc;
@@ -103,12 +165,15 @@ int bc_factor(bc_local *L, int single)
     memset(L->uptr, 0, ((size_t)n + 2) * sizeof(int64_t));
     /* pattern: the strictly lower entries of each (sorted) row inside the rank */
     L->lptr[0] = 0;
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
         int64_t cnt = 0;
         for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
             cnt += L->col[k] < i;
-        L->lptr[i + 1] = L->lptr[i] + cnt;
+        L->lptr[i + 1] = cnt;
     }
+    for (int i = 0; i < n; i++)
+        L->lptr[i + 1] += L->lptr[i];
     const int64_t nl = L->lptr[n];
     L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
     L->lval = bc_alloc((size_t)nl, sizeof(double));
@@ -139,17 +204,8 @@ int bc_factor(bc_local *L, int single)
     L->uin = bc_alloc((size_t)n, sizeof(int32_t));
     if (!L->lin || !L->uin)
         return BC_ENOMEM;
-    /* U = L^T by a counting sort, for row-wise backward substitution */
-    for (int64_t p = 0; p < nl; p++)
-        L->uptr[L->lidx[p] + 2]++;
-    for (int i = 0; i < n; i++)
-        L->uptr[i + 2] += L->uptr[i + 1];
-    for (int i = 0; i < n; i++)
-        for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++) {
-            int64_t at = L->uptr[L->lidx[p] + 1]++;
-            L->uidx[at] = i;
-            L->uval[at] = L->lval[p];
-        }
+    if (!transpose_symmetric(L))
+        transpose_serial(L);
     /* rows are sorted: a row's own-block entries are its last lower ones (other
      * blocks in L are of earlier colors) and its first upper ones */
 #pragma omp parallel for schedule(static)

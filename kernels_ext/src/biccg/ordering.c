@@ -21,35 +21,48 @@
  * the nx x ny x nz grid (x fastest), tiles in lexicographic order, the rows of
  * a tile in their order.  pre[k] is the local row at position k, bof[i] the
  * tile (block) of local row i, bptr[t] the first position of tile t.  A
- * counting sort over the rank's range of tile numbers. */
+ * counting sort over the rank's range of tile numbers; each row's tile number
+ * is computed once (into bof), walking the grid point by point: the divisions
+ * of the direct formula took two thirds of the ordering's time. */
 static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_gidx n, int *pre,
                       int *bof, int **bptr_out, int *nb_out)
 {
     const bc_gidx nx = grid[0], ny = grid[1];
     const bc_gidx ntx = (nx + tile[0] - 1) / tile[0], nty = (ny + tile[1] - 1) / tile[1];
-#define BC_TILE(g)                                                                                 \
-    ((((g) / (nx * ny)) / tile[2] * nty + ((g) / nx % ny) / tile[1]) * ntx + ((g) % nx) / tile[0])
-    bc_gidx kmin = BC_TILE(r0), kmax = kmin;
-    for (bc_gidx i = 0; i < n; i++) {
-        bc_gidx k = BC_TILE(r0 + i);
-        kmin = k < kmin ? k : kmin;
-        kmax = k > kmax ? k : kmax;
-    }
-    if (kmax - kmin + 2 > 0x7fffffff)
-        return BC_EINVAL;
-    int *cnt = calloc((size_t)(kmax - kmin + 2), sizeof(int));
-    if (cnt == NULL)
+    /* tiles per rank are at most n, but their numbers may span far more */
+    bc_gidx *key = malloc((size_t)n * sizeof *key);
+    if (key == NULL)
         return BC_ENOMEM;
+    bc_gidx x = r0 % nx, y = r0 / nx % ny, z = r0 / (nx * ny);
+    bc_gidx kmin = -1, kmax = -1;
+    for (bc_gidx i = 0; i < n; i++) {
+        const bc_gidx k = (z / tile[2] * nty + y / tile[1]) * ntx + x / tile[0];
+        key[i] = k;
+        kmin = kmin < 0 || k < kmin ? k : kmin;
+        kmax = k > kmax ? k : kmax;
+        if (++x == nx && (x = 0, ++y == ny))
+            y = 0, z++;
+    }
+    int *cnt = NULL, *bptr = NULL, *tid = NULL;
+    if (kmax - kmin + 2 > 0x7fffffff) {
+        free(key);
+        return BC_EINVAL;
+    }
+    cnt = calloc((size_t)(kmax - kmin + 2), sizeof(int));
+    if (cnt == NULL) {
+        free(key);
+        return BC_ENOMEM;
+    }
     for (bc_gidx i = 0; i < n; i++)
-        cnt[BC_TILE(r0 + i) - kmin + 1]++;
+        cnt[key[i] - kmin + 1]++;
     /* number the tiles this rank holds rows of; cnt becomes their first positions */
     int nb = 0;
     for (bc_gidx k = 1; k <= kmax - kmin + 1; k++)
         nb += cnt[k] > 0;
-    int *bptr = malloc(((size_t)nb + 1) * sizeof(int));
-    int *tid = malloc((size_t)(kmax - kmin + 1) * sizeof(int));
+    bptr = malloc(((size_t)nb + 1) * sizeof(int));
+    tid = malloc((size_t)(kmax - kmin + 1) * sizeof(int));
     if (bptr == NULL || tid == NULL) {
-        free(cnt), free(bptr), free(tid);
+        free(key), free(cnt), free(bptr), free(tid);
         return BC_ENOMEM;
     }
     int t = 0, pos = 0;
@@ -63,11 +76,11 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
     }
     bptr[nb] = (int)n;
     for (bc_gidx i = 0; i < n; i++) {
-        bc_gidx k = BC_TILE(r0 + i) - kmin;
+        bc_gidx k = key[i] - kmin;
         pre[cnt[k]++] = (int)i;
         bof[i] = tid[k];
     }
-#undef BC_TILE
+    free(key);
     free(cnt);
     free(tid);
     *bptr_out = bptr;
