@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from kernels_ext import affinity
-from kernels_ext.triad import BadInput, parse_count
+from kernels_ext.triad import STORES, BadInput, parse_count
 
 
 class ParamError(ValueError):
@@ -339,6 +339,10 @@ SECTIONS: dict[str, list[Param]] = {
         Param("triad_variants", [{"compiler": "gcc", "flags": "-O3 -march=native -fopenmp"}],
               "compiler variants: list of {compiler, flags, tag, places, bind, kmp_affinity}",
               _list_of("triad_variants", _variant, allow_empty=False)),
+        Param("triad_stores", ["normal"], "store policies swept for the C variants: normal "
+              "(through the cache) and/or streaming (non-temporal; a variant without them is "
+              "skipped with a note); the baselines have normal stores only",
+              _choices("triad_stores", STORES, allow_empty=False)),
         Param("triad_baselines", ["numba", "numpy"], "Python-only baselines measured in the "
               "same sweep", _choices("triad_baselines", ("numba", "numpy"))),
         Param("triad_repetitions", 3, "fresh processes per configuration (median and spread)",
@@ -643,15 +647,22 @@ def for_section(values: dict[str, Any], section: str) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in names}
 
 
+#: Keys added after runs were committed, with the value those runs measured.
+ADDED_LATER: dict[str, Any] = {"triad_stores": ["normal"]}
+
+
 def digest(params: dict[str, Any], section: str) -> str:
     """A short fingerprint of what a sweep measures (run_id and runs_dir left out).
 
     ``test: true`` counts, so that a test run is never resumed as a VM
     measurement (nor the other way round); ``test: false`` is left out, so the
-    fingerprints of runs made before the key existed stay what they were.
+    fingerprints of runs made before the key existed stay what they were.  So
+    are the keys added later (ADDED_LATER) where they hold what every earlier
+    run measured.
     """
     keep = {k: v for k, v in params.items()
-            if k not in ("run_id", "runs_dir") and (k == "vm" or k.startswith(section + "_"))}
+            if k not in ("run_id", "runs_dir") and (k == "vm" or k.startswith(section + "_"))
+            and not (k in ADDED_LATER and v == ADDED_LATER[k])}
     if params.get("test"):
         keep["test"] = True
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -63,7 +63,8 @@ def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0) -
 
 def bandwidth_vs_threads(stats: pd.DataFrame, ax: plt.Axes | None = None,
                          title: str = "") -> plt.Axes:
-    """Median Triad bandwidth against threads, one line per label, min-max as error bars.
+    """Median Triad bandwidth against threads, one line per label, min-max as error bars
+    (streaming-store labels dash-dotted, with diamonds).
 
     `stats` is ``burstbench.triad.spread`` output (one VM).  NumPy, measured on
     one thread, is a single marker.
@@ -80,10 +81,11 @@ def bandwidth_vs_threads(stats: pd.DataFrame, ax: plt.Axes | None = None,
     for i, label in enumerate(labels):
         d = stats[stats["label"] == label].sort_values("threads")
         impl = d["impl"].iloc[0]
+        streaming = "stores" in d and (d["stores"] == "streaming").any()
         x = d["threads"] + (i - (len(labels) - 1) / 2) * step
-        ax.plot(x, d["median_gbs"], IMPL_STYLE.get(impl, "-"),
-                marker=IMPL_MARKER.get(impl, "o"), ms=6 if impl == "numpy" else 4,
-                color=colors[label], label=label)
+        ax.plot(x, d["median_gbs"], "-." if streaming else IMPL_STYLE.get(impl, "-"),
+                marker="D" if streaming else IMPL_MARKER.get(impl, "o"),
+                ms=6 if impl == "numpy" else 4, color=colors[label], label=label)
         if (d["n"] > 1).any():
             ax.errorbar(x, d["median_gbs"],
                         yerr=[d["median_gbs"] - d["min_gbs"], d["max_gbs"] - d["median_gbs"]],

@@ -36,8 +36,8 @@ import pandas as pd
 #: Columns of every results table, whatever the benchmark (empty where not applicable).
 SCHEMA = [
     "run_id", "vm", "host", "benchmark", "label", "impl", "variant", "compiler",
-    "compiler_version", "flags", "places", "bind", "kmp_affinity", "threads", "ranks", "nodes",
-    "placement", "message_size", "problem", "block_size", "colors", "size", "function",
+    "compiler_version", "flags", "stores", "places", "bind", "kmp_affinity", "threads", "ranks",
+    "nodes", "placement", "message_size", "problem", "block_size", "colors", "size", "function",
     "metric", "value", "unit", "repetition", "bound_cpus", "moved_threads", "key", "timestamp",
 ]
 REQUIRED = ["run_id", "vm", "benchmark", "label", "metric", "value", "unit", "key"]

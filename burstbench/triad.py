@@ -4,8 +4,10 @@ A configuration is (variant or baseline, affinity setting, threads,
 repetition).  Its label follows the study's Appendix Table A:
 ``<compiler><version>[-<tag>]+<places>+<bind>`` (``gcc12.2.0+cores+spread``) or
 ``<compiler><version>+<granularity>+<type>`` for KMP_AFFINITY
-(``icx2023.0.0+core+compact``); baselines are ``numba<version>+<places>+<bind>``
-and ``numpy<version>`` (one thread).  Repetitions are outermost, so slow drift
+(``icx2023.0.0+core+compact``); with streaming stores the variant part ends in
+``-streaming`` (``gcc12.2.0-streaming+cores+spread``); baselines are
+``numba<version>+<places>+<bind>`` and ``numpy<version>`` (one thread); the
+baselines' stores are their own (kernels_ext.triad.BASELINE_STORES).  Repetitions are outermost, so slow drift
 of the machine spreads over all configurations instead of biasing one.
 """
 
@@ -23,11 +25,12 @@ from burstbench.params import ParamError
 from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
 from kernels_ext import _sysinfo, variants
 from kernels_ext.affinity import Affinity
-from kernels_ext.triad import check_size
+from kernels_ext.triad import BASELINE_STORES, check_size
 
 BENCHMARK = "triad"
 METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),
-           ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"))
+           ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"),
+           ("traffic_rate_gbs", "traffic_rate", "GB/s"))
 
 
 def thread_counts(spec: str | list[int]) -> list[int]:
@@ -94,7 +97,13 @@ def plan(P: dict) -> Plan:
             notes.append(f"variant {info['variant']} was built without OpenMP (its flags lack "
                          "-fopenmp/-qopenmp/-mp): it runs one thread whatever is asked")
         built.append(info | {"spec": spec})
-        groups.append((info, affs, threads))
+        for stores in P["triad_stores"]:
+            if stores == "streaming" and not info.get("streaming_isa"):
+                notes.append(f"variant {info['variant']} has no streaming stores (its flags "
+                             "allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): its "
+                             "streaming points are skipped")
+                continue
+            groups.append((info | {"stores": stores}, affs, threads))
     labels = [i["variant"] for i in built]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -124,8 +133,11 @@ def plan(P: dict) -> Plan:
 
 def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int) -> runner.Task:
     impl = info.get("impl", "c")
-    label = info["variant"] if impl == "numpy" else f"{info['variant']}+{aff.label}"
+    stores = info.get("stores") or BASELINE_STORES.get(impl, "normal")
+    name = info["variant"] + ("-streaming" if stores == "streaming" else "")
+    label = name if impl == "numpy" else f"{name}+{aff.label}"
     config = {"benchmark": BENCHMARK, "label": label, "impl": impl, "variant": info["variant"],
+              "stores": stores,
               "compiler": info["compiler"], "compiler_version": info["compiler_version"],
               "flags": info["flags"], "places": aff.places if not aff.kmp_affinity else "",
               "bind": aff.bind if not aff.kmp_affinity else "",
@@ -134,7 +146,8 @@ def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int)
     key = sweep_.task_key(label, f"t{threads}-r{rep}",
                           [config, P["triad_ntimes"], info.get("variant_key", "")])
     argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
-            str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"])
+            str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"],
+            *(("--stores", stores) if impl == "c" else ()))
     env = dict(aff.env())
     env["OMP_NUM_THREADS"] = str(threads)
     if impl == "numba":
@@ -161,9 +174,13 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
                  "moved_threads": sum(1 for b in binding
                                       if b["moves"] or b["cpu_first"] != b["cpu_last"]),
                  "timestamp": store.now_iso()}
+        if rec.get("stores", "normal") != task.config.get("stores", "normal"):
+            raise runner.TaskFailed(f"asked for {task.config['stores']} stores, the kernel "
+                                    f"used {rec.get('stores')}")
         for field_, metric, unit in METRICS:
-            rows.append(task.config | extra | {"metric": metric, "value": rec[field_],
-                                               "unit": unit})
+            if rec.get(field_) is not None:  # no traffic model for NumPy's memmove
+                rows.append(task.config | extra | {"metric": metric, "value": rec[field_],
+                                                   "unit": unit})
         rec["stderr"] = stderr.strip()
     triad = next(r for r in records if r["function"] == "Triad")
     summary = f"Triad {triad['best_rate_gbs']:.1f} GB/s on CPUs [{rows[-1]['bound_cpus']}]"
@@ -176,17 +193,23 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
 
 
 
-GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "places", "bind",
+GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "stores", "places", "bind",
          "kmp_affinity", "threads", "function"]
 
 
-def spread(table: pd.DataFrame, function: str | None = "Triad") -> pd.DataFrame:
-    """Median and spread of the best rate over repetitions, per configuration.
+def spread(table: pd.DataFrame, function: str | None = "Triad",
+           metric: str = "best_rate") -> pd.DataFrame:
+    """Median and spread of the best rate (STREAM's count; "traffic_rate": the bytes moved)
+    over repetitions, per configuration.
 
     Columns: median_gbs, min_gbs, max_gbs, cv (standard deviation / mean),
     n (repetitions) and bound_cpus (every distinct binding seen).
     """
-    df = table[table["metric"] == "best_rate"].copy()
+    df = table[table["metric"] == metric].copy()
+    if "stores" not in df:
+        df["stores"] = pd.NA
+    # runs from before the policy was recorded: the baselines' own, normal for the C kernels
+    df["stores"] = df["stores"].fillna(df["impl"].map(BASELINE_STORES)).fillna("normal")
     if function:
         df = df[df["function"] == function]
     if df.empty:

@@ -5,7 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "src/stream.h"
 
@@ -28,6 +30,18 @@ static PyObject *raise_rc(int rc)
         return PyErr_NoMemory();
     PyErr_SetString(PyExc_ValueError, "invalid STREAM arguments");
     return NULL;
+}
+
+static const char *const STORES[] = {"normal", "streaming"};
+
+/* "normal" or "streaming" -> STREAM_STORES_*, or -1 with ValueError set. */
+static int parse_stores(const char *name)
+{
+    for (int k = 0; k < 2; k++)
+        if (strcmp(name, STORES[k]) == 0)
+            return k;
+    PyErr_Format(PyExc_ValueError, "stores must be 'normal' or 'streaming', not '%s'", name);
+    return -1;
 }
 
 static PyObject *binding_list(const stream_thread *bind, int n)
@@ -61,23 +75,27 @@ static PyObject *times_list(const double *times, int ntimes)
 }
 
 PyDoc_STRVAR(run_doc,
-             "run(size, ntimes, threads, fault_index=-1) -> dict\n\n"
+             "run(size, ntimes, threads, fault_index=-1, stores='normal') -> dict\n\n"
              "Allocate three arrays of `size` doubles, run `ntimes` passes of the\n"
              "four STREAM kernels with `threads` OpenMP threads (0 = runtime\n"
-             "default) and check the arrays. The GIL is released meanwhile.\n"
-             "Returns {'times': {function: [seconds per pass]}, 'threads': actual\n"
-             "team size, 'binding': [per-thread CPU/place], 'check': {...}}.\n"
+             "default) and `stores` ('normal' or 'streaming') and check the arrays.\n"
+             "The GIL is released meanwhile. Returns {'times': {function: [seconds\n"
+             "per pass]}, 'threads': actual team size, 'binding': [per-thread\n"
+             "CPU/place], 'check': {...}, 'stores': the policy used (normal where\n"
+             "the build has no streaming stores)}.\n"
              "fault_index >= 0 zeroes a[fault_index] before the check (a lost\n"
              "write), to prove the check catches it.");
 
 static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"size", "ntimes", "threads", "fault_index", NULL};
+    static char *kwlist[] = {"size", "ntimes", "threads", "fault_index", "stores", NULL};
     Py_ssize_t size, fault = -1;
-    int ntimes, threads;
+    int ntimes, threads, stores;
+    const char *stores_name = "normal";
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "nii|n", kwlist, &size, &ntimes, &threads,
-                                     &fault))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nii|ns", kwlist, &size, &ntimes, &threads,
+                                     &fault, &stores_name) ||
+        (stores = parse_stores(stores_name)) < 0)
         return NULL;
     if (size <= 0 || ntimes < 2 || threads < 0 || fault >= size) {
         PyErr_SetString(PyExc_ValueError,
@@ -96,11 +114,14 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
     }
     double *a = NULL, *b = NULL, *c = NULL;
     stream_check_t chk;
-    int team = 0, rc, ok = 0;
+    int team = 0, rc, ok = 0, used = STREAM_STORES_NORMAL;
     Py_BEGIN_ALLOW_THREADS
     rc = stream_alloc((size_t)size, threads, &a, &b, &c);
-    if (rc == STREAM_OK)
-        rc = stream_run(a, b, c, (size_t)size, threads, ntimes, times, bind, slots, &team);
+    if (rc == STREAM_OK) {
+        used = stream_stores_used(stores, a, b, c);
+        rc = stream_run(a, b, c, (size_t)size, threads, stores, ntimes, times, bind, slots,
+                        &team);
+    }
     if (rc == STREAM_OK) {
         if (fault >= 0)
             a[fault] = 0.0;
@@ -112,10 +133,10 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
     if (rc != STREAM_OK)
         raise_rc(rc);
     else
-        result = Py_BuildValue("{s:N,s:i,s:N,s:N}", "times", times_list(times, ntimes),
+        result = Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times", times_list(times, ntimes),
                                "threads", team, "binding",
                                binding_list(bind, team < slots ? team : slots), "check",
-                               check_dict(&chk, ok));
+                               check_dict(&chk, ok), "stores", STORES[used]);
     free(times);
     free(bind);
     return result;
@@ -130,6 +151,10 @@ static int get_arrays(PyObject *obj[3], Py_buffer buf[3], int ntimes, int writab
         if (PyObject_GetBuffer(obj[got], &buf[got], flags) != 0)
             goto fail;
     for (int i = 0; i < 3; i++) {
+        if ((uintptr_t)buf[i].buf % sizeof(double) != 0) {
+            PyErr_SetString(PyExc_ValueError, "a, b, c must be 8-byte aligned float64 buffers");
+            goto fail;
+        }
         if (buf[i].itemsize != sizeof(double) || buf[i].format == NULL ||
             buf[i].format[0] != 'd' || buf[i].len != buf[0].len || buf[i].len == 0) {
             PyErr_SetString(PyExc_ValueError,
@@ -178,19 +203,22 @@ static PyObject *py_check(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(passes_doc,
-             "passes(a, b, c, ntimes, threads=0) -> dict\n\n"
+             "passes(a, b, c, ntimes, threads=0, stores='normal') -> dict\n\n"
              "Run stream_run on caller-owned float64 arrays, in place: a is doubled,\n"
-             "then ntimes passes of Copy, Scale, Add, Triad. For tests against NumPy.\n"
-             "Returns {'times': {...}, 'threads': team size}.");
+             "then ntimes passes of Copy, Scale, Add, Triad. For tests against NumPy\n"
+             "(any alignment, any length). Returns {'times': {...}, 'threads': team\n"
+             "size, 'stores': the policy used}.");
 
 static PyObject *py_passes(PyObject *self, PyObject *args)
 {
     PyObject *obj[3];
     Py_buffer buf[3];
-    int ntimes, threads = 0, team = 0, rc;
+    int ntimes, threads = 0, team = 0, rc, stores;
+    const char *stores_name = "normal";
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOi|i", &obj[0], &obj[1], &obj[2], &ntimes, &threads) ||
-        get_arrays(obj, buf, ntimes, 1) != 0)
+    if (!PyArg_ParseTuple(args, "OOOi|is", &obj[0], &obj[1], &obj[2], &ntimes, &threads,
+                          &stores_name) ||
+        (stores = parse_stores(stores_name)) < 0 || get_arrays(obj, buf, ntimes, 1) != 0)
         return NULL;
     if (ntimes < 2 || threads < 0) {
         release_arrays(buf);
@@ -202,14 +230,16 @@ static PyObject *py_passes(PyObject *self, PyObject *args)
         release_arrays(buf);
         return PyErr_NoMemory();
     }
+    const int used = stream_stores_used(stores, buf[0].buf, buf[1].buf, buf[2].buf);
     Py_BEGIN_ALLOW_THREADS
     rc = stream_run(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
-                    threads, ntimes, times, NULL, 0, &team);
+                    threads, stores, ntimes, times, NULL, 0, &team);
     Py_END_ALLOW_THREADS
     release_arrays(buf);
     PyObject *result = rc != STREAM_OK ? raise_rc(rc)
-                                       : Py_BuildValue("{s:N,s:i}", "times",
-                                                       times_list(times, ntimes), "threads", team);
+                                       : Py_BuildValue("{s:N,s:i,s:s}", "times",
+                                                       times_list(times, ntimes), "threads", team,
+                                                       "stores", STORES[used]);
     free(times);
     return result;
 }
@@ -236,7 +266,8 @@ PyDoc_STRVAR(info_doc,
              "How this module was built and which OpenMP runtime it runs on:\n"
              "compiler (from its predefined macros), openmp (the _OPENMP date),\n"
              "openmp_library (file of the runtime), proc_bind, num_places,\n"
-             "places (processor ids of each place), timer_resolution_s.");
+             "places (processor ids of each place), timer_resolution_s,\n"
+             "streaming_isa (the streaming stores' instructions, None without).");
 
 static PyObject *py_info(PyObject *self, PyObject *noargs)
 {
@@ -259,10 +290,10 @@ static PyObject *py_info(PyObject *self, PyObject *noargs)
         Py_XDECREF(l);
     }
     const char *bind_name = bind >= 0 && bind <= 4 ? PROC_BIND[bind] : "unknown";
-    return Py_BuildValue("{s:s,s:i,s:s,s:s,s:i,s:N,s:d}", "compiler", compiler_string(), "openmp",
-                         version, "openmp_library", lib, "proc_bind", bind_name, "num_places",
-                         nplaces, "places", places, "timer_resolution_s",
-                         stream_timer_resolution());
+    return Py_BuildValue("{s:s,s:i,s:s,s:s,s:i,s:N,s:d,s:z}", "compiler", compiler_string(),
+                         "openmp", version, "openmp_library", lib, "proc_bind", bind_name,
+                         "num_places", nplaces, "places", places, "timer_resolution_s",
+                         stream_timer_resolution(), "streaming_isa", stream_streaming_isa());
 }
 
 static PyMethodDef methods[] = {

@@ -7,6 +7,16 @@ bytes counted as STREAM counts them (Copy and Scale 16 B per element, Add and
 Triad 24 B), 1 GB/s = 1e9 B/s.  A run whose arrays fail STREAM's check raises
 ValidationFailed: a wrong answer is an error, never a number.
 
+Beside STREAM's count, each record carries the bytes the memory really moves
+(``traffic_bytes_per_element``, ``traffic_rate_gbs``): with normal stores each
+line written is read first (write-allocate), 8 B more per element (Triad 32 B);
+with streaming (non-temporal) stores it is not (Triad 24 B).  ``--stores``
+picks the policy of the C kernels.  The baselines have their own: numba's
+loops normal stores; NumPy computes into temporaries and copies the result
+into the array with memmove, which glibc writes with streaming stores above a
+size threshold (its Copy ran at 1.7x its multiply-into on this VM), so its
+policy is recorded as "memmove" and no traffic model is claimed for it.
+
 Thread affinity (OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY) comes from the
 environment of the process, read once when the OpenMP runtime starts: run one
 configuration per fresh process, as ``burstbench`` sweeps do.
@@ -33,6 +43,13 @@ TriadError = KernelError  # the name the rest of the project has used
 
 FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
 BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
+STORES = ("normal", "streaming")
+#: The store policy of each baseline (not selectable).
+BASELINE_STORES = {"numba": "normal", "numpy": "memmove"}
+#: Bytes per element the memory moves: STREAM's count plus, for normal stores, the read
+#: of each destination line before it is written (write-allocate).
+TRAFFIC_BYTES = {"normal": {f: b + 8 for f, b in BYTES_PER_ELEMENT.items()},
+                 "streaming": dict(BYTES_PER_ELEMENT)}
 IMPLS = ("c", "numba", "numpy")
 #: Arrays of `size` doubles alive at once (NumPy's expressions add two temporaries).
 RESIDENT_ARRAYS = {"c": 3, "numba": 3, "numpy": 5}
@@ -125,15 +142,36 @@ def check_ntimes(ntimes: Any) -> int:
     return k
 
 
-def summarize(times: dict[str, list[float]], size: int) -> list[dict]:
-    """STREAM's summary of per-pass times: one dict per function, pass 1 left out."""
+def check_stores(stores: Any, impl: str = "c") -> str:
+    """The store policy to measure: `stores` for the C kernels (None: normal), the
+    baseline's own for numba and NumPy (BadInput where one is asked of a baseline)."""
+    if impl != "c":
+        if stores is not None:
+            raise BadInput(f"--stores is for the C kernels: the {impl} baseline has its own "
+                           f"({BASELINE_STORES[impl]} stores)")
+        return BASELINE_STORES[impl]
+    stores = "normal" if stores is None else stores
+    if stores not in STORES:
+        raise BadInput(f"unknown store policy {stores!r} (known: {', '.join(STORES)})")
+    return stores
+
+
+def summarize(times: dict[str, list[float]], size: int, stores: str = "normal") -> list[dict]:
+    """STREAM's summary of per-pass times: one dict per function, pass 1 left out;
+    with the traffic the memory moved under the store policy used (None where no model
+    applies: NumPy's temporaries and memmove)."""
     out = []
     for f in FUNCTIONS:
         t = times[f][1:]
         best = min(t)
+        rate = BYTES_PER_ELEMENT[f] * size / best / 1e9 if best > 0 else math.inf
         out.append({
             "function": f,
-            "best_rate_gbs": BYTES_PER_ELEMENT[f] * size / best / 1e9 if best > 0 else math.inf,
+            "best_rate_gbs": rate,
+            "traffic_bytes_per_element": TRAFFIC_BYTES[stores][f]
+            if stores in TRAFFIC_BYTES else None,
+            "traffic_rate_gbs": rate * TRAFFIC_BYTES[stores][f] / BYTES_PER_ELEMENT[f]
+            if stores in TRAFFIC_BYTES else None,
             "avg_time_s": statistics.fmean(t),
             "min_time_s": best,
             "max_time_s": max(t),
@@ -171,7 +209,8 @@ def runtime_info(impl: str = "c", compiler: str | None = None, flags: str = "",
         return build | {
             "impl": "c", "openmp_version": omp["openmp"], "openmp_library": omp["openmp_library"],
             "proc_bind": omp["proc_bind"], "places": omp["places"],
-            "compiler_macros": omp["compiler"], "timer_resolution_s": omp["timer_resolution_s"]}
+            "compiler_macros": omp["compiler"], "timer_resolution_s": omp["timer_resolution_s"],
+            "streaming_isa": omp.get("streaming_isa")}
     if impl == "numba":
         import numba
 
@@ -188,17 +227,22 @@ def runtime_info(impl: str = "c", compiler: str | None = None, flags: str = "",
 
 def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str = "c",
             compiler: str | None = None, flags: str = "", tag: str = "",
-            fault_index: int = -1) -> list[dict]:
+            fault_index: int = -1, stores: str | None = None) -> list[dict]:
     """Measure one configuration; return one record per function (Copy, Scale, Add, Triad).
 
     `size` is elements per array ("auto"/None: default_size()); `threads`
     None means OMP_NUM_THREADS or all CPUs; `compiler`/`flags` select a cached
     variant build (None: the installed module); `fault_index` >= 0 zeroes one
-    element before the check, to show that the check catches it.
+    element before the check, to show that the check catches it; `stores` is
+    the C kernels' store policy (None: normal; "streaming" on a build without
+    streaming stores is measured with normal ones, said in the record's
+    warnings and its ``stores``; a baseline has its own and takes None).
     Raises BadInput, BuildError or ValidationFailed.
     """
     if impl not in IMPLS:
         raise BadInput(f"unknown implementation '{impl}' (known: {', '.join(IMPLS)})")
+    asked = stores
+    stores = check_stores(stores, impl)
     try:
         aff = affinity.from_environ(dict(os.environ))
     except affinity.AffinityError as exc:
@@ -217,9 +261,13 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
         info = runtime_info("c", compiler, flags, tag)
         module = sys.modules["kernels_ext._triad"]
         try:
-            raw = module.run(n, k, t, fault_index)
+            raw = module.run(n, k, t, fault_index, stores)
         except MemoryError as exc:
             raise BadInput(f"size {n}: the arrays could not be allocated") from exc
+        if raw["stores"] != stores:
+            notes.append(f"streaming stores asked for, but {info['variant']} has none (its "
+                         "flags allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): "
+                         "measured with normal stores")
     elif impl == "numba":
         from kernels_ext import baselines
 
@@ -243,11 +291,13 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
     if raw["threads"] != t:
         notes.append(f"asked for {t} threads, the runtime gave {raw['threads']}")
     res = info.get("timer_resolution_s") or 0.0
-    summary = summarize(raw["times"], n)
+    used = raw.get("stores", stores)
+    summary = summarize(raw["times"], n, used)
     if res and min(s["min_time_s"] for s in summary) < 20 * res:
         notes.append("a kernel took fewer than 20 timer ticks: increase the size")
     common = {
         "size": n, "ntimes": k, "threads": raw["threads"], "threads_requested": t,
+        "stores": used, "stores_requested": asked or stores,
         "validated": True, "avg_rel_error": list(chk["avg_rel_error"]),
         "places_requested": aff.places, "bind_requested": aff.bind,
         "kmp_affinity_requested": aff.kmp_affinity, "affinity_label": aff.label,
@@ -272,7 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
             "  OMP_PLACES=cores OMP_PROC_BIND=spread python -m kernels_ext.triad --threads 2\n"
             "  python -m kernels_ext.triad --size 80e6 --ntimes 20 --compiler clang "
             "--flags='-O3 -march=native -fopenmp'\n"
-            "  python -m kernels_ext.triad --impl numba --threads 2"),
+            "  python -m kernels_ext.triad --impl numba --threads 2\n"
+            "  python -m kernels_ext.triad --stores streaming --threads 2\n\n"
+            "Each line also carries traffic_rate_gbs: the bytes the memory moved, with the\n"
+            "write-allocate read of normal stores (Triad 32 B per element; 24 B with\n"
+            "streaming stores, as STREAM counts)."),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--size", default="auto",
@@ -290,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiler flags of the variant, OpenMP flag included "
                         "(default: '%(default)s')")
     p.add_argument("--tag", default="", help="name suffix of the variant, e.g. zmm_high")
+    p.add_argument("--stores", default=None, choices=STORES,
+                   help="store policy of the C kernels: normal (through the cache, default) "
+                        "or streaming (non-temporal, AVX-512/AVX/SSE2 as the flags allow; a "
+                        "build without them measures normal stores and says so). The "
+                        "baselines have their own: numba normal, NumPy memmove")
     p.add_argument("--out", default=None, help="write the JSON lines to this file instead")
     p.add_argument("--info", action="store_true",
                    help="print the build and OpenMP runtime facts as JSON and exit")
@@ -306,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines = [json.dumps(runtime_info(args.impl, compiler, args.flags, args.tag))]
         else:
             recs = measure(args.size, args.ntimes, args.threads, args.impl, compiler,
-                           args.flags, args.tag, args.inject_fault)
+                           args.flags, args.tag, args.inject_fault, args.stores)
             for w in recs[0]["warnings"]:
                 print(f"warning: {w}", file=sys.stderr)
             lines = [json.dumps(r) for r in recs]

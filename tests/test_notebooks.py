@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from burstbench import costreport, report
+from kernels_ext import _triad
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,10 +25,18 @@ def test_smoke_run_makes_one_complete_run_folder(smoke_run):
     assert {"provenance.json", "triad.csv", "triad.jsonl", "010_measure_triad.ipynb"} <= names
     assert not (run_dir / "triad.parts").exists()
     table = pd.read_csv(run_dir / "triad.csv")
-    # smoke.yaml: gcc (1 affinity x 2 threads) + numba (2 threads) + numpy (1) = 5, x 2 reps
-    assert table["key"].nunique() == 10
+    # smoke.yaml: gcc (1 affinity x 2 threads x 2 store policies) + numba (2 threads) + numpy
+    # (1) = 7, x 2 reps (streaming: where the build has streaming stores, as x86-64 does)
+    streaming = _triad.info()["streaming_isa"] is not None
+    assert table["key"].nunique() == (14 if streaming else 10)
     assert set(table["function"]) == {"Copy", "Scale", "Add", "Triad"}
-    assert set(table["metric"]) == {"best_rate", "avg_time", "min_time", "max_time"}
+    assert set(table["metric"]) == {"best_rate", "avg_time", "min_time", "max_time",
+                                    "traffic_rate"}
+    assert set(table["stores"]) == ({"normal", "streaming"} if streaming else {"normal"})
+    assert set(table.loc[table["impl"] == "numba", "stores"]) == {"normal"}
+    assert set(table.loc[table["impl"] == "numpy", "stores"]) == {"memmove"}
+    numpy = table[table["impl"] == "numpy"]
+    assert "traffic_rate" not in set(numpy["metric"])  # no model claimed for NumPy
     assert set(table.loc[table.metric == "best_rate", "unit"]) == {"GB/s"}
     assert (table["value"] > 0).all()
     prov = json.loads((run_dir / "provenance.json").read_text())
@@ -72,13 +81,29 @@ def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
                  "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
                  "pingpong_extremes.csv", "pingpong_extremes.md", "biccg_smoke.png",
                  "biccg_summary.csv", "biccg_summary.md", "table_4_prices.md", "cost_triad.png",
-                 "cost_spot.svg", "break_even.md"):  # cost_biccg: no VM here (test_cost)
+                 "cost_spot.svg", "break_even.md",  # cost_biccg: no VM here (test_cost)
+                 *(("triad_stores_smoke.png", "triad_stores.csv", "triad_stores.md")
+                   if _triad.info()["streaming_isa"] else ())):
         assert (figs / name).stat().st_size > 0
         assert name in index
     best = pd.read_csv(figs / "triad_best.csv")
     assert "measured here" not in set(best["source"])  # a test run is never a VM
     ours = best[best["source"] == "a test run"]
-    assert set(ours["vm"]) == {"smoke"} and len(ours) == 3  # gcc, numba, numpy labels
+    streaming = _triad.info()["streaming_isa"] is not None
+    # gcc (and gcc-streaming), numba, numpy labels
+    assert set(ours["vm"]) == {"smoke"} and len(ours) == (4 if streaming else 3)
+    assert dict(zip(ours["impl"], ours["stores"])).items() >= {("numba", "normal"),
+                                                                ("numpy", "memmove")}
+    assert ours.loc[ours["impl"] == "numpy", "traffic_gbs"].isna().all()
+    if streaming:
+        nt = pd.read_csv(figs / "triad_stores.csv")
+        row = nt.iloc[0]
+        assert len(nt) == 1 and row["vm"] == "smoke" and row["variant"].startswith("gcc")
+        assert row["streaming_over_normal"] == pytest.approx(
+            row["streaming_gbs"] / row["normal_gbs"], abs=2e-3)
+        assert row["normal_traffic_gbs"] == pytest.approx(row["normal_gbs"] * 32 / 24, abs=0.01)
+        assert "streaming_label" in nt and row["streaming_label"].startswith(
+            row["variant"] + "-streaming+")
     assert "(a test run, not a VM)" in index
     assert "smoke" not in set(pd.read_csv(figs / "cost_triad.csv")["system"])  # never priced
     study = best[best["source"] == "the study"].set_index("vm")

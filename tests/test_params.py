@@ -111,6 +111,8 @@ def test_malformed_yaml_names_the_line(tmp_path):
     ("triad_variants", [{"flags": "-O3"}], "needs a compiler"),
     ("triad_variants", [], "non-empty list"),
     ("triad_baselines", ["julia"], "unknown value 'julia'"),
+    ("triad_stores", ["nontemporal"], "unknown value 'nontemporal'"),
+    ("triad_stores", [], "non-empty"),
     ("triad_repetitions", 0, "at least 1"),
     ("triad_timeout_s", -1, "positive number"),
     ("vm", "my vm/1", "names a folder"),

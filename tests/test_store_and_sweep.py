@@ -50,6 +50,33 @@ def test_plan_labels_and_order(tmp_path):
     assert env["OMP_PLACES"] == "cores" and env["OMP_PROC_BIND"] == "close"
 
 
+def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):
+    """Streaming points for each C variant that has streaming stores, labelled
+    '<variant>-streaming+...'; a variant built without them is skipped with a note; the
+    baselines keep their own (NumPy: memmove)."""
+    p = small_params(tmp_path, triad_stores=["normal", "streaming"], triad_threads=[2],
+                     triad_repetitions=1, triad_variants=[
+                         {"compiler": "gcc", "flags": "-O2 -fopenmp"},
+                         {"compiler": "gcc", "flags": "-O2 -fopenmp -DSTREAM_NO_STREAMING",
+                          "tag": "nont"}])
+    pl = triad.plan(p)
+    gcc, nont = (v["variant"] for v in pl.variants[:2])
+    by_label = {t.config["label"]: t for t in pl.tasks}
+    isa = pl.variants[0].get("streaming_isa")
+    assert f"{gcc}+cores+close" in by_label and f"{nont}+cores+close" in by_label
+    assert (f"{gcc}-streaming+cores+spread" in by_label) == bool(isa)
+    assert not any(lab.startswith(f"{nont}-streaming") for lab in by_label)
+    assert any(f"variant {nont} has no streaming stores" in n for n in pl.notes)
+    for lab, t in by_label.items():
+        streaming = "-streaming+" in lab
+        assert t.config["stores"] == ("streaming" if streaming else
+                                      "memmove" if t.config["impl"] == "numpy" else "normal")
+        assert ("--stores" in t.argv) == (t.config["impl"] == "c")
+        if t.config["impl"] == "c":
+            assert t.argv[t.argv.index("--stores") + 1] == t.config["stores"]
+    assert len({t.key for t in pl.tasks}) == len(pl.tasks)
+
+
 def test_plan_skips_missing_compilers_and_refuses_bad_ones(tmp_path):
     p = small_params(tmp_path, triad_variants=[{"compiler": "gcc", "flags": "-O2 -fopenmp"},
                                                {"compiler": "nvc", "flags": "-fast -mp"}])
@@ -97,7 +124,8 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
     run2, table = triad.measure(p, progress=False)  # same parameters: resumes that run
     assert run2.root == run_dir
     assert table["key"].nunique() == 10
-    assert len(table) == 10 * 4 * 4  # configurations x functions x metrics
+    # configurations x functions x metrics; NumPy's (2 of 10) without a traffic model
+    assert len(table) == (8 * len(triad.METRICS) + 2 * (len(triad.METRICS) - 1)) * 4
     assert run2.section("triad")["status"] == "complete"
     # a finished run is not resumed: the next identical sweep starts a new run
     assert store.find_resumable(tmp_path, "t", "triad", params.digest(p, "triad")) == ""
@@ -131,7 +159,7 @@ def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
     run.save("triad", task.key, [r | {"run_id": run.run_id, "vm": "t"} for r in rows], raw)
     # ... and the process died here, before finalize: the part is on disk
     loaded = store.load(tmp_path, "triad")
-    assert len(loaded.table) == 16
+    assert len(loaded.table) == 4 * len(triad.METRICS)  # functions x metrics
     assert any("not finalized" in msg for msg in loaded.problems)
     assert run.done_keys("triad") == {task.key}
 

@@ -133,3 +133,74 @@ def test_numpy_and_numba_baselines_validate_and_catch_faults():
         bad = fn(*args, fault_index=77)
         assert bad["check"]["validated"] is False
     assert baselines.numba_stream(50_000, 2, 2)["threads"] == 2
+
+
+STREAMING = _triad.info()["streaming_isa"] is not None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 3, 8, 9, 31, 1001, 100_003])
+@pytest.mark.parametrize("offsets", [(0, 0, 0), (1, 3, 2), (7, 0, 5)])
+def test_streaming_stores_match_numpy(n, threads, offsets):
+    """Streaming stores give the normal stores' values, whatever the length (not a
+    multiple of the vector width: the remainder) and wherever each array starts (the
+    elements before its first aligned vector: the head)."""
+    rng = np.random.default_rng(n)
+    base = [rng.random(n + 8) for _ in range(3)]
+    a, b, c = (x[o:o + n] for x, o in zip(base, offsets))
+    ea, eb, ec = numpy_stream(a, b, c, 4)
+    out = _triad.passes(a, b, c, 4, threads, "streaming")
+    assert out["stores"] == ("streaming" if STREAMING else "normal")
+    np.testing.assert_allclose(a, ea, rtol=1e-14)
+    np.testing.assert_allclose(b, eb, rtol=1e-14)
+    np.testing.assert_allclose(c, ec, rtol=1e-14)
+    assert out["threads"] == threads
+
+
+def test_streaming_stores_leave_the_neighbours_alone():
+    """The head and the remainder stay inside the array: its neighbours are untouched."""
+    big = np.arange(3 * 1040, dtype=float)
+    before = big.copy()
+    a, b, c = big[3:1003], big[1040 + 5:1040 + 1005], big[2080 + 1:2080 + 1001]
+    _triad.passes(a, b, c, 3, 2, "streaming")
+    touched = np.zeros(len(big), bool)
+    touched[3:1003] = touched[1045:2045] = touched[2081:3081] = True
+    assert np.array_equal(big[~touched], before[~touched])
+
+
+def test_unaligned_arrays_are_refused():
+    """Doubles not on an 8-byte boundary (no vector store could take them) are refused by
+    the binding, before any kernel runs."""
+    raw = bytearray(8 * 100 + 1)
+    a = np.frombuffer(raw, dtype=float, count=100, offset=1)
+    with pytest.raises(ValueError, match="8-byte aligned"):
+        _triad.passes(a, np.ones(100), np.ones(100), 3, 1, "streaming")
+    assert raw == bytearray(8 * 100 + 1)  # untouched
+
+
+@pytest.mark.parametrize("stores", ["normal", "streaming"])
+def test_run_validates_with_either_policy_and_catches_lost_writes(stores):
+    ok = _triad.run(100_003, 3, 2, -1, stores)
+    assert ok["check"]["validated"] and ok["stores"] in (stores, "normal")
+    assert ok["stores"] == (stores if STREAMING else "normal")
+    bad = _triad.run(100_003, 3, 2, 50_001, stores)
+    assert not bad["check"]["validated"]
+
+
+def test_unknown_store_policy_is_refused():
+    with pytest.raises(ValueError, match="stores must be 'normal' or 'streaming', not 'nt'"):
+        _triad.run(1000, 3, 1, -1, "nt")
+    with pytest.raises(ValueError, match="not 'fast'"):
+        _triad.passes(np.ones(8), np.ones(8), np.ones(8), 3, 1, "fast")
+
+
+def test_traffic_counts_the_write_allocate_read():
+    times = {f: [1.0, 0.5] for f in ("Copy", "Scale", "Add", "Triad")}
+    normal = {r["function"]: r for r in summarize(times, 10**9, "normal")}
+    nt = {r["function"]: r for r in summarize(times, 10**9, "streaming")}
+    assert normal["Triad"]["best_rate_gbs"] == nt["Triad"]["best_rate_gbs"] == 48.0
+    assert normal["Triad"]["traffic_bytes_per_element"] == 32
+    assert normal["Triad"]["traffic_rate_gbs"] == 64.0
+    assert nt["Triad"]["traffic_rate_gbs"] == 48.0
+    assert normal["Copy"]["traffic_bytes_per_element"] == 24
+    assert nt["Copy"]["traffic_bytes_per_element"] == 16

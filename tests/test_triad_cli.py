@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kernels_ext import _sysinfo
+from kernels_ext import _sysinfo, _triad
 
 FIELDS = {"function", "best_rate_gbs", "avg_time_s", "min_time_s", "max_time_s", "size",
           "threads", "validated", "binding", "variant", "openmp_library"}
@@ -73,6 +73,9 @@ BAD = [
     (["--threads", "0"], "threads must be at least 1"),
     (["--compiler", "frobnicc"], "unknown compiler 'frobnicc'"),
     (["--impl", "numpy", "--threads", "2"], "NumPy baseline runs on one thread"),
+    (["--impl", "numba", "--stores", "streaming"], "the numba baseline has its own (normal"),
+    (["--impl", "numpy", "--threads", "1", "--stores", "normal"],
+     "the numpy baseline has its own (memmove"),
 ]
 
 
@@ -132,3 +135,40 @@ def test_help_explains(cli):
 def test_info_names_the_build(cli):
     info = json.loads(cli("-m", "kernels_ext.triad", "--info").stdout)
     assert info["impl"] == "c" and info["openmp_version"] > 0 and info["flags"]
+
+
+STREAMING = _triad.info()["streaming_isa"] is not None
+
+
+@pytest.mark.parametrize("stores", ["normal", "streaming"])
+def test_store_policy_and_traffic_in_the_record(cli, stores):
+    recs = records(cli("-m", "kernels_ext.triad", "--size", "300001", "--ntimes", "3",
+                       "--threads", "2", "--stores", stores))
+    used = stores if STREAMING else "normal"
+    for r in recs:
+        assert r["validated"] is True
+        assert r["stores"] == used and r["stores_requested"] == stores
+        counted = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}[r["function"]]
+        moved = counted + (8 if used == "normal" else 0)
+        assert r["traffic_bytes_per_element"] == moved
+        assert r["traffic_rate_gbs"] == pytest.approx(r["best_rate_gbs"] * moved / counted)
+    assert recs[0]["streaming_isa"] == _triad.info()["streaming_isa"]
+
+
+def test_unknown_store_policy_is_refused(cli):
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--stores", "nt")
+    assert proc.returncode == 2 and "invalid choice: 'nt'" in proc.stderr and not proc.stdout
+
+
+def test_streaming_on_a_build_without_them_is_measured_normal_and_said(cli):
+    """A variant built without streaming stores (as a compiler or CPU without them would
+    be) measures normal stores, says so once on stderr and in the record."""
+    proc = cli("-m", "kernels_ext.triad", "--size", "200000", "--ntimes", "2", "--threads",
+               "1", "--stores", "streaming", "--compiler", "gcc",
+               "--flags=-O2 -fopenmp -DSTREAM_NO_STREAMING", "--tag", "nont")
+    recs = records(proc)
+    said = [ln for ln in proc.stderr.splitlines() if "streaming stores asked for" in ln]
+    assert len(said) == 1 and "has none" in said[0] and "measured with normal stores" in said[0]
+    assert all(r["stores"] == "normal" and r["stores_requested"] == "streaming"
+               and r["streaming_isa"] is None for r in recs)
+    assert recs[-1]["traffic_bytes_per_element"] == 32

@@ -90,3 +90,34 @@ def test_clang_variant_uses_llvm_openmp(cli):
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(proc.stdout.splitlines()[-1])
     assert "libomp" in rec["openmp_library"] and rec["threads"] == 2
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return {w for line in f if line.startswith("flags") for w in line.split()[2:]}
+    except OSError:
+        return set()
+
+
+@pytest.mark.parametrize("flags,isa,cpu_flag", [
+    ("-O2 -fopenmp", "sse2", "sse2"),                # x86-64's baseline
+    ("-O2 -mavx -fopenmp", "avx", "avx"),
+    ("-O2 -mavx512f -fopenmp", "avx512", "avx512f"),
+])
+def test_streaming_stores_take_the_widest_vector_the_flags_allow(cli, flags, isa, cpu_flag):
+    """Each instruction set's streaming stores: built from the flags, and where this CPU has
+    it, run and validated with a length that is no multiple of the vector (the remainder)."""
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("streaming stores are x86-64 only")
+    v = variants.build("gcc", flags)
+    if cpu_flag not in _cpu_flags():
+        pytest.skip(f"this CPU has no {cpu_flag}: the {isa} variant was built, not run")
+    proc = cli("-m", "kernels_ext.triad", "--compiler", "gcc", f"--flags={v.flags}",
+               "--size", "100003", "--ntimes", "3", "--threads", "2", "--stores", "streaming")
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert all(r["streaming_isa"] == isa and r["stores"] == "streaming" and r["validated"]
+               for r in recs)

@@ -20,6 +20,102 @@
 #include <omp.h>
 #endif
 
+/* Streaming stores: the widest vector the compile flags allow (x86-64 only;
+ * -DSTREAM_NO_STREAMING builds without them, as a compiler lacking them would). */
+#if defined(__x86_64__) && !defined(STREAM_NO_STREAMING) &&                                       \
+    (defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__))
+#include <immintrin.h>
+#if defined(__AVX512F__)
+#define NT_ISA "avx512"
+#define NT_W 8
+#define NT_VEC __m512d
+#define NT_LOAD _mm512_loadu_pd
+#define NT_SET1 _mm512_set1_pd
+#define NT_ADD _mm512_add_pd
+#define NT_MUL _mm512_mul_pd
+#define NT_STORE _mm512_stream_pd
+#elif defined(__AVX__)
+#define NT_ISA "avx"
+#define NT_W 4
+#define NT_VEC __m256d
+#define NT_LOAD _mm256_loadu_pd
+#define NT_SET1 _mm256_set1_pd
+#define NT_ADD _mm256_add_pd
+#define NT_MUL _mm256_mul_pd
+#define NT_STORE _mm256_stream_pd
+#else
+#define NT_ISA "sse2"
+#define NT_W 2
+#define NT_VEC __m128d
+#define NT_LOAD _mm_loadu_pd
+#define NT_SET1 _mm_set1_pd
+#define NT_ADD _mm_add_pd
+#define NT_MUL _mm_mul_pd
+#define NT_STORE _mm_stream_pd
+#endif
+
+/*
+ * One STREAM kernel with streaming stores: dst[j] = SCALAR (its vector form
+ * VECTOR, for the NT_W elements at j).  The elements before dst's first
+ * NT_W * 8-byte boundary and after its last whole vector are written with
+ * normal stores by one thread; the vectors, split statically over the team
+ * as `omp for` splits the elements (pages stay with the thread that touched
+ * them first), with streaming stores.  Every thread fences its streaming
+ * stores before the region's closing barrier, so they are visible before the
+ * caller stops its timer.
+ */
+#define NT_KERNEL(name, SCALAR, VECTOR)                                                            \
+    static void name(double *restrict dst, const double *restrict x, const double *restrict y,   \
+                     ptrdiff_t len)                                                              \
+    {                                                                                              \
+        const double s = STREAM_SCALAR;                                                            \
+        const NT_VEC vs = NT_SET1(s);                                                              \
+        const size_t vb = NT_W * sizeof(double);                                                   \
+        ptrdiff_t head = (ptrdiff_t)((vb - (uintptr_t)dst % vb) % vb / sizeof(double));           \
+        head = head < len ? head : len;                                                            \
+        const ptrdiff_t nv = (len - head) / NT_W, tail = head + nv * NT_W;                         \
+        (void)s, (void)vs, (void)x, (void)y;                                                       \
+        _Pragma("omp parallel")                                                                    \
+        {                                                                                          \
+            _Pragma("omp for schedule(static) nowait") for (ptrdiff_t v = 0; v < nv; v++)          \
+            {                                                                                      \
+                const ptrdiff_t j = head + v * NT_W;                                               \
+                NT_STORE(dst + j, VECTOR);                                                         \
+            }                                                                                      \
+            _Pragma("omp single nowait")                                                           \
+            {                                                                                      \
+                for (ptrdiff_t j = 0; j < head; j++)                                               \
+                    dst[j] = SCALAR;                                                               \
+                for (ptrdiff_t j = tail; j < len; j++)                                             \
+                    dst[j] = SCALAR;                                                               \
+            }                                                                                      \
+            _mm_sfence();                                                                          \
+        }                                                                                          \
+    }
+
+NT_KERNEL(nt_copy, x[j], NT_LOAD(x + j))
+NT_KERNEL(nt_scale, s * x[j], NT_MUL(vs, NT_LOAD(x + j)))
+NT_KERNEL(nt_add, x[j] + y[j], NT_ADD(NT_LOAD(x + j), NT_LOAD(y + j)))
+NT_KERNEL(nt_triad, x[j] + s * y[j], NT_ADD(NT_LOAD(x + j), NT_MUL(vs, NT_LOAD(y + j))))
+#endif
+
+const char *stream_streaming_isa(void)
+{
+#ifdef NT_ISA
+    return NT_ISA;
+#else
+    return NULL;
+#endif
+}
+
+int stream_stores_used(int stores, const double *a, const double *b, const double *c)
+{
+    if (stores != STREAM_STORES_STREAMING || stream_streaming_isa() == NULL ||
+        ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % sizeof(double) != 0)
+        return STREAM_STORES_NORMAL;
+    return STREAM_STORES_STREAMING;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -124,7 +220,7 @@ static int sample_binding(stream_thread *binding, int max_threads, int pass)
     return team;
 }
 
-int stream_run(double *a_, double *b_, double *c_, size_t n, int threads,
+int stream_run(double *a_, double *b_, double *c_, size_t n, int threads, int stores,
                int ntimes, double *times, stream_thread *binding,
                int max_threads, int *nthreads)
 {
@@ -133,9 +229,13 @@ int stream_run(double *a_, double *b_, double *c_, size_t n, int threads,
     const ptrdiff_t len = (ptrdiff_t)n;
     int team = 1;
 
-    if (n == 0 || ntimes < 2 || threads < 0 || times == NULL)
+    if (n == 0 || ntimes < 2 || threads < 0 || times == NULL ||
+        (stores != STREAM_STORES_NORMAL && stores != STREAM_STORES_STREAMING))
         return STREAM_EINVAL;
     set_threads(threads);
+#ifdef NT_ISA
+    const int nt = stream_stores_used(stores, a, b, c) == STREAM_STORES_STREAMING;
+#endif
 
     /* stream.c's timing check doubles a[] once; the expected values
      * (stream_expected) depend on it. */
@@ -145,6 +245,24 @@ int stream_run(double *a_, double *b_, double *c_, size_t n, int threads,
 
     for (int k = 0; k < ntimes; k++) {
         double t, *tk = &times[(size_t)k * STREAM_NFUNC];
+#ifdef NT_ISA
+        if (nt) {
+            t = now();
+            nt_copy(c, a, NULL, len);
+            tk[0] = now() - t;
+            t = now();
+            nt_scale(b, c, NULL, len);
+            tk[1] = now() - t;
+            t = now();
+            nt_add(c, a, b, len);
+            tk[2] = now() - t;
+            t = now();
+            nt_triad(a, b, c, len);
+            tk[3] = now() - t;
+            team = sample_binding(binding, max_threads, k);
+            continue;
+        }
+#endif
 
         t = now();
 #pragma omp parallel for

@@ -28,6 +28,30 @@ enum {
     STREAM_EVALIDATE = 3   /* the arrays do not hold the expected values */
 };
 
+/*
+ * Store policies of stream_run.  Normal stores go through the cache: each
+ * line written is first read (write-allocate), so Triad moves 32 bytes per
+ * element where STREAM counts 24.  Streaming (non-temporal) stores write
+ * whole lines past the cache, without that read; they are what Intel's
+ * compilers emit for such loops.
+ */
+enum { STREAM_STORES_NORMAL = 0, STREAM_STORES_STREAMING = 1 };
+
+/*
+ * stream_streaming_isa - the instructions this build's streaming stores use,
+ * chosen at compile time from the flags: "avx512" (64 bytes a store), "avx"
+ * (32), "sse2" (16); NULL where the build has none (not x86-64, or a
+ * compiler without the intrinsics), and stream_run then uses normal stores.
+ */
+const char *stream_streaming_isa(void);
+
+/*
+ * stream_stores_used - the policy stream_run uses when asked for `stores`
+ * on these arrays: streaming only where the build has streaming stores and
+ * every array is 8-byte aligned; normal otherwise.
+ */
+int stream_stores_used(int stores, const double *a, const double *b, const double *c);
+
 /* Where one OpenMP thread ran during the timed passes. */
 typedef struct {
     int thread;      /* omp_get_thread_num() */
@@ -61,12 +85,18 @@ void stream_free(double *a, double *b, double *c);
  * passes of Copy (c = a), Scale (b = s c), Add (c = a + b) and Triad
  * (a = b + s c) with s = STREAM_SCALAR, each one `omp parallel for` with the
  * default static schedule, as in stream.c.
+ *   stores   STREAM_STORES_NORMAL, or STREAM_STORES_STREAMING: the vector
+ *            body of each loop written with streaming stores (the elements
+ *            before the destination's first aligned vector and the remainder
+ *            with normal ones), an sfence by every thread before the timer
+ *            stops.  Where stream_stores_used() says normal (no streaming
+ *            stores in this build, an array not 8-byte aligned), normal.
  *   times    out: ntimes x STREAM_NFUNC seconds, times[k * STREAM_NFUNC + f]
  *   binding  out: up to max_threads entries, one per OpenMP thread; may be NULL
  *   nthreads out: the number of threads the parallel regions actually had
- * Returns STREAM_OK or STREAM_EINVAL (ntimes < 2, n == 0).
+ * Returns STREAM_OK or STREAM_EINVAL (ntimes < 2, n == 0, an unknown policy).
  */
-int stream_run(double *a, double *b, double *c, size_t n, int threads,
+int stream_run(double *a, double *b, double *c, size_t n, int threads, int stores,
                int ntimes, double *times, stream_thread *binding,
                int max_threads, int *nthreads);
 
