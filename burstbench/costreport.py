@@ -42,9 +42,11 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
         wide = t4.pivot_table(index="vm", columns=["billing", "region"],
                               values="price_per_hour", aggfunc="first", sort=False)
         wide.columns = [f"{b} {r} (JPY/h)" for b, r in wide.columns]
+        rates = sorted({f"{float(r):g}" for r in t4.get("usd_jpy", pd.Series()).dropna()})
         _table_entry(section, wide.reset_index().assign(
             data="data/reference/prices_vm.csv").to_dict("records"), fig_dir,
-            "table_4_prices", "Table 4: VM prices per hour (the study, 1 USD = 145 JPY)",
+            "table_4_prices", "Table 4: VM prices per hour (the study"
+            + (f", 1 USD = {' or '.join(rates)} JPY)" if rates else ")"),
             "Pay-as-you-go and spot prices in East US and Japan East, from "
             "data/reference/prices_vm.csv; Flow's node-hour fees are in "
             "data/reference/prices_onprem.csv and in the cost-performance table.")

@@ -23,7 +23,6 @@ import pandas as pd
 from burstbench import biccg, paths, pingpong, plots, store, triad
 from kernels_ext import triad as triad_kernel
 
-AZURE_HBV3_GBS = 358.0  # Azure's published HBv3 Triad, N = 4e8 (data/reference/triad_best.csv)
 
 
 @dataclass
@@ -273,10 +272,11 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             plots.reference_line(ax, r.best_triad_gbs, f"study best {r.best_triad_gbs:g} GB/s "
                                  f"({r.label}, {r.threads:g} threads)", "--", "0.2", r.threads)
             marks.append("the study's best (data/reference/triad_best.csv)")
-        if vm_key(vm).startswith("hb120"):
-            plots.reference_line(ax, AZURE_HBV3_GBS, f"Azure web site, HBv3: "
-                                 f"{AZURE_HBV3_GBS:g} GB/s", "-.", "0.45")
-            marks.append("Azure's published HBv3 figure")
+        for r in _series_rows(best_ref, vm).itertuples():
+            series = str(r.vm).removesuffix(" series")
+            plots.reference_line(ax, r.best_triad_gbs, f"{str(r.source).split(' (')[0]}, "
+                                 f"{series}: {r.best_triad_gbs:g} GB/s", "-.", "0.45")
+            marks.append(str(r.note).split(";")[0])
         if not math.isnan(peak):
             plots.reference_line(ax, peak, f"theoretical {peak:g} GB/s", ":", "0.6")
             marks.append(f"theoretical bandwidth ({peak_src})")
@@ -350,6 +350,16 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                  "traffic each moved (32 B and 24 B per element). Measured here only: the "
                  "study's published figures do not say which stores their compilers emitted.")
     return section
+
+
+def _series_rows(best_ref: pd.DataFrame, vm: str) -> pd.DataFrame:
+    """Rows of data/reference/triad_best.csv for a series of VMs whose `applies_to` names a
+    prefix of `vm` (Azure's HBv3 figure on the HB120 VMs)."""
+    if "applies_to" not in best_ref:
+        return best_ref.iloc[0:0]
+    key = vm_key(vm)
+    return best_ref[best_ref["applies_to"].fillna("").astype(str).map(
+        lambda s: any(p and key.startswith(vm_key(p)) for p in s.split(";")))]
 
 
 def triad_traffic_factor(stores: str) -> float:

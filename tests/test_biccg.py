@@ -398,3 +398,14 @@ def test_sweep_layouts_and_notes(tmp_path):
 def test_bad_problem_parameters(value, message):
     with pytest.raises(params.ParamError, match=message):
         params.validate({"biccg_problems": value}, "biccg")
+
+
+def test_the_per_kernel_times_cover_the_solve():
+    """One stopwatch charges every interval of the iteration to one part: the parts add up
+    to the solve's time (the gaps are the loop's test alone), none counted twice."""
+    A = biccg.poisson_matrix(32, 32, 32)
+    _, st = biccg.solve(A, A @ np.ones(A.shape[0]), threads=2)
+    t = st["times"]
+    parts = sum(t[k] for k in ("spmv", "precond", "dots", "halo", "vector"))
+    assert st["iterations"] > 10 and t["solve"] > 0
+    assert 0.97 * t["solve"] <= parts <= t["solve"], (parts, t)

@@ -55,12 +55,24 @@ def test_spot_bad_arguments(args):
         cost.spot_expected(*args)
 
 
+def reference_price(vm: str, billing: str, region: str) -> float:
+    """A VM's price per hour as data/reference/prices_vm.csv has it (JPY)."""
+    t = pd.read_csv(REF / "prices_vm.csv")
+    (price,) = t.loc[(t["vm"] == vm) & (t["billing"] == billing) & (t["region"] == region),
+                     "price_per_hour"]
+    return float(price)
+
+
 def test_prices_from_the_reference_tables():
     pr = cost.load_prices(REF, usd_jpy=145)
     assert pr.problems == []
-    assert pr.lookup("HB120rs_v3", "payg", "East US") == 522.0
-    assert pr.lookup("hb120rs-v3", "spot", "Japan East") == 75.7  # names match loosely
-    assert pr.lookup("Flow Type II", "onprem_fee") == 38.8
+    assert pr.lookup("HB120rs_v3", "payg", "East US") == reference_price("HB120rs_v3", "payg",
+                                                                         "East US")
+    assert pr.lookup("hb120rs-v3", "spot", "Japan East") == reference_price(  # names loosely
+        "HB120rs_v3", "spot", "Japan East")
+    onprem = pd.read_csv(REF / "prices_onprem.csv").set_index("system")
+    assert pr.lookup("Flow Type II", "onprem_fee") == onprem.loc["Flow Type II",
+                                                                 "price_per_node_hour"]
     assert np.isnan(pr.lookup("local", "payg"))
 
 
@@ -123,4 +135,4 @@ def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
     assert set(biccg_cost["billing"]) == {costreport.NO_PRICE}
     spot = pd.read_csv(figs / "cost_spot.csv")
     assert spot.loc[spot["evictions_per_h"] == 0, "expected_cost_jpy"].iloc[0] == \
-        pytest.approx(4 * 10 * 52.2)  # no eviction: 4 nodes x 10 h at the spot price
+        pytest.approx(4 * 10 * reference_price("HB120rs_v3", "spot", "East US"))  # no eviction

@@ -119,12 +119,40 @@ def test_bad_input_is_one_error_line_and_nonzero_exit(args, n, message):
     assert proc.stdout.strip() == ""
 
 
-def test_python_baseline_and_info_work_without_the_kernel_on_one_rank():
+#: The CLI with the C kernel hidden, as where no MPI was found at install time.
+WITHOUT_KERNEL = """
+import importlib.util, sys
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name == "kernels_ext._pingpong" else real(name, *a)
+sys.modules["kernels_ext._pingpong"] = None
+from kernels_ext import pingpong
+sys.exit(pingpong.main(sys.argv[1:]))
+"""
+
+
+def test_info_names_the_kernels_mpi_build():
     proc = subprocess.run([sys.executable, "-m", "kernels_ext.pingpong", "--info"],
                           capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
+    assert info["impl"] == "c"
     assert info["mpi_family"] in ("mpich", "openmpi") and info["mpi_library_version"]
     assert info["mpi_build"].split()[0] in ("MPICH", "Open", "Intel", "MVAPICH2")
+
+
+def test_python_baseline_and_info_work_without_the_kernel_on_one_rank():
+    """With the C kernel missing, --impl mpi4py still runs (its --info here) and the C
+    kernel's absence is one clear line, exit status 2."""
+    base = [sys.executable, "-c", WITHOUT_KERNEL]
+    proc = subprocess.run(base + ["--impl", "mpi4py", "--info"], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["impl"] == "mpi4py" and "mpi_build" not in info
+    assert info["mpi_family"] in ("mpich", "openmpi")
+    proc = subprocess.run(base + ["--info"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "kernels_ext._pingpong is not built" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @needs_openmpi
@@ -254,8 +282,18 @@ def test_huge_page_buffers_validate_and_are_recorded(impl):
     assert all(r["validated"] and r["hugepages"] is True for r in recs)
 
 
+@needs_mpiexec
 def test_hugepages_sweep_dimension_labels(tmp_path):
+    """pingpong_hugepages [false, true] doubles the tasks; the huge-page ones, and only they,
+    are labelled '+thp' (before '+mpi4py') and run the kernel with --hugepages."""
     p = pp_params(tmp_path, pingpong_hugepages=[False, True], pingpong_validate=False)
     assert p["pingpong_hugepages"] == [False, True]
+    tasks = pingpong.plan(p).tasks
+    thp = [t for t in tasks if "+thp" in t.config["label"]]
+    assert thp and len(thp) * 2 == len(tasks)
+    for t in tasks:
+        assert ("--hugepages" in t.argv) == ("+thp" in t.config["label"])
+    assert {t.config["label"].replace("+thp", "") for t in thp} == {
+        t.config["label"] for t in tasks if t not in thp}
     with pytest.raises(params.ParamError, match="true or false"):
         params.validate({"pingpong_hugepages": ["yes"]}, "pingpong")

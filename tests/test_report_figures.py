@@ -217,3 +217,29 @@ def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(mon
     assert "blue" not in ax.get_title()
     texts = [t.get_text() for t in ax.texts]
     assert any(t.startswith("310.4 GB/s") for t in texts)
+
+
+def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path):
+    """Azure's HBv3 Triad (data/reference/triad_best.csv, applies_to HB120) marks the
+    HB120 VMs' figures and no other: the value and its wording come from the CSV."""
+    import json
+    import shutil
+
+    ref = pd.read_csv(ROOT / "data" / "reference" / "triad_best.csv")
+    azure = ref[ref["applies_to"].fillna("") != ""].iloc[0]
+    src = max((p.parent for p in RUNS.glob("*/*/triad.csv")), key=lambda p: p.name)
+    for vm in ("hb120-16rs_v3", "d96s_v5"):
+        dst = tmp_path / vm / src.name
+        shutil.copytree(src, dst)
+        table = pd.read_csv(dst / "triad.csv").assign(vm=vm)
+        table.to_csv(dst / "triad.csv", index=False)
+        prov = json.loads((dst / "provenance.json").read_text())
+        prov["vm"] = vm
+        (dst / "provenance.json").write_text(json.dumps(prov))
+    section = report.triad_report(tmp_path, figures_dir=tmp_path / "figs")
+    captions = {e.title: e.caption for e in section.entries}
+    mark = str(azure["note"]).split(";")[0]
+    assert mark in captions["STREAM Triad vs threads on hb120-16rs_v3"]
+    assert mark not in captions["STREAM Triad vs threads on d96s_v5"]
+    svg = (tmp_path / "figs" / "triad_hb120-16rs_v3.svg").read_text()
+    assert f"Azure web site, HBv3: {azure['best_triad_gbs']:g} GB/s" in svg

@@ -78,12 +78,15 @@ def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):
 
 
 def test_plan_skips_missing_compilers_and_refuses_bad_ones(tmp_path):
+    # a known compiler that is not there (a path that does not exist: whether or not this
+    # machine has nvc on PATH)
     p = small_params(tmp_path, triad_variants=[{"compiler": "gcc", "flags": "-O2 -fopenmp"},
-                                               {"compiler": "nvc", "flags": "-fast -mp"}])
-    import shutil
-
-    if shutil.which("nvc") is None:
-        assert any("skipped variant nvc" in n for n in triad.plan(p).notes)
+                                               {"compiler": "/nonexistent/bin/nvc",
+                                                "flags": "-fast -mp"}])
+    pl = triad.plan(p)
+    assert any("skipped variant /nonexistent/bin/nvc" in n and "not installed" in n
+               for n in pl.notes)
+    assert [v["compiler"] for v in pl.variants if v.get("impl", "c") == "c"] == ["gcc"]
     with pytest.raises(params.ParamError, match="failed to compile"):
         triad.plan(small_params(tmp_path, triad_variants=[
             {"compiler": "gcc", "flags": "-O2 -fbroken-flag"}]))

@@ -110,119 +110,148 @@ static double residual(const bc_local *L, const double *b, const double *x, doub
     return s;
 }
 
-int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in,
-             const bc_params *p, bc_result *out)
+/* The parts of a solve timed separately (bc_result's t_* fields, in order). */
+enum { T_ORDERING, T_FACTOR, T_HALO_SETUP, T_SOLVE, T_SPMV, T_PRECOND, T_DOTS, T_HALO,
+       T_VECTOR, T_COUNT };
+
+/* A stopwatch that charges the time since its last reading to one part. */
+typedef struct {
+    double sum[T_COUNT], last;
+} bc_timer;
+
+static void tic(bc_timer *t)
 {
-    bc_local L;
-    memset(&L, 0, sizeof L);
-    memset(out, 0, sizeof *out);
-    out->breakdown_iteration = -1;
-    double *b = NULL, *x = NULL, *r = NULL, *z = NULL, *pv = NULL, *q = NULL;
-#ifdef _OPENMP
-    if (p->threads > 0)
-        omp_set_num_threads(p->threads);
-#endif
+    t->last = MPI_Wtime();
+}
+
+static void toc(bc_timer *t, int part)
+{
+    const double now = MPI_Wtime();
+    t->sum[part] += now - t->last;
+    t->last = now;
+}
+
+/* Global sums of n doubles; BC_EMPI where MPI fails. */
+static int sum_all(MPI_Comm comm, double *in, double *out, int n)
+{
+    return MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, comm) == MPI_SUCCESS ? BC_OK : BC_EMPI;
+}
+
+/* CG's vectors in the rank's new numbering; x and p with room for the halo. */
+typedef struct {
+    double *b, *x, *r, *z, *p, *q;
+} cg_vectors;
+
+static void cg_vectors_free(cg_vectors *v)
+{
+    free(v->b), free(v->x), free(v->r), free(v->z), free(v->p), free(v->q);
+}
+
+/*
+ * Setup (PETSc's KSPSetUp_CG with PCSetUp): check the input, order, build the
+ * local matrix and its prefetch plan, factor, plan the halo; no communication
+ * before the ranks agree that each of them got this far.
+ */
+static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const bc_params *p,
+                    bc_local *L, bc_timer *t)
+{
     int rc = (p->block_size < 1 || p->colors < 1 || p->tol <= 0.0 || p->max_iter < 0 ||
               a->nrows < 1 || a->nrows > 0x7fffffff)
                  ? BC_EINVAL
                  : BC_OK;
     if (rc == BC_OK && !finite_input(a, b_in))
         rc = BC_ENOTFINITE;
-
-    /* setup: ordering, local matrix, factor (no communication) */
-    double t0 = MPI_Wtime();
+    tic(t);
     if (rc == BC_OK)
-        rc = bc_order(a, p, &L, NULL);
-    double t1 = MPI_Wtime();
+        rc = bc_order(a, p, L, NULL);
+    toc(t, T_ORDERING);
     if (rc == BC_OK)
-        rc = bc_build_local(a, &L);
+        rc = bc_build_local(a, L);
     if (rc == BC_OK)
-        rc = bc_prefetch_plan(&L);
+        rc = bc_prefetch_plan(L);
     if (rc == BC_OK)
-        rc = bc_factor(&L, p->single_factor);
-    double t2 = MPI_Wtime();
+        rc = bc_factor(L, p->single_factor);
+    toc(t, T_FACTOR);
     if ((rc = agree(comm, rc)) == BC_OK)
-        rc = agree(comm, bc_halo_plan(comm, a, &L));
-    double t3 = MPI_Wtime();
-    if (rc != BC_OK)
-        goto done;
+        rc = agree(comm, bc_halo_plan(comm, a, L));
+    toc(t, T_HALO_SETUP);
+    return rc;
+}
 
-    const int n = L.nloc;
-    size_t ext = (size_t)n + (size_t)L.nhalo;
-    b = bc_alloc((size_t)n, sizeof(double));
-    x = bc_alloc(ext, sizeof(double));
-    r = bc_alloc((size_t)n, sizeof(double));
-    z = bc_alloc((size_t)n, sizeof(double));
-    pv = bc_alloc(ext, sizeof(double));
-    q = bc_alloc((size_t)n, sizeof(double));
-    rc = agree(comm, (b && x && r && z && pv && q) ? BC_OK : BC_ENOMEM);
+/* The vectors, first touched in parallel in the new numbering (b and x0 permuted). */
+static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *b_in,
+                           const double *x_in, cg_vectors *v)
+{
+    const int n = L->nloc;
+    const size_t ext = (size_t)n + (size_t)L->nhalo;
+    v->b = bc_alloc((size_t)n, sizeof(double));
+    v->x = bc_alloc(ext, sizeof(double));
+    v->r = bc_alloc((size_t)n, sizeof(double));
+    v->z = bc_alloc((size_t)n, sizeof(double));
+    v->p = bc_alloc(ext, sizeof(double));
+    v->q = bc_alloc((size_t)n, sizeof(double));
+    int rc = agree(comm, (v->b && v->x && v->r && v->z && v->p && v->q) ? BC_OK : BC_ENOMEM);
     if (rc != BC_OK)
-        goto done;
-#pragma omp parallel for schedule(static) /* first touch, in the new numbering */
+        return rc;
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
-        b[i] = b_in[L.perm[i]];
-        x[i] = x_in[L.perm[i]];
-        r[i] = z[i] = pv[i] = q[i] = 0.0;
+        v->b[i] = b_in[L->perm[i]];
+        v->x[i] = x_in[L->perm[i]];
+        v->r[i] = v->z[i] = v->p[i] = v->q[i] = 0.0;
     }
     for (size_t h = (size_t)n; h < ext; h++)
-        x[h] = pv[h] = 0.0;
-    if (p->keep_history) {
-        out->history = malloc(((size_t)p->max_iter + 1) * sizeof(double));
-        rc = agree(comm, out->history ? BC_OK : BC_ENOMEM);
-        if (rc != BC_OK)
-            goto done;
-    }
+        v->x[h] = v->p[h] = 0.0;
+    return BC_OK;
+}
 
-    double sums[2], local[2], tw;
-    double t_spmv = 0, t_pre = 0, t_dot = 0, t_halo = 0, t_vec = 0;
-    double ts = MPI_Wtime();
-    /* r = b - A x0 */
-    tw = MPI_Wtime();
-    rc = bc_halo_exchange(comm, &L, x);
-    t_halo += MPI_Wtime() - tw;
-    tw = MPI_Wtime();
-    local[0] = residual(&L, b, x, r);
-    local[1] = dot(n, b, b);
-    t_spmv += MPI_Wtime() - tw;
-    tw = MPI_Wtime();
-    if (rc == BC_OK && MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
-        rc = BC_EMPI;
-    t_dot += MPI_Wtime() - tw;
+/*
+ * The iteration (PETSc's KSPSolve_CG), in three passes over memory per step
+ * (p and q: the SpMV with the dot p'q; r, q, z: both sweeps with the update
+ * of r and the sums r'r and r'z; x, p, z: both vector updates) and two
+ * reductions.  Stops at ||r|| <= tol ||b|| (the recursive residual) or
+ * max_iter; fills out's iterations, history, cg_residual, and (recomputed
+ * after the solve's timer stops) relative_residual and converged.
+ */
+static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors *v,
+                      bc_result *out, bc_timer *t)
+{
+    const int n = L->nloc;
+    double sums[2], local[2], rz = 0.0;
+    const double started = MPI_Wtime();
+    tic(t);
+    int rc = bc_halo_exchange(comm, L, v->x); /* r = b - A x0 */
+    toc(t, T_HALO);
+    local[0] = residual(L, v->b, v->x, v->r);
+    local[1] = dot(n, v->b, v->b);
+    toc(t, T_SPMV);
+    if (rc == BC_OK)
+        rc = sum_all(comm, local, sums, 2);
+    toc(t, T_DOTS);
     if (rc != BC_OK)
-        goto done;
+        return rc;
     const double bnorm = sqrt(sums[1]) > 0.0 ? sqrt(sums[1]) : 1.0;
-    double rel = sqrt(sums[0]) / bnorm, rz = 0.0;
+    double rel = sqrt(sums[0]) / bnorm;
     if (out->history)
         out->history[0] = rel;
-    /*
-     * The iteration, in three passes over memory (p and q: the SpMV with the
-     * dot p'q; r, q, z: both sweeps with the update of r and the sums r'r and
-     * r'z; x, p, z: both vector updates), and two reductions.
-     */
     int it = 0;
     if (rel > p->tol && p->max_iter > 0) {
-        tw = MPI_Wtime();
-        bc_precond(&L, 0.0, NULL, r, z, &local[0], &local[1]);
-        t_pre += MPI_Wtime() - tw;
-        tw = MPI_Wtime();
-        if (MPI_Allreduce(&local[1], &rz, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
-            rc = BC_EMPI;
-        t_dot += MPI_Wtime() - tw;
-        memcpy(pv, z, (size_t)n * sizeof(double));
+        bc_precond(L, 0.0, NULL, v->r, v->z, &local[0], &local[1]);
+        toc(t, T_PRECOND);
+        rc = sum_all(comm, &local[1], &rz, 1);
+        toc(t, T_DOTS);
+        memcpy(v->p, v->z, (size_t)n * sizeof(double));
     }
     while (rc == BC_OK && rel > p->tol && it < p->max_iter) {
         it++;
-        tw = MPI_Wtime();
-        rc = bc_halo_exchange(comm, &L, pv);
-        t_halo += MPI_Wtime() - tw;
-        tw = MPI_Wtime();
-        local[0] = bc_spmv(&L, pv, q);
-        t_spmv += MPI_Wtime() - tw;
-        tw = MPI_Wtime();
+        tic(t);
+        rc = bc_halo_exchange(comm, L, v->p);
+        toc(t, T_HALO);
+        local[0] = bc_spmv(L, v->p, v->q);
+        toc(t, T_SPMV);
         double pq = 0.0;
-        if (rc == BC_OK && MPI_Allreduce(local, &pq, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
-            rc = BC_EMPI;
-        t_dot += MPI_Wtime() - tw;
+        if (rc == BC_OK)
+            rc = sum_all(comm, local, &pq, 1);
+        toc(t, T_DOTS);
         if (rc != BC_OK)
             break;
         if (!(pq > 0.0) || !(rz > 0.0)) { /* same on every rank: the sums are global */
@@ -231,20 +260,17 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
             break;
         }
         const double alpha = rz / pq;
-        tw = MPI_Wtime();
-        bc_precond(&L, alpha, q, r, z, &local[0], &local[1]);
-        t_pre += MPI_Wtime() - tw;
-        /* one reduction for both ||r||^2 and r'z */
-        tw = MPI_Wtime();
-        if (MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
-            rc = BC_EMPI;
-        t_dot += MPI_Wtime() - tw;
+        bc_precond(L, alpha, v->q, v->r, v->z, &local[0], &local[1]);
+        toc(t, T_PRECOND);
+        rc = sum_all(comm, local, sums, 2); /* one reduction for ||r||^2 and r'z */
+        toc(t, T_DOTS);
         rel = sqrt(sums[0]) / bnorm;
         if (out->history)
             out->history[it] = rel;
         const double beta = sums[1] / rz;
         rz = sums[1];
-        tw = MPI_Wtime();
+        double *restrict x = v->x, *restrict pv = v->p;
+        const double *restrict z = v->z;
         if (rel > p->tol && it < p->max_iter) {
 #pragma omp parallel for schedule(static)
             for (int i = 0; i < n; i++) {
@@ -256,58 +282,81 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
             for (int i = 0; i < n; i++)
                 x[i] += alpha * pv[i];
         }
-        t_vec += MPI_Wtime() - tw;
+        toc(t, T_VECTOR);
     }
-    out->t_solve = MPI_Wtime() - ts;
+    t->sum[T_SOLVE] = MPI_Wtime() - started;
     out->iterations = it;
     out->history_len = it + 1;
     out->cg_residual = rel;
     out->converged = rc == BC_OK && rel <= p->tol;
     if (rc == BC_OK) { /* the residual CG reports is recursive: recompute it */
         double rr = 0.0, rr_all = 0.0;
-        rc = bc_halo_exchange(comm, &L, x);
-        rr = residual(&L, b, x, r);
-        if (rc == BC_OK &&
-            MPI_Allreduce(&rr, &rr_all, 1, MPI_DOUBLE, MPI_SUM, comm) != MPI_SUCCESS)
-            rc = BC_EMPI;
+        rc = bc_halo_exchange(comm, L, v->x);
+        rr = residual(L, v->b, v->x, v->r);
+        if (rc == BC_OK)
+            rc = sum_all(comm, &rr, &rr_all, 1);
         out->relative_residual = sqrt(rr_all) / bnorm;
         out->converged = out->converged && out->relative_residual <= p->tol;
     }
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++)
-        x_in[L.perm[i]] = x[i];
+    return rc;
+}
 
-    /* report the slowest rank's times; the shift any rank needed */
-    double tl[10] = {t1 - t0, t2 - t1, t3 - t2, out->t_solve, t_spmv, t_pre, t_dot, t_halo,
-                     t_vec, L.shift};
-    double tg[10];
-    bc_gidx halo = L.nhalo, halo_all = 0;
-    if (MPI_Allreduce(tl, tg, 10, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS ||
-        MPI_Allreduce(&halo, &halo_all, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
-        rc = BC_EMPI;
-    else {
-        out->t_ordering = tg[0];
-        out->t_factor = tg[1];
-        out->t_halo_setup = tg[2];
-        out->t_solve = tg[3];
-        out->t_spmv = tg[4];
-        out->t_precond = tg[5];
-        out->t_dots = tg[6];
-        out->t_halo = tg[7];
-        out->t_vector = tg[8];
-        out->shift = tg[9];
-        out->halo_rows = halo_all;
+/* The slowest rank's times, the largest shift and color count, the halo's total size. */
+static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t, bc_result *out)
+{
+    double tl[T_COUNT + 1], tg[T_COUNT + 1];
+    memcpy(tl, t->sum, sizeof t->sum);
+    tl[T_COUNT] = L->shift;
+    bc_gidx halo = L->nhalo, halo_all = 0;
+    int colors_all = 0;
+    if (MPI_Allreduce(tl, tg, T_COUNT + 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&halo, &halo_all, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&L->ncolors, &colors_all, 1, MPI_INT, MPI_MAX, comm) !=
+            MPI_SUCCESS)
+        return BC_EMPI;
+    double *fields[T_COUNT] = {&out->t_ordering, &out->t_factor, &out->t_halo_setup,
+                               &out->t_solve,    &out->t_spmv,   &out->t_precond,
+                               &out->t_dots,     &out->t_halo,   &out->t_vector};
+    for (int k = 0; k < T_COUNT; k++)
+        *fields[k] = tg[k];
+    out->shift = tg[T_COUNT];
+    out->halo_rows = halo_all;
+    out->colors_used = colors_all;
+    return BC_OK;
+}
+
+int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in,
+             const bc_params *p, bc_result *out)
+{
+    bc_local L;
+    cg_vectors v;
+    bc_timer t;
+    memset(&L, 0, sizeof L);
+    memset(&v, 0, sizeof v);
+    memset(&t, 0, sizeof t);
+    memset(out, 0, sizeof *out);
+    out->breakdown_iteration = -1;
+#ifdef _OPENMP
+    if (p->threads > 0)
+        omp_set_num_threads(p->threads);
+#endif
+    int rc = cg_setup(comm, a, b_in, p, &L, &t);
+    if (rc == BC_OK)
+        rc = cg_vectors_init(comm, &L, b_in, x_in, &v);
+    if (rc == BC_OK && p->keep_history) {
+        out->history = malloc(((size_t)p->max_iter + 1) * sizeof(double));
+        rc = agree(comm, out->history ? BC_OK : BC_ENOMEM);
     }
-    int c_all = L.ncolors;
-    MPI_Allreduce(&L.ncolors, &c_all, 1, MPI_INT, MPI_MAX, comm);
-    out->colors_used = c_all;
+    if (rc != BC_OK)
+        goto done;
+    rc = cg_iterate(comm, &L, p, &v, out, &t);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < L.nloc; i++)
+        x_in[L.perm[i]] = v.x[i];
+    const int rc_report = cg_report(comm, &L, &t, out);
+    rc = rc == BC_OK ? rc_report : rc;
 done:
-    free(b);
-    free(x);
-    free(r);
-    free(z);
-    free(pv);
-    free(q);
+    cg_vectors_free(&v);
     bc_local_free(&L);
     return rc;
 }

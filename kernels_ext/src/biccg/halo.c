@@ -11,9 +11,9 @@
 
 int bc_halo_plan(MPI_Comm comm, const bc_csr_in *a, bc_local *L)
 {
-    int nranks, rank, rc = BC_OK;
-    MPI_Comm_size(comm, &nranks);
-    MPI_Comm_rank(comm, &rank);
+    int nranks, rc = BC_OK;
+    if (MPI_Comm_size(comm, &nranks) != MPI_SUCCESS)
+        return BC_EMPI;
     bc_gidx *starts = malloc(((size_t)nranks + 1) * sizeof(bc_gidx));
     int *want = calloc((size_t)nranks, sizeof(int)), *give = calloc((size_t)nranks, sizeof(int));
     int *woff = calloc((size_t)nranks + 1, sizeof(int)), *goff = calloc((size_t)nranks + 1, sizeof(int));
