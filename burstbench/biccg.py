@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from burstbench import launch, paths, runner, store
-from burstbench import sweep as sweep_
 from burstbench.params import ParamError
-from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
-from kernels_ext import _sysinfo
+from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
+                              over_repetitions, task_key)
+from kernels_ext import sysinfo
 from kernels_ext.pingpong import library_family
 
 BENCHMARK = "biccg"
@@ -87,7 +87,7 @@ def plan(P: dict) -> Plan:
     problems, notes = resolve_problems(P)
     combo = P["biccg_combination"]
     hosts = launch.job_hosts(P["biccg_hosts"], "biccg_hosts")
-    cores = _sysinfo.available_cpus()
+    cores = sysinfo.available_cpus()
     layouts = []
     for nodes in P["biccg_nodes"]:
         note = hosts.shortfall(nodes, "biccg_nodes")
@@ -132,20 +132,20 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
     config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "problem": prob.name,
               "nodes": nodes, "ranks": nranks, "threads": t, "block_size": P["biccg_block_size"],
               "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}
-    key = sweep_.task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
+    key = task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        P["biccg_timeout_s"])
 
 
 def _baseline_task(P: dict, prob: Problem, method: str, rep: int) -> runner.Task:
-    t = _sysinfo.available_cpus()
+    t = sysinfo.available_cpus()
     argv = (sys.executable, "-m", "kernels_ext.cg_baselines", *prob.args, "--method", method,
             "--threads", str(t), *_common_args(P))
     config = {"benchmark": BENCHMARK, "label": method, "impl": method.split("-")[0],
               "problem": prob.name, "nodes": 1, "ranks": 1,
               "threads": t if method.startswith("numba") else 1, "repetition": rep,
               "function": "solve"}
-    key = sweep_.task_key(f"{prob.name}-{method}", f"r{rep}", [config, argv[1:]])
+    key = task_key(f"{prob.name}-{method}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, (("OMP_NUM_THREADS", str(t)),),
                        P["biccg_timeout_s"])
 
@@ -184,19 +184,12 @@ GROUP = ["vm", "run_id", "problem", "label", "impl", "nodes", "ranks", "threads"
 
 def spread(table: pd.DataFrame) -> pd.DataFrame:
     """Median, min and max over repetitions per configuration and metric, with cores used."""
-    df = table.copy()
-    if df.empty:
+    if table.empty:
         return pd.DataFrame(columns=GROUP + ["cores", "median", "min", "max", "n"])
-    df["value"] = df["value"].astype(float)
-    for c in ("nodes", "ranks", "threads"):
-        df[c] = df[c].astype(int)
-    for c in ("vm", "run_id", "problem", "label", "impl", "metric", "unit"):
-        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
-    out = (df.groupby(GROUP, sort=True)["value"]
-             .agg(median="median", min="min", max="max", n="size").reset_index())
+    out = over_repetitions(table, GROUP, ints=("nodes", "ranks", "threads"))
     out["cores"] = out["ranks"] * out["threads"]
     return out
 
 
-_BENCH = sweep_.Benchmark(BENCHMARK, plan, parse)
+_BENCH = Benchmark(BENCHMARK, plan, parse)
 open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure

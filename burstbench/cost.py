@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from burstbench.reference import read_table, vm_key
+
 CURRENCIES = ("JPY", "USD")
 VM_PRICE_COLUMNS = ["vm", "region", "billing", "price_per_hour", "currency", "source"]
 ONPREM_COLUMNS = ["system", "price_per_node_hour", "currency", "source"]
@@ -32,13 +34,9 @@ class Prices:
     def lookup(self, system: str, billing: str = "payg", region: str = "") -> float:
         """Yen per node-hour, or NaN when no price is known."""
         t = self.table
-        hit = t[(t["key"] == _key(system)) & (t["billing"] == billing)
+        hit = t[(t["key"] == vm_key(system)) & (t["billing"] == billing)
                 & ((t["region"] == region) if region else True)]
         return float(hit["jpy_per_hour"].iloc[0]) if len(hit) else math.nan
-
-
-def _key(name: str) -> str:
-    return "".join(ch for ch in str(name).lower() if ch.isalnum())
 
 
 def _to_jpy(df: pd.DataFrame, price_col: str, usd_jpy: float, where: str,
@@ -60,19 +58,6 @@ def _to_jpy(df: pd.DataFrame, price_col: str, usd_jpy: float, where: str,
     return out
 
 
-def _read(path: Path, required: list[str], problems: list[str]) -> pd.DataFrame | None:
-    try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable price table ({str(exc).splitlines()[0]})")
-        return None
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        problems.append(f"{path}: missing column(s) {', '.join(missing)}; table left out")
-        return None
-    return df
-
-
 def load_prices(ref_dir: Path, usd_jpy: float = 145.0,
                 extra: list[dict] | None = None) -> Prices:
     """All known prices in yen per node-hour: VMs (by region and billing) and on-premise fees.
@@ -84,11 +69,13 @@ def load_prices(ref_dir: Path, usd_jpy: float = 145.0,
         raise ValueError(f"the exchange rate must be positive, not {usd_jpy}")
     problems: list[str] = []
     frames = []
-    vm = _read(Path(ref_dir) / "prices_vm.csv", VM_PRICE_COLUMNS, problems)
+    vm = read_table(Path(ref_dir) / "prices_vm.csv", VM_PRICE_COLUMNS, problems, "price table",
+                    "; table left out")
     if vm is not None:
         frames.append(_to_jpy(vm, "price_per_hour", usd_jpy, "prices_vm.csv", problems)
                       .assign(system=lambda d: d["vm"], kind="cloud"))
-    op = _read(Path(ref_dir) / "prices_onprem.csv", ONPREM_COLUMNS, problems)
+    op = read_table(Path(ref_dir) / "prices_onprem.csv", ONPREM_COLUMNS, problems, "price table",
+                    "; table left out")
     if op is not None:
         frames.append(_to_jpy(op, "price_per_node_hour", usd_jpy, "prices_onprem.csv", problems)
                       .assign(region="on-premise", billing="onprem_fee", kind="onprem"))
@@ -103,7 +90,7 @@ def load_prices(ref_dir: Path, usd_jpy: float = 145.0,
     cols = ["system", "kind", "region", "billing", "jpy_per_hour", "source"]
     table = pd.concat([f[cols] for f in frames], ignore_index=True) if frames else \
         pd.DataFrame(columns=cols)
-    table["key"] = table["system"].map(_key)
+    table["key"] = table["system"].map(vm_key)
     return Prices(table, problems)
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from burstbench import biccg, cost, paths, plots, store, triad
-from burstbench.report import (Section, _figure_entry, _latest_runs, _rel, _table_entry,
-                               read_reference)
+from burstbench.reference import read_reference, vm_key
+from burstbench.report import Section, figure_entry, latest_runs, rel_path, table_entry
 
 NO_PRICE = "no price known"
 
@@ -27,12 +27,12 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
     p = section.problems
     t1 = read_reference(ref_dir, "vm_sizes.csv", ["vm", "cpu", "sockets", "physical_cores",
                                                   "hw_threads", "memory_gib", "interconnect"], p)
-    _table_entry(section, t1.assign(data="data/reference/vm_sizes.csv").to_dict("records"),
+    table_entry(section, t1.assign(data="data/reference/vm_sizes.csv").to_dict("records"),
                  fig_dir, "table_1_vm_sizes", "Table 1: VM sizes measured (the study)",
                  "The study's Table 1, from data/reference/vm_sizes.csv (sources per row).")
     t3 = read_reference(ref_dir, "requirements.csv", ["number", "requirement",
                                                       "case1_cloud_burst"], p)
-    _table_entry(section, t3.assign(data="data/reference/requirements.csv").to_dict("records"),
+    table_entry(section, t3.assign(data="data/reference/requirements.csv").to_dict("records"),
                  fig_dir, "table_3_requirements",
                  "Table 3: requirements for joining a supercomputer with a public cloud",
                  "The study's Table 3 (item 7, execution time, is the one the break-even table "
@@ -43,7 +43,7 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
                               values="price_per_hour", aggfunc="first", sort=False)
         wide.columns = [f"{b} {r} (JPY/h)" for b, r in wide.columns]
         rates = sorted({f"{float(r):g}" for r in t4.get("usd_jpy", pd.Series()).dropna()})
-        _table_entry(section, wide.reset_index().assign(
+        table_entry(section, wide.reset_index().assign(
             data="data/reference/prices_vm.csv").to_dict("records"), fig_dir,
             "table_4_prices", "Table 4: VM prices per hour (the study"
             + (f", 1 USD = {' or '.join(rates)} JPY)" if rates else ")"),
@@ -57,7 +57,7 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
         wide = anf.pivot_table(index="tier", columns=["encryption", "region"], values="price",
                                aggfunc="first", sort=False)
         wide.columns = [f"{e} encryption {r} (JPY per 4 TiB-month)" for e, r in wide.columns]
-        _table_entry(section, wide.reset_index().assign(
+        table_entry(section, wide.reset_index().assign(
             data="data/reference/prices_storage.csv").to_dict("records"), fig_dir,
             "table_5_storage", "Table 5: Azure NetApp Files per 4 TiB per month (the study)",
             "From data/reference/prices_storage.csv, which also holds Flow's storage fee and "
@@ -80,7 +80,7 @@ def _run_prices(loaded: store.Loaded) -> list[dict]:
 
 def _prices_for(prices: cost.Prices, vm: str) -> pd.DataFrame:
     t = prices.table
-    return t[t["key"] == cost._key(vm)]
+    return t[t["key"] == vm_key(vm)]
 
 
 def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, ref_dir: Path,
@@ -89,12 +89,12 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
     rows = []
     best: dict[str, tuple[float, str, str]] = {}
     stats = triad.spread(loaded.table)
-    for vm, run in _latest_runs(loaded).items():
+    for vm, run in latest_runs(loaded).items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
         if len(s):
             top = s.loc[s["median_gbs"].idxmax()]
             best[vm] = (round(float(top["median_gbs"]), 2), "measured here",
-                        _rel(Path(run["path"]), paths.project_root()))
+                        rel_path(Path(run["path"]), paths.project_root()))
     study = read_reference(ref_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
                            section.problems)
     for r in study.itertuples():
@@ -123,7 +123,7 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
                      if not math.isnan(fee) else NO_PRICE, "jpy_per_node_hour": fee,
                      "gbs_per_1000_jpy_h": round(1000 * gbs / fee, 2) if fee > 0 else math.nan,
                      "data": "data/reference/flow_systems.csv"})
-    _table_entry(section, rows, fig_dir, "cost_triad",
+    table_entry(section, rows, fig_dir, "cost_triad",
                  "Cost-performance: STREAM Triad GB/s per 1,000 JPY per node-hour",
                  "Best Triad bandwidth of each VM (measured here: newest run; else the "
                  "study's best) divided by its price per node-hour for each billing and region "
@@ -149,7 +149,7 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
                    "equal ratios. Other regions' prices are in the table"
                    + (f"; not drawn, no price known: {', '.join(unpriced)}." if unpriced
                       else "."))
-        section.entries.append(_figure_entry(fig, fig_dir, "cost_triad",
+        section.entries.append(figure_entry(fig, fig_dir, "cost_triad",
                                              "Cost-performance of memory bandwidth", caption,
                                              sorted({r["data"] for r in shown}), show))
     return rows
@@ -162,14 +162,14 @@ def _biccg_costs(section: Section, prices: cost.Prices, runs_dir: Path, fig_dir:
     section.problems += [p for p in loaded.problems if p not in section.problems]
     stats = biccg.spread(loaded.table)
     rows = []
-    for vm, run in _latest_runs(loaded).items():
+    for vm, run in latest_runs(loaded).items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
                   & (stats["metric"] == "solve_time")]
         pr = _prices_for(prices, vm)
         for r in s.itertuples():
             base = {"vm": vm, "problem": r.problem, "solver": r.label, "nodes": r.nodes,
                     "cores": r.cores, "solve_s": round(r.median, 4),
-                    "data": _rel(Path(run["path"]), root)}
+                    "data": rel_path(Path(run["path"]), root)}
             if pr.empty:
                 rows.append(base | {"billing": NO_PRICE, "region": "", "jpy_per_solve":
                                     math.nan})
@@ -177,7 +177,7 @@ def _biccg_costs(section: Section, prices: cost.Prices, runs_dir: Path, fig_dir:
                 rows.append(base | {"billing": p.billing, "region": p.region,
                                     "jpy_per_solve": round(cost.job_cost(
                                         p.jpy_per_hour, r.nodes, r.median / 3600), 4)})
-    _table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
+    table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
                  "Median solve time of each VM's newest run, per problem, layout and node "
                  "count, and its cost: nodes x hours x price per node-hour for each billing and "
                  "region known for that VM (no price: said so).")
@@ -206,7 +206,7 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
                      "cost_p90_jpy": round(cost_of(float(np.percentile(sim["billed_h"], 90))), 1),
                      "payg_cost_jpy": round(nodes * work_h * payg, 1),
                      "data": "data/reference/prices_vm.csv"})
-    _table_entry(section, rows, fig_dir, "cost_spot",
+    table_entry(section, rows, fig_dir, "cost_spot",
                  f"Spot VMs: expected time and cost of a {work_h:g}-hour job on {nodes} {vm}",
                  f"A job of {work_h:g} hours on {nodes} nodes, checkpointed every "
                  f"{interval_h:g} h, requeued {restart_h * 60:.0f} min after each eviction "
@@ -237,7 +237,7 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
                      f"checkpoint every {interval_h:g} h", fontweight="bold")
         caption = ("Data: figures/cost_spot.csv (model in burstbench/cost.py; prices "
                    "data/reference/prices_vm.csv).")
-        section.entries.append(_figure_entry(
+        section.entries.append(figure_entry(
             fig, fig_dir, "cost_spot", "Spot VMs: time and cost against the eviction rate",
             caption, ["data/reference/prices_vm.csv"], show))
     return rows
@@ -290,7 +290,7 @@ def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict]
             "table3_item7": ("OK" if fast["solve_s"] <= onprem else "NG") if onprem else
                             "unknown: no on-premise time given",
             "data": "figures/cost_biccg.csv"})
-    _table_entry(section, rows, fig_dir, "break_even",
+    table_entry(section, rows, fig_dir, "break_even",
                  "Break-even: cheapest and fastest option per workload",
                  "For each workload with data: the cheapest VM, billing and region, the "
                  "fastest option, and Table 3 item 7 (execution time the same or shorter than "

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
 from burstbench.params import ParamError
-from kernels_ext import _sysinfo
+from kernels_ext import sysinfo
 
 #: The batch schedulers' variables that name a job's hosts, in the order they are asked.
 SCHEDULER_VARS = ("PBS_NODEFILE", "SLURM_JOB_NODELIST")
@@ -57,18 +57,9 @@ class Layout:
         return ",".join(self.hosts)
 
 
-def topology(sys_cpu: Path = _sysinfo.SYS_CPU) -> list[tuple[int, int, int]]:
+def topology(sys_cpu: Path = sysinfo.SYS_CPU) -> list[tuple[int, int, int]]:
     """(cpu, socket, core) of every CPU this process may use, from sysfs."""
-    out = []
-    for cpu in sorted(os.sched_getaffinity(0)):
-        topo = sys_cpu / f"cpu{cpu}" / "topology"
-        try:
-            pkg = int((topo / "physical_package_id").read_text())
-            core = int((topo / "core_id").read_text())
-        except (OSError, ValueError):
-            pkg, core = 0, cpu
-        out.append((cpu, pkg, core))
-    return out
+    return sysinfo.cpu_topology(sorted(os.sched_getaffinity(0)), sys_cpu)
 
 
 def placement_cpus(kind: str, topo: list[tuple[int, int, int]]) -> tuple[int, int] | None:

@@ -439,13 +439,14 @@ def _placement(v: Any) -> dict:
 def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
     """A message size in bytes: a power of two (or 0), as 4096, 4M, 4MiB or 4.194304e6."""
     def check(v: Any) -> int:
-        from kernels_ext.pingpong import SIZE_LIMIT, PingPongError, is_power_of_two, parse_size
+        from kernels_ext.errors import KernelError
+        from kernels_ext.pingpong import SIZE_LIMIT, is_power_of_two, parse_size
 
         if isinstance(v, float) and math.isfinite(v) and v == int(v):
             v = int(v)  # 6.5536e4
         try:
             n = parse_size(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
-        except PingPongError as exc:
+        except KernelError as exc:
             raise ParamError(f"{name}: {exc}") from exc
         if n is None or n > SIZE_LIMIT or not (is_power_of_two(n) or (allow_zero and n == 0)):
             raise ParamError(f"{name} must be {'0 or ' if allow_zero else ''}a power of two "

@@ -21,9 +21,9 @@ from typing import Sequence
 import pandas as pd
 
 from burstbench import launch, runner, store
-from burstbench import sweep as sweep_
 from burstbench.params import ParamError
-from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
+from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
+                              over_repetitions, task_key)
 from kernels_ext import variants
 from kernels_ext.errors import first_error_line
 
@@ -202,7 +202,7 @@ def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str
               "compiler_version": info.get("mpi_label", ""), "flags": info.get("flags", ""),
               "placement": pl.label, "ranks": 2, "nodes": pl.nodes, "function": test,
               "repetition": rep, "validation": validate}
-    key = sweep_.task_key(label, f"{test}-r{rep}" + ("-check" if validate else ""),
+    key = task_key(label, f"{test}-r{rep}" + ("-check" if validate else ""),
                           [config, argv[1:], sorted(combo["env"].items())])
     return runner.Task(key, config | {"key": key}, argv,
                        tuple(sorted((combo["env"] | env).items())), P["pingpong_timeout_s"])
@@ -252,16 +252,8 @@ GROUP = ["vm", "run_id", "label", "impl", "variant", "placement", "function", "m
 
 def spread(table: pd.DataFrame) -> pd.DataFrame:
     """Median, min and max over repetitions per configuration and message size."""
-    df = table[table["metric"].isin(["latency", "bandwidth"])].copy()
-    if df.empty:
-        return pd.DataFrame(columns=GROUP + ["median", "min", "max", "n"])
-    df["value"] = df["value"].astype(float)
-    df["message_size"] = df["message_size"].astype(int)
-    for c in GROUP:
-        if c != "message_size":
-            df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
-    return (df.groupby(GROUP, sort=True)["value"]
-              .agg(median="median", min="min", max="max", n="size").reset_index())
+    return over_repetitions(table[table["metric"].isin(["latency", "bandwidth"])], GROUP,
+                            ints=("message_size",))
 
 
 def extremes(stats: pd.DataFrame) -> pd.DataFrame:
@@ -280,5 +272,5 @@ def extremes(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-_BENCH = sweep_.Benchmark(BENCHMARK, plan, parse)
+_BENCH = Benchmark(BENCHMARK, plan, parse)
 open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure

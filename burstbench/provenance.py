@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernels_ext import _sysinfo
+from kernels_ext import sysinfo
 
 PACKAGES = ("burstbench", "numpy", "scipy", "pandas", "numba", "llvmlite", "matplotlib",
             "seaborn", "papermill", "nbclient", "ipykernel", "mpi4py", "mpich",
@@ -26,13 +26,6 @@ ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "NUMBA_", "MKL_", "OPENBLAS_", "I_MPI_"
                 "OMPI_", "UCX_", "PBS_", "SLURM_", "BURSTBENCH_")
 ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "CC", "CFLAGS", "VIRTUAL_ENV", "CONDA_PREFIX")
 COMPILERS = ("gcc", "clang", "icx", "icc", "nvc")
-
-
-def _read(path: str | Path) -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return ""
 
 
 def _cpulist_len(text: str) -> int:
@@ -45,17 +38,14 @@ def _cpulist_len(text: str) -> int:
 
 def cpu() -> dict:
     """CPU model, sockets, cores, threads per core, caches, flags of note."""
-    info = _read("/proc/cpuinfo")
+    info = sysinfo.read_text("/proc/cpuinfo")
     model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
     vendor = re.search(r"^vendor_id\s*:\s*(.+)$", info, re.M)
     flags = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
-    cpus = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology"))
-    packages, cores = set(), set()
-    for topo in cpus:
-        pkg, core = _read(topo / "physical_package_id"), _read(topo / "core_id")
-        packages.add(pkg)
-        cores.add((pkg, core))
-    logical = len(cpus) or os.cpu_count() or 0
+    topo = sysinfo.cpu_topology()
+    packages = {pkg for _, pkg, _ in topo}
+    cores = {(pkg, core) for _, pkg, core in topo}
+    logical = len(topo) or os.cpu_count() or 0
     flag_set = set(flags.group(1).split()) if flags else set()
     return {
         "model": model.group(1).strip() if model else platform.processor(),
@@ -65,14 +55,14 @@ def cpu() -> dict:
         "cores": len(cores) or None,
         "logical_cpus": logical,
         "threads_per_core": (logical // len(cores)) if cores else None,
-        "online": _read("/sys/devices/system/cpu/online"),
-        "available_to_process": _sysinfo.available_cpus(),
-        "caches": _sysinfo.caches(),
-        "last_level_cache_bytes": _sysinfo.last_level_cache_bytes(),
+        "online": sysinfo.read_text("/sys/devices/system/cpu/online"),
+        "available_to_process": sysinfo.available_cpus(),
+        "caches": sysinfo.caches(),
+        "last_level_cache_bytes": sysinfo.last_level_cache_bytes(),
         "simd": sorted(f for f in flag_set if f in ("sse4_2", "avx", "avx2", "avx512f", "fma",
                                                     "sve", "asimd")),
         "hypervisor": "hypervisor" in flag_set,
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "governor": sysinfo.read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
     }
 
 
@@ -80,8 +70,8 @@ def numa() -> list[dict]:
     """NUMA nodes: CPUs and memory of each."""
     nodes = []
     for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
-        mem = re.search(r"MemTotal:\s+(\d+)\s*kB", _read(node / "meminfo"))
-        cpulist = _read(node / "cpulist")
+        mem = re.search(r"MemTotal:\s+(\d+)\s*kB", sysinfo.read_text(node / "meminfo"))
+        cpulist = sysinfo.read_text(node / "cpulist")
         nodes.append({"node": int(node.name[4:]), "cpus": cpulist,
                       "ncpus": _cpulist_len(cpulist),
                       "memory_bytes": int(mem.group(1)) * 1024 if mem else None})
@@ -89,18 +79,19 @@ def numa() -> list[dict]:
 
 
 def memory() -> dict:
-    info = _sysinfo.meminfo()
+    info = sysinfo.meminfo()
     return {"total_bytes": info.get("MemTotal"), "available_bytes": info.get("MemAvailable"),
-            "cgroup_available_bytes": _sysinfo.cgroup_memory_limit_bytes() or None,
-            "transparent_hugepages": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+            "cgroup_available_bytes": sysinfo.cgroup_memory_limit_bytes() or None,
+            "transparent_hugepages": sysinfo.read_text(
+                "/sys/kernel/mm/transparent_hugepage/enabled"),
             "swap_bytes": info.get("SwapTotal")}
 
 
 def operating_system() -> dict:
-    osr = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', _read("/etc/os-release"), re.M))
+    osr = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', sysinfo.read_text("/etc/os-release"), re.M))
     u = platform.uname()
     return {"name": osr.get("PRETTY_NAME", u.system), "kernel": u.release,
-            "kernel_version": u.version, "cpu_max": _read("/sys/fs/cgroup/cpu.max")}
+            "kernel_version": u.version, "cpu_max": sysinfo.read_text("/sys/fs/cgroup/cpu.max")}
 
 
 def compilers() -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from burstbench import biccg, paths, pingpong, plots, store, triad
+from burstbench.reference import read_reference, vm_key
 from kernels_ext import triad as triad_kernel
 
 
@@ -42,27 +43,6 @@ class Section:
     benchmark: str
     entries: list[Entry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-
-
-def vm_key(name: str) -> str:
-    """Case- and punctuation-free VM name, so 'HB120rs_v3' matches 'hb120rs-v3'."""
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
-def read_reference(ref_dir: Path, name: str, required: list[str],
-                   problems: list[str]) -> pd.DataFrame:
-    """A reference CSV, or an empty frame and a problem naming what is wrong with it."""
-    path = Path(ref_dir) / name
-    try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable reference table ({str(exc).splitlines()[0]})")
-        return pd.DataFrame(columns=required)
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        problems.append(f"{path}: missing column(s) {', '.join(missing)}")
-        return pd.DataFrame(columns=required)
-    return df
 
 
 #: Markdown headers for columns whose CSV names are read by code: the unit spelled out.
@@ -160,18 +140,18 @@ def _write_table(df: pd.DataFrame, stem: Path) -> list[Path]:
     return [csv, md]
 
 
-def _table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, title: str,
+def table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, title: str,
                  caption: str) -> pd.DataFrame:
     """Write `rows` as <stem>.csv and .md and list them in the section; return the table."""
     table = pd.DataFrame(rows)
     if not table.empty:
         files = _write_table(table, fig_dir / stem)
-        section.entries.append(Entry(title, [_rel(f, fig_dir) for f in files], caption,
+        section.entries.append(Entry(title, [rel_path(f, fig_dir) for f in files], caption,
                                      sorted({str(r.get("data", "")) for r in rows})))
     return table
 
 
-def _figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption: str,
+def figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption: str,
                   runs: list[str], show: bool, legend_right: float = 1.0) -> Entry:
     """Save a figure (PNG + SVG, captioned), show it in a notebook if asked, close it.
 
@@ -193,10 +173,10 @@ def _figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption
         else:
             plt.show()
     plt.close(fig)
-    return Entry(title, [_rel(f, fig_dir) for f in files], caption, runs)
+    return Entry(title, [rel_path(f, fig_dir) for f in files], caption, runs)
 
 
-def _rel(p: Path, root: Path) -> str:
+def rel_path(p: Path, root: Path) -> str:
     try:
         return str(Path(p).resolve().relative_to(root.resolve()))
     except ValueError:
@@ -220,7 +200,7 @@ def _source(run: dict) -> str:
     return "a test run" if run.get("test") else "measured here"
 
 
-def _latest_runs(loaded: store.Loaded) -> dict[str, dict]:
+def latest_runs(loaded: store.Loaded) -> dict[str, dict]:
     """Per VM, the newest run with data (run ids sort by start time)."""
     latest: dict[str, dict] = {}
     for r in sorted(loaded.runs, key=lambda r: r["run_id"]):
@@ -241,10 +221,10 @@ def _begin(benchmark: str, runs_dir: Path | str, reference_dir: Path | str,
 def _each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path):
     """(vm, run, its rows of `stats`, the run's path relative to the project) for the newest
     run of each VM that has rows."""
-    for vm, run in _latest_runs(loaded).items():
+    for vm, run in latest_runs(loaded).items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
         if not s.empty:
-            yield vm, run, s, _rel(Path(run["path"]), root)
+            yield vm, run, s, rel_path(Path(run["path"]), root)
 
 
 def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
@@ -294,7 +274,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    + "NumPy: memmove (glibc's streaming stores for large arrays). "
                    + (f"Reference marks: {'; '.join(marks)}." if marks else
                       "No reference figure is known for this VM."))
-        section.entries.append(_figure_entry(fig, fig_dir, f"triad_{vm}",
+        section.entries.append(figure_entry(fig, fig_dir, f"triad_{vm}",
                                              f"STREAM Triad vs threads on {vm}", caption,
                                              [run_rel], show))
         if set(s["stores"]) >= {"normal", "streaming"}:
@@ -332,7 +312,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             if not math.isnan(peak) else math.nan,
             "traffic_gbs": math.nan, "traffic_fraction_of_theoretical": math.nan,
             "data": "data/reference/triad_best.csv"})
-    table = _table_entry(
+    table = table_entry(
         section, best_rows, fig_dir, "triad_best", "Best Triad bandwidth per VM and configuration",
         "Best median Triad bandwidth over thread counts, per VM and configuration, with its "
         "spread and its fraction of the theoretical memory bandwidth where known. "
@@ -343,7 +323,7 @@ def triad_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "policy is not recorded).")
     if not table.empty:
         section.entries.append(_overview(table, fig_dir, show))
-    _table_entry(section, stores_rows, fig_dir, "triad_stores",
+    table_entry(section, stores_rows, fig_dir, "triad_stores",
                  "Triad with normal and streaming stores, per compiler variant",
                  "Best median Triad (STREAM's count, 24 B per element) per VM and compiler "
                  "variant with normal stores and with streaming stores, their ratio, and the "
@@ -436,7 +416,7 @@ def _stores_figure(vm: str, run: dict, rows: list[dict], s: pd.DataFrame, fig_di
                "nvc best on every VM, section 3.1) can owe up to that factor to the stores "
                "alone, and on this machine the stores alone gave the ratios above. The study's "
                "figures are its own and say nothing of their stores; these are ours.")
-    return _figure_entry(fig, fig_dir, f"triad_stores_{vm}",
+    return figure_entry(fig, fig_dir, f"triad_stores_{vm}",
                          f"Triad: normal against streaming stores on {vm}", caption, [run_rel],
                          show)
 
@@ -483,7 +463,7 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> Entry:
     caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
-    return _figure_entry(fig, fig_dir, "triad_overview",
+    return figure_entry(fig, fig_dir, "triad_overview",
                          "STREAM Triad: best per VM, ours beside the study's", caption,
                          sorted(set(best["data"])), show)
 
@@ -541,7 +521,7 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    + (f"Reference marks: {', '.join(dict.fromkeys(marks))} "
                       "(data/reference/osu.csv)." if marks else
                       "No reference figure is known for this VM."))
-        section.entries.append(_figure_entry(
+        section.entries.append(figure_entry(
             fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
             caption, [run_rel], show))
         for row in pingpong.extremes(s).to_dict("records"):
@@ -556,7 +536,7 @@ def pingpong_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                             "note": f"range {x.latency_min_us:g}-{x.latency_max_us:g} us"})
         rows.append(base | {"test": "bw", "value": x.bandwidth_max_gbs, "unit": "GB/s",
                             "note": "maximum"})
-    _table_entry(
+    table_entry(
         section, [{k: v for k, v in r.items() if k != "run_id"} for r in rows], fig_dir,
         "pingpong_extremes",
         "Minimum latency and maximum bandwidth per VM, combination and placement",
@@ -609,7 +589,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
                    "process. The study's Figures 12-13 give no numbers to mark; its conditions "
                    "are in data/reference/biccg_conditions.csv.")
-        section.entries.append(_figure_entry(fig, fig_dir, f"biccg_{vm}",
+        section.entries.append(figure_entry(fig, fig_dir, f"biccg_{vm}",
                                              f"BICCG time against parallelism on {vm}", caption,
                                              [run_rel], show))
         med = s.pivot_table(index=["problem", "label", "impl", "nodes", "ranks", "threads",
@@ -628,7 +608,7 @@ def biccg_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                                     3) for k in biccg.SPLIT},
                          "peak_rss_gb": round(r.get("peak_rss", math.nan) / 1e9, 3),
                          "data": run_rel})
-    _table_entry(
+    table_entry(
         section, rows, fig_dir, "biccg_summary", "BICCG per problem, solver and layout",
         "Medians over repetitions: iterations to a relative residual of tol, solve and setup "
         "times, the time of one iteration split into SpMV, preconditioner, dot products (with "

@@ -338,8 +338,8 @@ class Progress:
             self.bar.close()
 
 
-def sweep(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
-          progress: bool = True) -> SweepResult:
+def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
+              progress: bool = True) -> SweepResult:
     """Run every task not yet stored in `run`; store each result as soon as it is parsed.
 
     `parse(task, stdout, stderr)` returns (rows, raw records, one-line summary)

@@ -79,7 +79,7 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                     planned=len(plan.tasks))
     for note in plan.notes:
         print(f"note: {note}")
-    result = runner.sweep(plan.tasks, run, benchmark, parse, progress)
+    result = runner.run_tasks(plan.tasks, run, benchmark, parse, progress)
     table = run.finalize(benchmark)
     status = "complete" if result.complete else ("interrupted" if result.interrupted
                                                  else "incomplete")
@@ -98,6 +98,32 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
     return table
 
 
+#: The statistics of a configuration's repetitions that every benchmark reports.
+MEDIAN_MIN_MAX = {"median": "median", "min": "min", "max": "max", "n": "size"}
+
+
+def typed(df: pd.DataFrame, group: list[str], ints: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A copy of rows to summarise: `value` as float, the `ints` group columns as int, the
+    other group columns as text (missing as ""), so that groups compare alike across runs."""
+    df = df.copy()
+    df["value"] = df["value"].astype(float)
+    for c in group:
+        df[c] = df[c].astype(int) if c in ints else \
+            df[c].astype(object).where(df[c].notna(), "").astype(str)
+    return df
+
+
+def over_repetitions(df: pd.DataFrame, group: list[str], ints: tuple[str, ...] = (),
+                     stats: dict[str, str] | None = None) -> pd.DataFrame:
+    """`stats` (column -> pandas aggregation; default median, min, max, n) of `value` over
+    the repetitions of each `group`, one row per group; the group columns typed as typed()."""
+    stats = stats or MEDIAN_MIN_MAX
+    if df.empty:
+        return pd.DataFrame(columns=group + list(stats))
+    return (typed(df, group, ints).groupby(group, sort=True)["value"]
+            .agg(**stats).reset_index())
+
+
 class Benchmark:
     """The three entry points a measurement notebook calls, for one benchmark module."""
 
@@ -108,12 +134,11 @@ class Benchmark:
         """The run this sweep writes to (resuming an unfinished one with these parameters)."""
         return open_run(P, self.name)
 
-    def sweep(self, P: dict, run: store.Run, the_plan: Plan,
-              progress: bool = True) -> pd.DataFrame:
+    def sweep(self, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
         """Measure every planned configuration not yet stored; finalize, return the table."""
         return execute(run, the_plan, self.name, self._parse, progress)
 
     def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
         """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""
         run, _ = self.open_run(P)
-        return run, self.sweep(P, run, self._plan(P), progress)
+        return run, self.sweep(run, self._plan(P), progress)

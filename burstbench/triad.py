@@ -7,8 +7,9 @@ repetition).  Its label follows the study's Appendix Table A:
 (``icx2023.0.0+core+compact``); with streaming stores the variant part ends in
 ``-streaming`` (``gcc12.2.0-streaming+cores+spread``); baselines are
 ``numba<version>+<places>+<bind>`` and ``numpy<version>`` (one thread); the
-baselines' stores are their own (kernels_ext.triad.BASELINE_STORES).  Repetitions are outermost, so slow drift
-of the machine spreads over all configurations instead of biasing one.
+baselines' stores are their own (kernels_ext.triad.BASELINE_STORES).
+Repetitions are outermost, so slow drift of the machine spreads over all
+configurations instead of biasing one.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from importlib import metadata
 import pandas as pd
 
 from burstbench import runner, store
-from burstbench import sweep as sweep_
 from burstbench.params import ParamError
-from burstbench.sweep import Plan, SweepFailed  # noqa: F401  (re-exported for notebooks)
-from kernels_ext import _sysinfo, variants
+from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
+                              over_repetitions, task_key, typed)
+from kernels_ext import sysinfo, variants
 from kernels_ext.affinity import Affinity
 from kernels_ext.triad import BASELINE_STORES, check_size
 
@@ -35,7 +36,7 @@ METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s
 
 def thread_counts(spec: str | list[int]) -> list[int]:
     """'all' is 1..(CPUs this process may use); a list is taken as it is."""
-    return list(range(1, _sysinfo.available_cpus() + 1)) if spec == "all" else list(spec)
+    return list(range(1, sysinfo.available_cpus() + 1)) if spec == "all" else list(spec)
 
 
 def _affinities(places: list[str], binds: list[str], kmps: list[str]) -> list[Affinity]:
@@ -65,7 +66,7 @@ def plan(P: dict) -> Plan:
     size, size_notes = check_size(P["triad_size"])
     threads = thread_counts(P["triad_threads"])
     notes = list(size_notes)
-    cpus = _sysinfo.available_cpus()
+    cpus = sysinfo.available_cpus()
     if max(threads) > cpus:
         notes.append(f"threads up to {max(threads)} on {cpus} CPUs oversubscribe them: "
                      "those points time badly")
@@ -143,7 +144,7 @@ def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int)
               "bind": aff.bind if not aff.kmp_affinity else "",
               "kmp_affinity": aff.kmp_affinity, "threads": threads, "size": size,
               "repetition": rep}
-    key = sweep_.task_key(label, f"t{threads}-r{rep}",
+    key = task_key(label, f"t{threads}-r{rep}",
                           [config, P["triad_ntimes"], info.get("variant_key", "")])
     argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
             str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"],
@@ -215,18 +216,15 @@ def spread(table: pd.DataFrame, function: str | None = "Triad",
     if df.empty:
         return pd.DataFrame(columns=GROUP + ["median_gbs", "min_gbs", "max_gbs", "cv", "n",
                                              "bound_cpus"])
-    df["value"] = df["value"].astype(float)
-    for c in GROUP:
-        df[c] = df[c].astype(int) if c == "threads" else \
-            df[c].astype(object).where(df[c].notna(), "").astype(str)
-    g = df.groupby(GROUP, sort=True)
-    out = g["value"].agg(median_gbs="median", min_gbs="min", max_gbs="max", mean="mean",
-                         std="std", n="size").reset_index()
+    out = over_repetitions(df, GROUP, ints=("threads",), stats={
+        "median_gbs": "median", "min_gbs": "min", "max_gbs": "max", "mean": "mean",
+        "std": "std", "n": "size"})
     out["cv"] = (out["std"].fillna(0.0) / out["mean"]).round(4)
-    cpus = g["bound_cpus"].agg(lambda s: " | ".join(sorted({str(x) for x in s})))
+    cpus = typed(df, GROUP, ("threads",)).groupby(GROUP, sort=True)["bound_cpus"].agg(
+        lambda s: " | ".join(sorted({str(x) for x in s})))
     out = out.merge(cpus.rename("bound_cpus").reset_index(), on=GROUP)
     return out.drop(columns=["mean", "std"])
 
 
-_BENCH = sweep_.Benchmark(BENCHMARK, plan, parse)
+_BENCH = Benchmark(BENCHMARK, plan, parse)
 open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure

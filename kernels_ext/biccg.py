@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import socket
 import sys
@@ -25,10 +24,9 @@ from typing import Sequence
 
 import numpy as np
 
-from kernels_ext.errors import BadInput, KernelError, MPIMismatch, NotConverged
+from kernels_ext.errors import BadInput, NotConverged
 
 
-BiccgError = KernelError  # the name the rest of the project has used
 # single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
 # (benchmarks/README.md, BICCG options)
 DEFAULT_FACTOR = "single"
@@ -265,10 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
+def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     """Everything main() does but printing: (JSON lines on rank 0, rank, exit code)."""
-    args = build_parser().parse_args(argv)
-    from kernels_ext.pingpong import built_family, init_mpi, library_family
+    from kernels_ext.pingpong import check_abi, init_mpi
 
     MPI = init_mpi("funneled")  # OpenMP threads compute, only the main thread calls MPI
     comm = MPI.COMM_WORLD
@@ -279,10 +276,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
     if spec is None or spec.origin is None:
         raise BadInput("kernels_ext._biccg is not built: no MPI was found when the package "
                        "was installed")
-    runtime = MPI.Get_library_version().strip()
-    if built_family(spec.origin) != library_family(runtime):
-        raise MPIMismatch(f"{spec.origin} was built for another MPI than mpi4py loaded "
-                          f"('{runtime.splitlines()[0].strip()}')")
+    check_abi(MPI, spec.origin)
     from kernels_ext.layout import rank_layout, requested_threads
 
     lay = rank_layout(comm, *requested_threads(args.threads))
@@ -315,7 +309,8 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int, int]:
         "halo_setup_s": t["halo_setup"], "solve_s": t["solve"], "load_s": t_load,
         "per_iteration_s": {k: t[k] / it for k in ("spmv", "precond", "dots", "halo", "vector")},
         "halo_entries": st["halo_entries"], "peak_rss_bytes": max(rss) if rss else None,
-        "mpi_library": runtime.splitlines()[0].strip(), "host": socket.gethostname(),
+        "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
+        "host": socket.gethostname(),
         "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
     } | lay.record()
     if args.history:
@@ -331,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kernels_ext import cli
 
     args = build_parser().parse_args(argv)
-    code, lines = cli.mpi_main(run, argv, args.out)
+    code, lines = cli.mpi_main(lambda: run(args), args.out)
     if code == NotConverged.exit_code and lines:
         rec = json.loads(lines[0])
         print(f"error: not converged: relative residual {rec['relative_residual']:.3g} > "

@@ -193,7 +193,10 @@ def main(argv=None) -> int:
     import json
     import sys
 
+    import scipy.sparse as sp
+
     from kernels_ext import biccg
+    from kernels_ext.errors import KernelError
 
     p = argparse.ArgumentParser(
         prog="python -m kernels_ext.cg_baselines",
@@ -211,23 +214,12 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=0)
     a = p.parse_args(argv)
     try:
-        if a.poisson:
-            if min(a.poisson) < 1:
-                raise biccg.BadInput("Poisson grid sizes must be positive")
-            A, name = biccg.poisson_matrix(*a.poisson), "poisson{}x{}x{}".format(*a.poisson)
-        else:
-            from kernels_ext.mtx import MtxError, read_mtx
-
-            try:
-                A = read_mtx(a.mtx)
-            except MtxError as exc:
-                raise biccg.BadInput(str(exc)) from exc
-            biccg.check_matrix(A, a.mtx)
-            name = a.mtx.rsplit("/", 1)[-1].split(".")[0]
-        biccg.check_params(A.shape[0], 1, 1, a.tol, a.max_iter, 1)
-        b = A @ np.ones(A.shape[0])
+        prob = biccg.load_problem(a, 0, 1)  # one process: every row
+        n, name, b = prob["n"], prob["problem"], prob["b"]
+        A = sp.csr_matrix((prob["data"], prob["indices"], prob["indptr"]), shape=(n, n))
+        biccg.check_params(n, 1, 1, a.tol, a.max_iter, 1)
         x, info = METHODS[a.method](A, b, a)
-    except biccg.BiccgError as exc:
+    except KernelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except ArithmeticError as exc:

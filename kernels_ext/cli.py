@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from kernels_ext.errors import KernelError
 
@@ -23,11 +23,11 @@ def write_lines(lines: list[str], out: str | None) -> None:
     os.replace(tmp, path)
 
 
-Runner = Callable[[Sequence[str] | None], tuple[list[str], int, int]]
+Runner = Callable[[], tuple[list[str], int, int]]
 
 
-def mpi_main(run: Runner, argv: Sequence[str] | None, out: str | None) -> tuple[int, list[str]]:
-    """Run an MPI command line: `run(argv)` returns (lines, rank, exit code).
+def mpi_main(run: Runner, out: str | None) -> tuple[int, list[str]]:
+    """Run an MPI command line: `run()` returns (lines, rank, exit code).
 
     A KernelError is one line from rank 0 (every rank raises it alike) and its
     exit status; any other exception takes every rank down with MPI_Abort, so
@@ -36,7 +36,7 @@ def mpi_main(run: Runner, argv: Sequence[str] | None, out: str | None) -> tuple[
     """
     rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
     try:
-        lines, rank, code = run(argv)
+        lines, rank, code = run()
     except KernelError as exc:
         if rank == 0:
             print(f"error: {exc}", file=sys.stderr, flush=True)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from kernels_ext.errors import BadInput, KernelError, MPIMismatch, ValidationFailed
+from kernels_ext.errors import BadInput, MPIMismatch, ValidationFailed
 
 TESTS = ("latency", "bw", "bibw")
 #: OSU 7.x defaults (osu_util.h: LAT_LOOP_*, LAT_SKIP_*, BW_LOOP_*, BW_SKIP_*, WINDOW_SIZE_LARGE).
@@ -42,7 +42,6 @@ SIZE_LIMIT = 1 << 30
 IMPLS = ("c", "mpi4py")
 
 
-PingPongError = KernelError  # the name the rest of the project has used
 
 
 def parse_size(text: str | int) -> int:
@@ -148,6 +147,19 @@ def built_family(path: str | os.PathLike) -> str:
     return "openmpi" if b"ompi_mpi_" in Path(path).read_bytes() else "mpich"
 
 
+def check_abi(MPI, path: str | os.PathLike) -> None:
+    """MPIMismatch, naming both, where the extension module at `path` was built for another
+    MPI ABI than the library mpi4py loaded (importing it would fail obscurely)."""
+    runtime = MPI.Get_library_version().strip()
+    family = built_family(path)
+    if family != library_family(runtime):
+        raise MPIMismatch(
+            f"{path} was built for the {family} ABI but mpi4py loaded "
+            f"'{runtime.splitlines()[0].strip()}': rebuild it with that MPI's mpicc (first on "
+            "PATH, pip install --no-build-isolation -e .; or --compiler /path/to/its/mpicc), "
+            "or point mpi4py at the library it was built with (MPI4PY_LIBMPI=/path/to/libmpi.so)")
+
+
 def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any, dict]:
     """The C kernel (installed, or a variant built with an MPI compiler wrapper) and its build.
 
@@ -172,14 +184,7 @@ def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any,
         with variant_errors():
             v = variants.build(compiler, flags, module="_pingpong")
         path = v.path
-    runtime = MPI.Get_library_version().strip()
-    family = built_family(path)
-    if family != library_family(runtime):
-        raise MPIMismatch(
-            f"{path} was built for the {family} ABI but mpi4py loaded "
-            f"'{runtime.splitlines()[0].strip()}': rebuild it with that MPI's mpicc (first on "
-            "PATH, pip install --no-build-isolation -e .; or --compiler /path/to/its/mpicc), "
-            "or point mpi4py at the library it was built with (MPI4PY_LIBMPI=/path/to/libmpi.so)")
+    check_abi(MPI, path)
     if compiler is None:
         module, build = variants.installed("_pingpong")
     else:
@@ -348,9 +353,8 @@ def _records(results: list[dict], test: str, impl: str, context: dict, validate:
         yield rec | context
 
 
-def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
-    """Everything main() does except printing; returns (JSON lines on rank 0, rank)."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
+    """Everything main() does except printing: (JSON lines on rank 0, rank, exit code 0)."""
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -362,7 +366,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
                 "mpi_library_version": runtime, "mpi_label": library_label(runtime),
                 "mpi_family": library_family(runtime), "mpi_standard": MPI.Get_version(),
                 "thread_level": args.thread_level} | build
-        return ([json.dumps(info)] if rank == 0 else []), rank
+        return ([json.dumps(info)] if rank == 0 else []), rank, 0
     if comm.Get_size() != 2:
         raise BadInput(f"the ping-pong needs exactly 2 MPI ranks, got {comm.Get_size()} "
                        "(mpiexec -n 2 ...)")
@@ -391,13 +395,13 @@ def run(argv: Sequence[str] | None = None) -> tuple[list[str], int]:
         raise ValidationFailed(f"{args.test}: {bad[0]['errors']} bytes differed from what was "
                                f"sent at message size {bad[0]['size']}")
     if rank != 0:
-        return [], rank
+        return [], rank, 0
     context = {"mpi_library": runtime.splitlines()[0].strip(), "mpi_label": library_label(runtime),
                "thread_level": args.thread_level, "hugepages": args.hugepages, "ranks": ranks,
                "hosts": len({r["host"] for r in ranks}), "host": socket.gethostname(),
                "started": started} | lay.record() | build
     return [json.dumps(rec) for rec in _records(results, args.test, args.impl, context,
-                                                args.validate)], rank
+                                                args.validate)], rank, 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -405,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kernels_ext import cli
 
     args = build_parser().parse_args(argv)
-    code, _ = cli.mpi_main(lambda a: (*run(a), 0), argv, args.out)
+    code, _ = cli.mpi_main(lambda: run(args), args.out)
     return code
 
 

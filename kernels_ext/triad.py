@@ -36,10 +36,9 @@ import time
 import warnings as _warnings
 from typing import Any, Sequence
 
-from kernels_ext import _sysinfo, affinity, cli
+from kernels_ext import affinity, cli, sysinfo
 from kernels_ext.errors import BadInput, BuildError, KernelError, ValidationFailed
 
-TriadError = KernelError  # the name the rest of the project has used
 
 FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
 BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
@@ -85,7 +84,7 @@ def parse_count(value: Any, name: str) -> int:
 
 def default_size() -> int:
     """Elements per array: 4x the machine's total last-level cache, at least 10M."""
-    return max(MIN_DEFAULT_SIZE, 4 * _sysinfo.last_level_cache_bytes() // 8)
+    return max(MIN_DEFAULT_SIZE, 4 * sysinfo.last_level_cache_bytes() // 8)
 
 
 def check_size(size: Any, impl: str = "c") -> tuple[int, list[str]]:
@@ -102,14 +101,14 @@ def check_size(size: Any, impl: str = "c") -> tuple[int, list[str]]:
     if n <= 0:
         raise BadInput(f"size must be a positive number of elements, not {n}")
     need = RESIDENT_ARRAYS[impl] * 8 * n
-    avail = _sysinfo.available_memory_bytes()
+    avail = sysinfo.available_memory_bytes()
     if avail and need > avail:
         raise BadInput(
             f"size {n} needs {need / 1e9:.1f} GB ({RESIDENT_ARRAYS[impl]} arrays of 8-byte "
             f"doubles) but only {avail / 1e9:.1f} GB of memory is available"
         )
     notes = []
-    llc = _sysinfo.last_level_cache_bytes()
+    llc = sysinfo.last_level_cache_bytes()
     if llc and 8 * n < 4 * llc:
         notes.append(
             f"size {n}: each array ({8 * n / 2**20:.1f} MiB) is smaller than 4x the "
@@ -120,7 +119,7 @@ def check_size(size: Any, impl: str = "c") -> tuple[int, list[str]]:
 
 def check_threads(threads: Any) -> tuple[int, list[str]]:
     """Validate a thread count (None = OMP_NUM_THREADS or all CPUs); return (threads, warnings)."""
-    cpus = _sysinfo.available_cpus()
+    cpus = sysinfo.available_cpus()
     if threads is None:
         env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]
         threads = int(env) if env.isdigit() and int(env) > 0 else cpus
@@ -370,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"warning: {w}", file=sys.stderr)
             lines = [json.dumps(r) for r in recs]
         cli.write_lines(lines, args.out)
-    except TriadError as exc:
+    except KernelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:

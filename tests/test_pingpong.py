@@ -123,8 +123,9 @@ def test_bad_input_is_one_error_line_and_nonzero_exit(args, n, message):
 WITHOUT_KERNEL = """
 import importlib.util, sys
 real = importlib.util.find_spec
-importlib.util.find_spec = lambda name, *a: None if name == "kernels_ext._pingpong" else real(name, *a)
-sys.modules["kernels_ext._pingpong"] = None
+hidden = "kernels_ext._pingpong"
+importlib.util.find_spec = lambda name, *a: None if name == hidden else real(name, *a)
+sys.modules[hidden] = None
 from kernels_ext import pingpong
 sys.exit(pingpong.main(sys.argv[1:]))
 """

@@ -25,14 +25,14 @@ RUNS = ROOT / "data" / "runs"
 def _capture(monkeypatch, module) -> dict:
     """Keep every figure `module` saves (by stem), still saving it as before."""
     figures: dict = {}
-    original = report._figure_entry
+    original = report.figure_entry
 
     def keep(fig, fig_dir, stem, *args, **kwargs):
         fig.canvas.draw()  # tick labels exist only once drawn
         figures[stem] = fig
         return original(fig, fig_dir, stem, *args, **kwargs)
 
-    monkeypatch.setattr(module, "_figure_entry", keep)
+    monkeypatch.setattr(module, "figure_entry", keep)
     return figures
 
 

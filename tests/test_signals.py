@@ -169,8 +169,8 @@ def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(
     killer.start()
     run = store.Run(tmp_path / "vm" / "r1")
     try:
-        result = runner.sweep([task("slow", SLOW), task("fast", "8")], run, "biccg",
-                              biccg.parse, progress=False)
+        result = runner.run_tasks([task("slow", SLOW), task("fast", "8")], run, "biccg",
+                                  biccg.parse, progress=False)
         killer.join(timeout=10)
         left = marked(tag)
     finally:

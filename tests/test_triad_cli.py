@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kernels_ext import _sysinfo, _triad
+from kernels_ext import _triad, sysinfo
 
 FIELDS = {"function", "best_rate_gbs", "avg_time_s", "min_time_s", "max_time_s", "size",
           "threads", "validated", "binding", "variant", "openmp_library"}
@@ -40,7 +40,7 @@ def test_binding_records_where_threads_ran(cli):
     assert r["affinity_label"] == "cores+close"
     assert r["env"]["OMP_PLACES"] == "cores"
     assert r["proc_bind"] == "close"
-    cpus = set(range(_sysinfo.available_cpus() * 4))
+    cpus = set(range(sysinfo.available_cpus() * 4))
     for b in r["binding"]:
         assert b["place"] >= 0  # bound threads have a place
         assert b["cpu_first"] in cpus and b["cpu_last"] in cpus
@@ -107,7 +107,7 @@ def test_failed_validation_is_an_error_not_a_number(cli):
 
 
 def test_oversubscription_warns(cli):
-    threads = _sysinfo.available_cpus() + 1
+    threads = sysinfo.available_cpus() + 1
     proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "2", "--threads",
                str(threads))
     assert proc.returncode == 0
@@ -124,7 +124,7 @@ def test_default_size_is_four_times_the_llc(cli):
     from kernels_ext.triad import default_size
 
     assert default_size() >= 10_000_000
-    assert default_size() * 8 >= 4 * _sysinfo.last_level_cache_bytes()
+    assert default_size() * 8 >= 4 * sysinfo.last_level_cache_bytes()
 
 
 def test_help_explains(cli):

@@ -23,11 +23,30 @@ def parse_cache_size(text: str) -> int:
     return int(m.group(1)) * _UNITS[m.group(2)] if m else 0
 
 
-def _read(path: Path) -> str:
+def read_text(path: str | Path) -> str:
+    """A sysfs/procfs file's text, stripped ("" when it cannot be read)."""
     try:
-        return path.read_text().strip()
+        return Path(path).read_text().strip()
     except OSError:
         return ""
+
+
+def cpu_topology(cpus: list[int] | None = None,
+                 sys_cpu: Path = SYS_CPU) -> list[tuple[int, int, int]]:
+    """(cpu, socket, core) of each of `cpus` (default: every CPU sysfs lists), from sysfs;
+    a CPU whose topology cannot be read counts as its own core of socket 0."""
+    if cpus is None:
+        cpus = sorted(int(p.name[3:]) for p in sys_cpu.glob("cpu[0-9]*"))
+    out = []
+    for cpu in cpus:
+        topo = sys_cpu / f"cpu{cpu}" / "topology"
+        try:
+            pkg = int((topo / "physical_package_id").read_text())
+            core = int((topo / "core_id").read_text())
+        except (OSError, ValueError):
+            pkg, core = 0, cpu
+        out.append((cpu, pkg, core))
+    return out
 
 
 def available_cpus() -> int:
@@ -42,8 +61,8 @@ def caches(sys_cpu: Path = SYS_CPU) -> list[dict]:
     """Every distinct cache instance: level, type, size in bytes and the CPUs sharing it."""
     seen: dict[tuple, dict] = {}
     for index in sorted(sys_cpu.glob("cpu[0-9]*/cache/index[0-9]*")):
-        level, ctype = _read(index / "level"), _read(index / "type")
-        shared = _read(index / "shared_cpu_list")
+        level, ctype = read_text(index / "level"), read_text(index / "type")
+        shared = read_text(index / "shared_cpu_list")
         if not level:
             continue
         key = (level, ctype, shared)
@@ -51,7 +70,7 @@ def caches(sys_cpu: Path = SYS_CPU) -> list[dict]:
             seen[key] = {
                 "level": int(level),
                 "type": ctype,
-                "size_bytes": parse_cache_size(_read(index / "size")),
+                "size_bytes": parse_cache_size(read_text(index / "size")),
                 "shared_cpu_list": shared,
             }
     return list(seen.values())
@@ -72,7 +91,7 @@ def last_level_cache_bytes(sys_cpu: Path = SYS_CPU) -> int:
 def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
     """/proc/meminfo as bytes per field."""
     out: dict[str, int] = {}
-    for line in _read(path).splitlines():
+    for line in read_text(path).splitlines():
         m = re.match(r"(\w+):\s+(\d+)\s*(kB)?", line)
         if m:
             out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
@@ -81,8 +100,8 @@ def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
 
 def cgroup_memory_limit_bytes(root: Path = Path("/sys/fs/cgroup")) -> int:
     """Memory this cgroup may still use (v2 or v1), or 0 when unlimited/unknown."""
-    limit = _read(root / "memory.max") or _read(root / "memory/memory.limit_in_bytes")
-    used = _read(root / "memory.current") or _read(root / "memory/memory.usage_in_bytes")
+    limit = read_text(root / "memory.max") or read_text(root / "memory/memory.limit_in_bytes")
+    used = read_text(root / "memory.current") or read_text(root / "memory/memory.usage_in_bytes")
     if not limit.isdigit() or int(limit) >= 1 << 60:
         return 0
     return max(0, int(limit) - (int(used) if used.isdigit() else 0))
