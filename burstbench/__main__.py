@@ -125,12 +125,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except params.ParamError as exc:
         return _fail(str(exc))
     known = params.known_names()
-    has = [n for n in params.NOTEBOOKS if any(known.get(k) == n for k in values)]
-    only = args.only.split(",") if args.only else (has or list(params.NOTEBOOKS))
+    has = [n for n in params.notebooks() if any(known.get(k) == n for k in values)]
+    only = args.only.split(",") if args.only else (has or list(params.notebooks()))
     for name in only:
-        if name not in params.NOTEBOOKS:
+        if name not in params.notebooks():
             return _fail(f"--only: unknown benchmark '{name}' (known: "
-                         f"{', '.join(params.NOTEBOOKS)})")
+                         f"{', '.join(params.notebooks())})")
         if has and name not in has:
             return _fail(f"{args.params} has no {name}_* keys: it is a parameter file for "
                          f"{', '.join(has)} (use --only {','.join(has)})")
@@ -165,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with runner.stop_signals():  # Ctrl-C, SIGTERM (scancel, time limit), SIGHUP alike
             for name in only:
-                nb = paths.notebooks_dir() / params.NOTEBOOKS[name]
+                nb = paths.notebooks_dir() / params.notebooks()[name]
                 if not nb.exists():
                     failed.append(f"{name}: notebook {nb} is missing")
                     continue
@@ -240,9 +240,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     try:
         values = params.load_file(args.params)
         checked = {name: params.validate(values, name, where=str(args.params))
-                   for name in params.NOTEBOOKS}
+                   for name in params.notebooks()}
         vm = checked["triad"]["vm"]
-        only = args.only.split(",") if args.only else list(params.NOTEBOOKS)
+        only = args.only.split(",") if args.only else list(params.notebooks())
         need, key = jobs.nodes_needed({k: v for k, v in checked.items() if k in only})
         if need > args.nodes >= 1:
             raise jobs.JobError(f"{args.params} asks for {need} nodes ({key}), but the job "
@@ -341,7 +341,7 @@ def cmd_params(args: argparse.Namespace) -> int:
     for f in args.files:
         try:
             values = params.load_file(f)
-            for name in params.NOTEBOOKS:
+            for name in params.notebooks():
                 params.validate(values, name, where=str(f))
         except params.ParamError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "An interrupted run resumes when run again with the same parameters (or "
                  "--run-id).", "burstbench run --params papermill_params/local.yaml --only triad")
     r.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
-    r.add_argument("--only", default="", help=f"comma list of {', '.join(params.NOTEBOOKS)}")
+    r.add_argument("--only", default="", help=f"comma list of {', '.join(params.notebooks())}")
     r.add_argument("--runs-dir", default="", help="where run folders go (default data/runs)")
     r.add_argument("--run-id", default="", help="write into (or resume) this run")
     r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")

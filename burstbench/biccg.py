@@ -14,13 +14,16 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from burstbench import launch, paths, runner, store
-from burstbench.params import ParamError
+from burstbench.params import (INTEGERS, Param, ParamError, check_bool, check_choices,
+                               check_count, check_list, check_positive, check_str_list)
+from burstbench.pingpong import check_combination
 from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, task_key)
+                              over_repetitions, register, task_key)
 from kernels_ext import sysinfo
 from kernels_ext.pingpong import library_family
 
@@ -28,6 +31,57 @@ BENCHMARK = "biccg"
 #: (JSON key, metric, unit) of each measured value.
 METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
            ("iterations", "iterations", "1"), ("relative_residual", "relative_residual", "1"))
+
+# -- parameters (030_measure_biccg.ipynb's parameters cell) ------------------------------------
+def _problem(v: Any) -> dict:
+    where = "biccg_problems"
+    if isinstance(v, dict) and set(v) == {"poisson"}:
+        grid = v["poisson"]
+        if not (isinstance(grid, list) and len(grid) == 3 and all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid)):
+            raise ParamError(f"{where}: poisson needs three positive grid sizes [nx, ny, nz], "
+                             f"not {grid!r}")
+        return {"poisson": list(grid)}
+    if isinstance(v, dict) and "mtx" in v and set(v) <= {"mtx", "optional"}:
+        if not isinstance(v["mtx"], str) or not v["mtx"]:
+            raise ParamError(f"{where}: mtx needs a file path, not {v['mtx']!r}")
+        return {"mtx": v["mtx"],
+                "optional": check_bool(f"{where} optional")(v.get("optional", False))}
+    raise ParamError(f"{where}: each problem is {{poisson: [nx, ny, nz]}} or "
+                     f"{{mtx: path, optional: true/false}}, not {v!r}")
+
+
+PARAMS = [
+    Param("biccg_problems", [{"poisson": [64, 64, 64]}], "matrices: {poisson: [nx, ny, nz]} "
+          "or {mtx: path, optional}", check_list("biccg_problems", _problem, allow_empty=False)),
+    Param("biccg_combination", {"mpiexec": "mpiexec", "launcher": "hydra"},
+          "the MPI launcher: {mpiexec, launcher, args, env} as in pingpong_combinations",
+          lambda v: check_combination(v, "biccg_combination")),
+    Param("biccg_nodes", [1], "node counts (hosts from biccg_hosts or the scheduler)",
+          check_list("biccg_nodes", check_count("biccg_nodes", 1), False, INTEGERS)),
+    Param("biccg_ranks_per_node", [1, 2], "MPI ranks per node (the study: 2)",
+          check_list("biccg_ranks_per_node", check_count("biccg_ranks_per_node", 1), False,
+                     INTEGERS)),
+    Param("biccg_threads", [1, 2], "OpenMP threads per rank",
+          check_list("biccg_threads", check_count("biccg_threads", 1), False, INTEGERS)),
+    Param("biccg_hosts", [], "host names; empty: $PBS_NODEFILE or $SLURM_JOB_NODELIST",
+          check_str_list("biccg_hosts", "host names")),
+    Param("biccg_block_size", 32, "rows per block (the study: 32)",
+          check_count("biccg_block_size", 1)),
+    Param("biccg_colors", 20, "at least this many colors (the study: 20)",
+          check_count("biccg_colors", 1)),
+    Param("biccg_tol", 1e-7, "relative residual to stop at (the study: 1e-7)",
+          check_positive("biccg_tol")),
+    Param("biccg_max_iter", 10000, "iteration limit; reaching it is a failure",
+          check_count("biccg_max_iter", 1)),
+    Param("biccg_baselines", ["scipy-cg", "numba-ic0cg"], "Python-side solvers on one "
+          "process, per problem", check_choices("biccg_baselines",
+                                                ("scipy-cg", "numba-ic0cg", "numba-cg"))),
+    Param("biccg_repetitions", 3, "fresh runs per configuration",
+          check_count("biccg_repetitions", 1)),
+    Param("biccg_timeout_s", 1800, "seconds one solve may run before it is stopped",
+          check_positive("biccg_timeout_s")),
+]
 SPLIT = ("spmv", "precond", "dots", "halo", "vector")
 
 
@@ -191,5 +245,7 @@ def spread(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-_BENCH = Benchmark(BENCHMARK, plan, parse)
-open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure
+SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "030_measure_biccg.ipynb",
+                          "130_report_biccg.ipynb", plan, parse, spread))
+#: The measurement notebook's entry points.
+open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure

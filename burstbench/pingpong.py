@@ -14,21 +14,153 @@ each one finishes and a re-run resumes.
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from burstbench import launch, runner, store
-from burstbench.params import ParamError
+from burstbench.params import (Param, ParamError, check_bool, check_choices, check_count,
+                               check_keyed, check_label, check_list, check_optional_count,
+                               check_positive, check_str_list, check_text)
 from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, task_key)
+                              over_repetitions, register, task_key)
 from kernels_ext import variants
 from kernels_ext.errors import first_error_line
 
 BENCHMARK = "pingpong"
 UNITS = {"latency": ("latency", "us"), "bw": ("bandwidth", "GB/s"), "bibw": ("bandwidth", "GB/s")}
+
+# -- parameters (020_measure_pingpong.ipynb's parameters cell) ---------------------------------
+LAUNCHERS = ("hydra", "openmpi", "intel", "slurm", "none")
+COMBO_KEYS = {
+    "label": "name in figures; empty: <compiler><version>+<mpi><version> of the build",
+    "mpiexec": "launcher command, a name on PATH (the environment's bin/ first) or a path",
+    "launcher": f"how placements become arguments: {', '.join(LAUNCHERS)}",
+    "args": "extra launcher arguments (list of strings)",
+    "env": "extra environment variables (mapping), e.g. MPI4PY_LIBMPI",
+    "mpicc": "build the kernel with this MPI compiler wrapper (empty: the installed module)",
+    "flags": "flags for mpicc (default -O2)",
+    "optional": "true: skip this combination with a note where its mpiexec/mpicc is missing "
+                "or its mpicc cannot build the kernel",
+}
+PLACEMENTS = ("same-socket", "across-sockets", "across-nodes")
+
+
+def check_combination(v: Any, where: str = "pingpong_combinations") -> dict:
+    v = check_keyed(v, COMBO_KEYS, where, "combination")
+    out = {"label": check_text(f"{where} label")(v.get("label", "")),
+           "mpiexec": check_text(f"{where} mpiexec")(v.get("mpiexec", "mpiexec")),
+           "launcher": v.get("launcher", "hydra"),
+           "args": check_str_list(f"{where} args")(v.get("args", [])),
+           "mpicc": check_text(f"{where} mpicc")(v.get("mpicc", "")),
+           "flags": check_text(f"{where} flags")(v.get("flags", "-O2")),
+           "optional": v.get("optional", False)}
+    if out["launcher"] not in LAUNCHERS:
+        raise ParamError(f"{where}: launcher '{out['launcher']}' is not one of "
+                         f"{', '.join(LAUNCHERS)}")
+    if not out["mpiexec"].strip():
+        raise ParamError(f"{where}: mpiexec must name a command")
+    if out["label"] and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", out["label"]):
+        raise ParamError(f"{where}: label '{out['label']}' may hold only letters, digits and "
+                         "_ . + -")
+    env = v.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
+        raise ParamError(f"{where}: env must map variable names to values, not {env!r}")
+    out["env"] = {k: str(x) for k, x in env.items()}
+    if not isinstance(out["optional"], bool):
+        raise ParamError(f"{where}: optional must be true or false")
+    return out
+
+
+def _placement(v: Any) -> dict:
+    where = "pingpong_placements"
+    if isinstance(v, str):
+        if v not in PLACEMENTS:
+            raise ParamError(f"{where}: unknown placement '{v}' (use {', '.join(PLACEMENTS)} "
+                             "or a mapping {label, cpus: [a, b], hosts: [h1, h2]})")
+        return {"label": v, "kind": v}
+    if not isinstance(v, dict) or set(v) - {"label", "cpus", "hosts"} or "label" not in v:
+        raise ParamError(f"{where}: a custom placement is a mapping with label and cpus "
+                         f"and/or hosts, not {v!r}")
+    cpus, hosts = v.get("cpus"), v.get("hosts")
+    if cpus is not None and (not isinstance(cpus, list) or len(cpus) != 2 or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)):
+        raise ParamError(f"{where}: cpus must be two CPU numbers (rank 0, rank 1), not {cpus!r}")
+    if hosts is not None and (not isinstance(hosts, list) or len(hosts) not in (1, 2) or not all(
+            isinstance(h, str) and h for h in hosts)):
+        raise ParamError(f"{where}: hosts must be one or two host names, not {hosts!r}")
+    if cpus is not None and cpus[0] == cpus[1] and len(set(hosts or [])) < 2:
+        raise ParamError(f"{where}: both ranks on CPU {cpus[0]} of one host would share it "
+                         "(and spin against each other); give two CPUs, or two hosts")
+    return {"label": check_label(f"{where} label")(v["label"]), "kind": "custom", "cpus": cpus,
+            "hosts": hosts}
+
+
+def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
+    """A message size in bytes: a power of two (or 0), as 4096, 4M, 4MiB or 4.194304e6."""
+    def check(v: Any) -> int:
+        from kernels_ext.errors import KernelError
+        from kernels_ext.pingpong import SIZE_LIMIT, is_power_of_two, parse_size
+
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            v = int(v)  # 6.5536e4
+        try:
+            n = parse_size(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+        except KernelError as exc:
+            raise ParamError(f"{name}: {exc}") from exc
+        if n is None or n > SIZE_LIMIT or not (is_power_of_two(n) or (allow_zero and n == 0)):
+            raise ParamError(f"{name} must be {'0 or ' if allow_zero else ''}a power of two "
+                             f"up to {SIZE_LIMIT} bytes, not {v!r}")
+        return n
+
+    return check
+
+
+PARAMS = [
+    Param("pingpong_combinations", [{"mpiexec": "mpiexec", "launcher": "hydra"}],
+          "compiler x MPI library combinations: list of {label, mpiexec, launcher, args, env, "
+          "mpicc, flags, optional}",
+          check_list("pingpong_combinations", check_combination, False)),
+    Param("pingpong_placements", ["same-socket", "across-sockets", "across-nodes"],
+          "where the two ranks run: same-socket, across-sockets, across-nodes, or "
+          "{label, cpus, hosts}; impossible ones are skipped with a note",
+          check_list("pingpong_placements", _placement, False)),
+    Param("pingpong_hosts", [], "host names for across-nodes; empty: the scheduler's node "
+          "file ($PBS_NODEFILE, $SLURM_JOB_NODELIST)",
+          check_str_list("pingpong_hosts", "host names")),
+    Param("pingpong_tests", ["latency", "bw", "bibw"], "OSU tests to run",
+          check_choices("pingpong_tests", ("latency", "bw", "bibw"), allow_empty=False)),
+    Param("pingpong_min_size", 0, "smallest message in bytes (0 or a power of two; bandwidth "
+          "tests start at 1)", _pp_size("pingpong_min_size", True)),
+    Param("pingpong_max_size", 4194304, "largest message in bytes (a power of two)",
+          _pp_size("pingpong_max_size", False)),
+    Param("pingpong_iterations", None, "timed iterations up to 8 KiB (null: OSU's, 10000 "
+          "latency / 100 bandwidth)", check_optional_count("pingpong_iterations", 1)),
+    Param("pingpong_skip", None, "warm-up iterations up to 8 KiB (null: OSU's)",
+          check_optional_count("pingpong_skip", 0)),
+    Param("pingpong_iterations_large", None, "timed iterations above 8 KiB (null: OSU's)",
+          check_optional_count("pingpong_iterations_large", 1)),
+    Param("pingpong_skip_large", None, "warm-up iterations above 8 KiB (null: OSU's)",
+          check_optional_count("pingpong_skip_large", 0)),
+    Param("pingpong_window", None, "messages in flight for bw/bibw (null: OSU's 64)",
+          check_optional_count("pingpong_window", 1)),
+    Param("pingpong_hugepages", [False], "message buffers without (false, as OSU) and/or with "
+          "transparent huge pages (true: label +thp)", check_list(
+              "pingpong_hugepages", check_bool("pingpong_hugepages"), allow_empty=False,
+              takes="a list of true or false values (or one of them)")),
+    Param("pingpong_baselines", ["mpi4py"], "Python-only baselines in the same sweep",
+          check_choices("pingpong_baselines", ("mpi4py",))),
+    Param("pingpong_validate", True, "first check the data of every combination, placement "
+          "and test with a short validated run", check_bool("pingpong_validate")),
+    Param("pingpong_repetitions", 3, "fresh mpiexec runs per configuration",
+          check_count("pingpong_repetitions", 1)),
+    Param("pingpong_timeout_s", 300, "seconds one mpiexec may run before it is stopped",
+          check_positive("pingpong_timeout_s")),
+]
 
 
 @dataclass(frozen=True)
@@ -272,5 +404,7 @@ def extremes(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-_BENCH = Benchmark(BENCHMARK, plan, parse)
-open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure
+SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "020_measure_pingpong.ipynb",
+                          "120_report_pingpong.ipynb", plan, parse, spread))
+#: The measurement notebook's entry points.
+open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure

@@ -634,7 +634,9 @@ def write_index(figures_dir: Path | str = "") -> Path:
            "do not edit by hand. Each entry names the runs (under `data/runs/`) and reference "
            "tables (under `data/reference/`) it was drawn from.", ""]
     problems = []
-    order = {"triad": 0, "pingpong": 1, "biccg": 2, "cost": 3}
+    from burstbench.sweep import benchmarks
+
+    order = {name: i for i, name in enumerate([*benchmarks(), "cost"])}  # cost reads them all
     for manifest in sorted(fig_dir.glob("manifest-*.json"),
                            key=lambda m: (order.get(m.stem[9:], 9), m.name)):
         sec = json.loads(manifest.read_text())

@@ -9,9 +9,12 @@ finalizes the tables and records the outcome in the provenance.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -124,11 +127,26 @@ def over_repetitions(df: pd.DataFrame, group: list[str], ints: tuple[str, ...] =
             .agg(**stats).reset_index())
 
 
+@dataclass(frozen=True)
 class Benchmark:
-    """The three entry points a measurement notebook calls, for one benchmark module."""
+    """A benchmark, declared once in its own module (``SPEC = register(Benchmark(...))``):
+    what params.py, the CLI, the report and the notebooks need of it.
 
-    def __init__(self, name: str, plan, parse: runner.Parser):
-        self.name, self._plan, self._parse = name, plan, parse
+    name       the section: ``<name>_*`` parameters, data/runs/<vm>/<run>/<name>.csv
+    params     its parameters (the common ones are params.COMMON)
+    notebook   its measurement notebook (notebooks/), report_notebook its report one
+    plan       validated parameters -> Plan (probing what the machine has first)
+    parse      one task's output -> tidy rows, raw records, a one-line summary
+    spread     the results table -> one row per configuration over its repetitions
+    """
+
+    name: str
+    params: tuple
+    notebook: str
+    report_notebook: str
+    plan: Callable[[dict], Plan]
+    parse: runner.Parser
+    spread: Callable[..., pd.DataFrame]
 
     def open_run(self, P: dict) -> tuple[store.Run, bool]:
         """The run this sweep writes to (resuming an unfinished one with these parameters)."""
@@ -136,9 +154,42 @@ class Benchmark:
 
     def sweep(self, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
         """Measure every planned configuration not yet stored; finalize, return the table."""
-        return execute(run, the_plan, self.name, self._parse, progress)
+        return execute(run, the_plan, self.name, self.parse, progress)
 
     def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
         """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""
         run, _ = self.open_run(P)
-        return run, self.sweep(run, self._plan(P), progress)
+        return run, self.sweep(run, self.plan(P), progress)
+
+
+_REGISTRY: dict[str, Benchmark] = {}
+_DISCOVERED: list[bool] = []  # set once every registering module was imported
+#: The report's order of the benchmarks it knows; any other comes after them, by name.
+ORDER = ("triad", "pingpong", "biccg")
+
+
+def register(spec: Benchmark) -> Benchmark:
+    """Add a benchmark to the registry (its module does, when imported); return it."""
+    if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
+        raise ValueError(f"two benchmarks are named {spec.name!r}")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _discover() -> None:
+    """Import every module of this package that registers a benchmark (its source has a
+    line ``SPEC = register(``): a new benchmark is one new module, listed nowhere else."""
+    if _DISCOVERED:
+        return
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.glob("*.py")):
+        if re.search(r"^SPEC = register\(", path.read_text(), re.M):
+            importlib.import_module(f"{__package__}.{path.stem}")
+    _DISCOVERED.append(True)
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every registered benchmark by name, in ORDER, then any other by name."""
+    _discover()
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (
+        ORDER.index(kv[0]) if kv[0] in ORDER else len(ORDER), kv[0])))

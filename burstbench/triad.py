@@ -15,23 +15,125 @@ configurations instead of biasing one.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from importlib import metadata
+from typing import Any, Callable
 
 import pandas as pd
 
 from burstbench import runner, store
-from burstbench.params import ParamError
+from burstbench.params import (INTEGERS, Param, ParamError, WrongKind, check_choices,
+                               check_count, check_keyed, check_list, check_positive,
+                               check_text)
 from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, task_key, typed)
-from kernels_ext import sysinfo, variants
+                              over_repetitions, register, task_key, typed)
+from kernels_ext import affinity, sysinfo, variants
 from kernels_ext.affinity import Affinity
-from kernels_ext.triad import BASELINE_STORES, check_size
+from kernels_ext.triad import BASELINE_STORES, STORES, check_size
 
 BENCHMARK = "triad"
 METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),
            ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"),
            ("traffic_rate_gbs", "traffic_rate", "GB/s"))
+
+# -- parameters (010_measure_triad.ipynb's parameters cell) ------------------------------------
+def _affinity_check(name: str, fn: Callable[[str], str]) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise WrongKind(f"{name}: {v!r} is not a string")
+        try:
+            return fn(v)
+        except affinity.AffinityError as exc:
+            raise ParamError(f"{name}: {exc}") from exc
+
+    return check
+
+
+_places = check_list("triad_places", _affinity_check("triad_places", affinity.check_places),
+                     False, "a list of OMP_PLACES values (strings, or one string)")
+_binds = check_list("triad_bind", _affinity_check("triad_bind", affinity.check_bind), False,
+                    "a list of OMP_PROC_BIND values (strings, or one string)")
+_kmps = check_list("triad_kmp_affinity",
+                   _affinity_check("triad_kmp_affinity", affinity.check_kmp_affinity),
+                   takes="a list of KMP_AFFINITY values (strings, or one string)")
+
+
+def _threads(v: Any) -> str | list[int]:
+    if isinstance(v, str) and v.strip().lower() == "all":
+        return "all"
+    if isinstance(v, str) and re.fullmatch(r"\s*\d+\s*-\s*\d+\s*", v):
+        lo, hi = (int(x) for x in v.split("-"))
+        if not 1 <= lo <= hi:
+            raise ParamError(f"triad_threads range '{v}' must go up from at least 1")
+        return list(range(lo, hi + 1))
+    threads = check_list("triad_threads", check_count("triad_threads", 1), allow_empty=False,
+                         takes=f"{INTEGERS}, a range such as '1-16', or 'all'")(v)
+    return sorted(set(threads))
+
+
+def _size(v: Any) -> str | int:
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    return check_count("triad_size", 1)(v)
+
+
+VARIANT_KEYS = {"compiler": "C compiler: gcc, clang, icx, icc, nvc, a path, or 'installed' "
+                "for the module pip built",
+                "flags": "compiler flags, OpenMP flag included (verbatim)",
+                "tag": "label suffix, e.g. zmm_high gives icx2023.0.0-zmm_high",
+                "places": "OMP_PLACES list for this variant (default: triad_places)",
+                "bind": "OMP_PROC_BIND list for this variant (default: triad_bind)",
+                "kmp_affinity": "KMP_AFFINITY list for this variant (replaces places x bind)"}
+
+
+def _variant(v: Any) -> dict:
+    v = check_keyed(v, VARIANT_KEYS, "triad_variants", "variant")
+    if not isinstance(v.get("compiler"), str) or not v["compiler"].strip():
+        raise ParamError(f"triad_variants: variant {v!r} needs a compiler")
+    out = {"compiler": v["compiler"].strip(), "flags": check_text("flags")(v.get("flags", "")),
+           "tag": check_text("tag")(v.get("tag", ""))}
+    if out["tag"] and not re.fullmatch(r"\w+", out["tag"]):
+        raise ParamError(f"triad_variants: tag '{out['tag']}' may hold only letters, digits, _")
+    if "places" in v:
+        out["places"] = _places(v["places"])
+    if "bind" in v:
+        out["bind"] = _binds(v["bind"])
+    if "kmp_affinity" in v:
+        out["kmp_affinity"] = _kmps(v["kmp_affinity"])
+    return out
+
+
+PARAMS = [
+        Param("triad_size", "auto", "elements per array; 'auto' = 4x the last-level cache, "
+              "at least 10M; the study used 1e9", _size),
+        Param("triad_ntimes", 10, "passes per kernel (>= 2; the first is not counted)",
+              check_count("triad_ntimes", 2)),
+        Param("triad_threads", "all", "thread counts: a list, a range '1-16', or 'all' "
+              "(1 to the CPUs this process may use)", _threads),
+        Param("triad_places", ["cores"], "OMP_PLACES values swept (x triad_bind); 'unset' "
+              "leaves the variable out", _places),
+        Param("triad_bind", ["close", "spread"], "OMP_PROC_BIND values swept", _binds),
+        Param("triad_kmp_affinity", [], "KMP_AFFINITY values swept as well (Intel/LLVM "
+              "runtimes only)", _kmps),
+        Param("triad_variants", [{"compiler": "gcc", "flags": "-O3 -march=native -fopenmp"}],
+              "compiler variants: list of {compiler, flags, tag, places, bind, kmp_affinity}",
+              check_list("triad_variants", _variant, allow_empty=False)),
+        Param("triad_stores", ["normal"], "store policies swept for the C variants: normal "
+              "(through the cache) and/or streaming (non-temporal; a variant without them is "
+              "skipped with a note); the baselines have normal stores only",
+              check_choices("triad_stores", STORES, allow_empty=False), since_runs=["normal"]),
+        Param("triad_baselines", ["numba", "numpy"], "Python-only baselines measured in the "
+              "same sweep", check_choices("triad_baselines", ("numba", "numpy"))),
+        Param("triad_repetitions", 3, "fresh processes per configuration (median and spread)",
+              check_count("triad_repetitions", 1)),
+        Param("triad_timeout_s", 600, "seconds one configuration may run before it is "
+              "stopped and reported", check_positive("triad_timeout_s")),
+        Param("triad_peak_gbs", 0, "theoretical memory bandwidth of this VM in GB/s "
+              "(0 = unknown; the report also looks in data/reference)",
+              check_positive("triad_peak_gbs", allow_zero=True)),
+    ]
+
 
 
 def thread_counts(spec: str | list[int]) -> list[int]:
@@ -226,5 +328,7 @@ def spread(table: pd.DataFrame, function: str | None = "Triad",
     return out.drop(columns=["mean", "std"])
 
 
-_BENCH = Benchmark(BENCHMARK, plan, parse)
-open_run, sweep, measure = _BENCH.open_run, _BENCH.sweep, _BENCH.measure
+SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "010_measure_triad.ipynb",
+                          "110_report_triad.ipynb", plan, parse, spread))
+#: The measurement notebook's entry points.
+open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure

@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from kernels_ext.errors import KernelError
+from kernels_ext.errors import BadInput, KernelError
+
+
+def parse_count(value: Any, name: str) -> int:
+    """An integer from an int, an integral float or a string such as ``1e9`` or ``80_000_000``.
+
+    Raises BadInput naming `name` for anything else (1.5, "abc", True).
+    """
+    if isinstance(value, bool):
+        raise BadInput(f"{name} must be an integer, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value):
+            return int(value)
+        raise BadInput(f"{name} must be an integer, not {value!r}")
+    text = str(value).strip().replace("_", "")
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?\d+(\.\d*)?[eE]\+?\d+", text):
+        f = float(text)
+        if f == int(f):
+            return int(f)
+    raise BadInput(f"{name} must be an integer, not {value!r}")
 
 
 def write_lines(lines: list[str], out: str | None) -> None:

@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import os
-import re
 import socket
 import statistics
 import sys
@@ -37,6 +36,7 @@ import warnings as _warnings
 from typing import Any, Sequence
 
 from kernels_ext import affinity, cli, sysinfo
+from kernels_ext.cli import parse_count
 from kernels_ext.errors import BadInput, BuildError, KernelError, ValidationFailed
 
 
@@ -57,29 +57,6 @@ MIN_DEFAULT_SIZE = 10_000_000
 RECORDED_ENV = ("OMP_PLACES", "OMP_PROC_BIND", "OMP_NUM_THREADS", "OMP_DYNAMIC",
                 "OMP_WAIT_POLICY", "GOMP_CPU_AFFINITY", "GOMP_SPINCOUNT", "KMP_AFFINITY",
                 "KMP_HW_SUBSET", "KMP_BLOCKTIME", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
-
-
-def parse_count(value: Any, name: str) -> int:
-    """An integer from an int, an integral float or a string such as ``1e9`` or ``80_000_000``.
-
-    Raises BadInput naming `name` for anything else (1.5, "abc", True).
-    """
-    if isinstance(value, bool):
-        raise BadInput(f"{name} must be an integer, not {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value) and value == int(value):
-            return int(value)
-        raise BadInput(f"{name} must be an integer, not {value!r}")
-    text = str(value).strip().replace("_", "")
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    if re.fullmatch(r"[+-]?\d+(\.\d*)?[eE]\+?\d+", text):
-        f = float(text)
-        if f == int(f):
-            return int(f)
-    raise BadInput(f"{name} must be an integer, not {value!r}")
 
 
 def default_size() -> int:

@@ -59,7 +59,7 @@ def test_the_ping_pong_across_nodes_puts_one_rank_on_each():
 
 
 def test_the_registry_is_what_the_parameters_accept():
-    assert set(launch.LAUNCHERS) == set(params.LAUNCHERS)
+    assert set(launch.LAUNCHERS) == set(pingpong.LAUNCHERS)
     with pytest.raises(params.ParamError, match="launcher 'srun' is not one of"):
         launch.launcher("srun")
 

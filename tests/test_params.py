@@ -32,7 +32,7 @@ def parameters_cell(notebook: Path) -> dict:
     return out
 
 
-@pytest.mark.parametrize("section,notebook", params.NOTEBOOKS.items())
+@pytest.mark.parametrize("section,notebook", params.notebooks().items())
 def test_notebook_parameters_equal_the_schema(section, notebook):
     cell = parameters_cell(ROOT / "notebooks" / notebook)
     schema = params.schema(section)
@@ -44,7 +44,7 @@ def test_notebook_parameters_equal_the_schema(section, notebook):
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.name)
 def test_every_yaml_key_is_known_and_valid(path):
     values = params.load_file(path)
-    for section in params.NOTEBOOKS:
+    for section in params.notebooks():
         params.validate(values, section, where=path.name)
     assert values["vm"]
 
@@ -337,7 +337,7 @@ def test_list_values_still_checked_one_by_one():
 
 # --- the common key `test` ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("section", params.NOTEBOOKS)
+@pytest.mark.parametrize("section", params.notebooks())
 def test_test_is_a_common_key_in_every_benchmark(section):
     assert params.schema(section)["test"].default is False
     assert params.validate({}, section)["test"] is False
@@ -350,7 +350,7 @@ def test_test_is_a_common_key_in_every_benchmark(section):
 def test_smoke_yaml_is_a_test():
     values = params.load_file(ROOT / "papermill_params" / "smoke.yaml")
     assert values["test"] is True
-    for section in params.NOTEBOOKS:
+    for section in params.notebooks():
         assert params.validate(values, section)["test"] is True
     for f in YAMLS:
         if f.name != "smoke.yaml":

@@ -243,3 +243,31 @@ def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path):
     assert mark not in captions["STREAM Triad vs threads on d96s_v5"]
     svg = (tmp_path / "figs" / "triad_hb120-16rs_v3.svg").read_text()
     assert f"Azure web site, HBv3: {azure['best_triad_gbs']:g} GB/s" in svg
+
+
+def _svg_text(path: Path) -> list[str]:
+    """Every text an SVG figure shows (titles, labels, ticks, legend, caption), in order:
+    matplotlib draws text as paths, each after a comment holding the text."""
+    return re.findall(r"<!-- (.*?) -->", path.read_text(), re.S)
+
+
+def test_the_committed_figures_rebuild_identically(tmp_path, cli):
+    """`make figures` from the committed data/ gives the committed figures/: the same files,
+    the tables, index and manifests byte for byte, and every text of every figure (the
+    pixels depend on the matplotlib and FreeType a machine has; the numbers drawn are in
+    the tables). A change that alters what a reader sees shows up here."""
+    out = tmp_path / "figures"
+    proc = cli("-m", "burstbench", "report", "--figures-dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    committed = {p.relative_to(ROOT / "figures") for p in (ROOT / "figures").rglob("*")
+                 if p.is_file()}
+    rebuilt = {p.relative_to(out) for p in out.rglob("*") if p.is_file()}
+    assert rebuilt == committed
+    texts = [p for p in sorted(committed) if p.suffix in (".csv", ".md", ".json")]
+    assert texts and all((out / p).read_bytes() == (ROOT / "figures" / p).read_bytes()
+                         for p in texts), [str(p) for p in texts if (out / p).read_bytes()
+                                           != (ROOT / "figures" / p).read_bytes()]
+    svgs = [p for p in sorted(committed) if p.suffix == ".svg"]
+    assert svgs and all(_svg_text(ROOT / "figures" / p) for p in svgs)  # texts are found
+    assert all(_svg_text(out / p) == _svg_text(ROOT / "figures" / p) for p in svgs), [
+        str(p) for p in svgs if _svg_text(out / p) != _svg_text(ROOT / "figures" / p)]
