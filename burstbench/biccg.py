@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -129,20 +129,36 @@ def try_combination(combo: dict) -> tuple[str, dict]:
         raise ParamError(f"biccg_combination: {combo['mpiexec']}: {exc}") from exc
 
 
-def plan(P: dict) -> Plan:
-    """Tasks for every problem x nodes x ranks per node x threads x repetition.
+@dataclass
+class Machine:
+    """What a BICCG plan needs to know of this machine, found by probe()."""
 
-    Layouts needing more cores than a node has are skipped with a note
-    (they would oversubscribe and time badly); so are node counts beyond the
-    hosts known, except inside a batch job, where they are an error.  The
-    combination is then tried on a tiny problem, so a missing launcher or an
-    MPI mismatch stops the sweep before it starts.
-    """
+    problems: list[Problem]
+    hosts: launch.Hosts           # the hosts a layout may use (the job's, or biccg_hosts)
+    cores: int                    # CPUs a node gives (this process's)
+    mpiexec: str                  # the launcher, tried on a tiny problem
+    info: dict                    # that tiny solve's record
+    notes: list[str] = field(default_factory=list)
+
+
+def probe(P: dict) -> Machine:
+    """Find the problems (a missing optional matrix file is a note), the hosts and the
+    cores; where something is left to measure, try the combination on a tiny problem, so
+    that a missing launcher or an MPI mismatch stops the sweep before it starts."""
     problems, notes = resolve_problems(P)
-    combo = P["biccg_combination"]
     hosts = launch.job_hosts(P["biccg_hosts"], "biccg_hosts")
     cores = sysinfo.available_cpus()
-    layouts = []
+    layouts(P, problems, hosts, cores, list(notes))  # what cannot be measured, before trying
+    mpiexec, info = try_combination(P["biccg_combination"])
+    return Machine(problems, hosts, cores, mpiexec, info, notes)
+
+
+def layouts(P: dict, problems: list[Problem], hosts: launch.Hosts, cores: int,
+            notes: list[str]) -> list[launch.Layout]:
+    """Every nodes x ranks per node x threads layout these hosts and cores allow; notes for
+    the others: more cores than a node has (they would oversubscribe and time badly), more
+    nodes than hosts known (inside a batch job, an error).  ParamError when nothing is left."""
+    out = []
     for nodes in P["biccg_nodes"]:
         note = hosts.shortfall(nodes, "biccg_nodes")
         if note:
@@ -154,20 +170,32 @@ def plan(P: dict) -> Plan:
                     notes.append(f"skipped {rpn} ranks x {t} threads: more than the {cores} "
                                  "cores of a node")
                     continue
-                layouts.append(launch.Layout(nodes * rpn, rpn, t, hosts=hosts.names[:nodes]))
-    if not problems or not layouts:
+                out.append(launch.Layout(nodes * rpn, rpn, t, hosts=hosts.names[:nodes]))
+    if not problems or not out:
         raise ParamError("nothing to measure: " + ("; ".join(notes) or "no problem or layout"))
-    mpiexec, info = try_combination(combo)
-    launcher = launch.for_combination(combo, mpiexec, library_family(info["mpi_library"]))
+    return out
+
+
+def expand(P: dict, m: Machine) -> Plan:
+    """Tasks for every problem x layout (layouts()) and baseline x repetition; runs
+    nothing."""
+    combo, notes = P["biccg_combination"], list(m.notes)
+    lays = layouts(P, m.problems, m.hosts, m.cores, notes)
+    launcher = launch.for_combination(combo, m.mpiexec, library_family(m.info["mpi_library"]))
     tasks = []
     for rep in range(1, P["biccg_repetitions"] + 1):
-        for prob in problems:
-            for layout in layouts:
+        for prob in m.problems:
+            for layout in lays:
                 tasks.append(_task(P, combo, launcher, prob, layout, rep))
             for method in P["biccg_baselines"]:
-                tasks.append(_baseline_task(P, prob, method, rep))
-    variants = [info | {"mpiexec_path": mpiexec, "spec": combo}]
+                tasks.append(_baseline_task(P, prob, method, rep, m.cores))
+    variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}]
     return Plan(tasks, variants, notes, detail="problem")
+
+
+def plan(P: dict) -> Plan:
+    """Turn validated parameters into tasks: probe() this machine, then expand()."""
+    return expand(P, probe(P))
 
 
 def _common_args(P: dict) -> list[str]:
@@ -191,8 +219,7 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
                        P["biccg_timeout_s"])
 
 
-def _baseline_task(P: dict, prob: Problem, method: str, rep: int) -> runner.Task:
-    t = sysinfo.available_cpus()
+def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> runner.Task:
     argv = (sys.executable, "-m", "kernels_ext.cg_baselines", *prob.args, "--method", method,
             "--threads", str(t), *_common_args(P))
     config = {"benchmark": BENCHMARK, "label": method, "impl": method.split("-")[0],

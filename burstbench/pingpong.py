@@ -17,7 +17,7 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -257,15 +257,22 @@ def combo_info(combo: dict, timeout: float) -> dict:
 Combination = tuple[dict, dict, launch.Launcher]  # (parameters, --info answer, launcher)
 
 
-def plan(P: dict) -> Plan:
-    """Tasks for every combination x placement x test (x implementation) x repetition.
+@dataclass
+class Machine:
+    """What a ping-pong plan needs to know of this machine, found by probe()."""
 
-    A combination whose mpiexec or mpicc is missing, or whose mpicc does not
-    build the kernel, is an error naming it, or skipped with a note when
-    marked optional; a kernel built for another MPI than mpi4py loads, or an
-    mpiexec that fails, is an error showing the launcher's message.
-    Impossible placements are skipped with a note.
-    """
+    combinations: list[Combination]
+    placements: list[Placement]
+    notes: list[str] = field(default_factory=list)
+
+
+def probe(P: dict) -> Machine:
+    """Resolve the placements on this machine's CPUs and hosts (impossible ones are notes)
+    and ask each combination's mpiexec what it runs (building its kernel where it has an
+    mpicc).  A combination whose mpiexec or mpicc is missing, or whose mpicc does not build
+    the kernel, is an error naming it, or a note when marked optional; a kernel built for
+    another MPI than mpi4py loads, or an mpiexec that fails, is an error showing the
+    launcher's message."""
     placements, notes = resolve_placements(P)
     combos: list[Combination] = []
     for combo in P["pingpong_combinations"]:
@@ -283,6 +290,13 @@ def plan(P: dict) -> Plan:
         label = combo["label"] or f"{info.get('label', 'mpi4py')}+{info['mpi_label']}"
         combos.append((combo, info | {"combination": label},
                        launch.for_combination(combo, info["mpiexec_path"], info["mpi_family"])))
+    return Machine(combos, placements, notes)
+
+
+def expand(P: dict, m: Machine) -> Plan:
+    """Tasks for every combination x placement x test (x implementation, x huge pages) x
+    repetition, a validated short run of each first where asked; runs nothing."""
+    combos, placements, notes = m.combinations, m.placements, list(m.notes)
     labels = [c[1]["combination"] for c in combos]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -307,6 +321,11 @@ def plan(P: dict) -> Plan:
                             tasks.append(_task(P, combo, pl, test, impl, rep, thp=thp))
     built = [info | {"spec": combo} for combo, info, _ in combos]
     return Plan(tasks, built, notes, detail="function")
+
+
+def plan(P: dict) -> Plan:
+    """Turn validated parameters into tasks: probe() this machine, then expand()."""
+    return expand(P, probe(P))
 
 
 def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str, rep: int,

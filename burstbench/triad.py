@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable
 
@@ -136,11 +137,6 @@ PARAMS = [
 
 
 
-def thread_counts(spec: str | list[int]) -> list[int]:
-    """'all' is 1..(CPUs this process may use); a list is taken as it is."""
-    return list(range(1, sysinfo.available_cpus() + 1)) if spec == "all" else list(spec)
-
-
 def _affinities(places: list[str], binds: list[str], kmps: list[str]) -> list[Affinity]:
     out = [Affinity(p, b) for p in places for b in binds]
     return out + [Affinity(kmp_affinity=k) for k in kmps]
@@ -158,33 +154,53 @@ def _variant_info(spec: dict) -> dict:
     return info
 
 
-def plan(P: dict) -> Plan:
-    """Turn validated parameters into tasks; build each compiler variant first.
+@dataclass
+class Machine:
+    """What a Triad plan needs to know of this machine, found by probe()."""
 
-    A compiler this machine lacks is skipped with a note; one that fails to
-    compile, KMP_AFFINITY given to a runtime that ignores it, or two variants
-    with one label are errors (ParamError), before anything is measured.
-    """
-    size, size_notes = check_size(P["triad_size"])
-    threads = thread_counts(P["triad_threads"])
-    notes = list(size_notes)
-    cpus = sysinfo.available_cpus()
-    if max(threads) > cpus:
-        notes.append(f"threads up to {max(threads)} on {cpus} CPUs oversubscribe them: "
-                     "those points time badly")
-    default_aff = _affinities(P["triad_places"], P["triad_bind"], P["triad_kmp_affinity"])
-    groups: list[tuple[dict, list[Affinity], list[int]]] = []
-    built: list[dict] = []
+    cpus: int                  # CPUs this process may use
+    size: int                  # elements per array (triad_size, 'auto' resolved)
+    variants: list[dict]       # each buildable C variant's --info, its spec under 'spec'
+    versions: dict[str, str]   # the baselines' package versions
+    notes: list[str] = field(default_factory=list)
+
+
+def probe(P: dict) -> Machine:
+    """Build each compiler variant (cached) and ask a fresh process what it runs on; size
+    the arrays and count the CPUs.  A compiler this machine lacks is a note; one that fails
+    to compile is a ParamError, before anything is measured."""
+    size, notes = check_size(P["triad_size"])
+    infos = []
     for spec in P["triad_variants"]:
         try:
-            info = _variant_info(spec)
+            infos.append(_variant_info(spec) | {"spec": spec})
         except variants.CompilerNotFound as exc:
             notes.append(f"skipped variant {spec['compiler']} '{spec['flags']}': {exc}")
-            continue
         except variants.BuildFailed as exc:
             raise ParamError(f"triad_variants: {exc}") from exc
         except (variants.VariantError, runner.TaskFailed) as exc:
             raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
+    return Machine(sysinfo.available_cpus(), size, infos,
+                   {b: metadata.version(b) for b in P["triad_baselines"]}, notes)
+
+
+def expand(P: dict, m: Machine) -> Plan:
+    """The tasks of a sweep, from the parameters and what probe() found; runs nothing.
+
+    KMP_AFFINITY given to a runtime that ignores it, or two variants with one label, are
+    errors (ParamError); streaming stores asked of a variant without them, threads beyond
+    the CPUs and a variant without OpenMP are notes."""
+    threads = list(range(1, m.cpus + 1)) if P["triad_threads"] == "all" else \
+        list(P["triad_threads"])
+    notes = list(m.notes)
+    if max(threads) > m.cpus:
+        notes.append(f"threads up to {max(threads)} on {m.cpus} CPUs oversubscribe them: "
+                     "those points time badly")
+    default_aff = _affinities(P["triad_places"], P["triad_bind"], P["triad_kmp_affinity"])
+    groups: list[tuple[dict, list[Affinity], list[int]]] = []
+    built: list[dict] = []
+    for info in m.variants:
+        spec = info["spec"]
         if "places" in spec or "bind" in spec or "kmp_affinity" in spec:
             affs = _affinities(spec.get("places", []), spec.get("bind", []),
                                spec.get("kmp_affinity", []))
@@ -199,7 +215,7 @@ def plan(P: dict) -> Plan:
         if not info.get("openmp_version"):
             notes.append(f"variant {info['variant']} was built without OpenMP (its flags lack "
                          "-fopenmp/-qopenmp/-mp): it runs one thread whatever is asked")
-        built.append(info | {"spec": spec})
+        built.append(info)
         for stores in P["triad_stores"]:
             if stores == "streaming" and not info.get("streaming_isa"):
                 notes.append(f"variant {info['variant']} has no streaming stores (its flags "
@@ -213,7 +229,7 @@ def plan(P: dict) -> Plan:
         raise ParamError(f"triad_variants: two variants are labelled {dupes[0]}: give each a "
                          "different 'tag'")
     for base in P["triad_baselines"]:
-        version = metadata.version(base)
+        version = m.versions[base]
         info = {"impl": base, "variant": f"{base}{version}", "compiler": base,
                 "compiler_version": version, "flags": "", "cli_args": ["--impl", base]}
         if base == "numpy":  # one thread, no OpenMP: one configuration
@@ -230,8 +246,13 @@ def plan(P: dict) -> Plan:
         for info, affs, counts in groups:
             for aff in affs:
                 for t in counts:
-                    tasks.append(_task(P, info, aff, t, rep, size))
+                    tasks.append(_task(P, info, aff, t, rep, m.size))
     return Plan(tasks, built, notes)
+
+
+def plan(P: dict) -> Plan:
+    """Turn validated parameters into tasks: probe() this machine, then expand()."""
+    return expand(P, probe(P))
 
 
 def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int) -> runner.Task:

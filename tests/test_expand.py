@@ -1,0 +1,98 @@
+"""Each benchmark's plan is probe() (what this machine has) and expand() (the tasks): the
+expansion alone, from machines made up here, with no build, no mpiexec and no solve."""
+
+from __future__ import annotations
+
+import pytest
+
+from burstbench import biccg, launch, params, pingpong, triad
+from burstbench.params import ParamError
+
+GCC = {"impl": "c", "variant": "gcc12.2.0", "compiler": "gcc", "compiler_version": "12.2.0",
+       "flags": "-O2 -fopenmp", "openmp_library": "/lib/libgomp.so.1", "openmp_version": 201511,
+       "streaming_isa": "avx", "variant_key": "k1",
+       "cli_args": ["--compiler", "/usr/bin/gcc", "--flags=-O2 -fopenmp", "--tag", ""],
+       "spec": {"compiler": "gcc", "flags": "-O2 -fopenmp", "tag": ""}}
+
+
+def triad_params(**over) -> dict:
+    return params.validate({"triad_places": ["cores"], "triad_bind": ["close", "spread"],
+                            "triad_baselines": ["numba", "numpy"], "triad_repetitions": 2}
+                           | over, "triad")
+
+
+def triad_machine(*variants: dict, cpus: int = 4) -> triad.Machine:
+    return triad.Machine(cpus, 1000, list(variants), {"numba": "0.60", "numpy": "2.0"})
+
+
+def test_triad_threads_all_are_the_probed_cpus_and_stores_cross_the_c_variants():
+    plan = triad.expand(triad_params(triad_stores=["normal", "streaming"]), triad_machine(GCC))
+    c = [t for t in plan.tasks if t.config["impl"] == "c"]
+    assert {t.config["threads"] for t in c} == {1, 2, 3, 4}  # 'all' = the machine's 4
+    # 2 repetitions x (gcc: 2 binds x 4 threads x 2 stores + numba: 2 x 4 + numpy 1)
+    assert len(plan.tasks) == 2 * (16 + 8 + 1)
+    assert {t.config["stores"] for t in c} == {"normal", "streaming"}
+    assert all(t.config["size"] == 1000 for t in plan.tasks)
+    assert [t.config["repetition"] for t in plan.tasks] == [1] * 25 + [2] * 25
+
+
+def test_triad_expansion_notes_and_refusals():
+    no_nt = GCC | {"variant": "gcc12.2.0-plain", "streaming_isa": None}
+    plan = triad.expand(triad_params(triad_stores=["normal", "streaming"], triad_threads=[8],
+                                     triad_baselines=[]), triad_machine(no_nt, cpus=4))
+    assert {t.config["stores"] for t in plan.tasks} == {"normal"}
+    assert any("has no streaming stores" in n for n in plan.notes)
+    assert any("threads up to 8 on 4 CPUs oversubscribe" in n for n in plan.notes)
+    with pytest.raises(ParamError, match="ignores KMP_AFFINITY"):
+        triad.expand(triad_params(), triad_machine(
+            GCC | {"spec": GCC["spec"] | {"kmp_affinity": ["granularity=core,compact"]}}))
+    with pytest.raises(ParamError, match="two variants are labelled gcc12.2.0"):
+        triad.expand(triad_params(), triad_machine(GCC, GCC))
+    with pytest.raises(ParamError, match="nothing to measure"):
+        triad.expand(triad_params(triad_baselines=[]), triad_machine())
+
+
+def biccg_machine(names=(), in_job=False, cores=4) -> biccg.Machine:
+    hosts = launch.Hosts(tuple(names), "this job ($SLURM_JOB_NODELIST)", "biccg_hosts", in_job)
+    return biccg.Machine([biccg.Problem("poisson8x8x8", ("--poisson", "8", "8", "8"))], hosts,
+                         cores, "/usr/bin/mpiexec", {"mpi_library": "MPICH Version: 4.1"})
+
+
+def test_biccg_layouts_never_exceed_the_cores_or_the_hosts():
+    P = params.validate({"biccg_nodes": [1, 2], "biccg_ranks_per_node": [1, 2],
+                         "biccg_threads": [1, 2, 4], "biccg_baselines": ["scipy-cg"],
+                         "biccg_repetitions": 1}, "biccg")
+    plan = biccg.expand(P, biccg_machine(["n1", "n2"], cores=4))
+    solves = [t for t in plan.tasks if t.config["impl"] == "c"]
+    assert {(t.config["nodes"], t.config["ranks"] // t.config["nodes"], t.config["threads"])
+            for t in solves} == {(n, r, t) for n in (1, 2) for r in (1, 2) for t in (1, 2, 4)
+                                 if r * t <= 4}
+    assert any("skipped 2 ranks x 4 threads: more than the 4 cores" in n for n in plan.notes)
+    baseline = [t for t in plan.tasks if t.config["impl"] != "c"]
+    assert len(baseline) == 1 and "4" in baseline[0].argv  # --threads: the probed cores
+    one_host = biccg.expand(P, biccg_machine(["n1"], cores=4))
+    assert {t.config["nodes"] for t in one_host.tasks} == {1}
+    assert any("2 nodes asked for, 1 host(s) known" in n for n in one_host.notes)
+    with pytest.raises(ParamError, match="2 nodes asked for, but this job"):
+        biccg.expand(P, biccg_machine(["n1"], in_job=True))
+
+
+def test_pingpong_expansion_from_a_made_up_combination():
+    P = params.validate({"pingpong_tests": ["latency", "bw"], "pingpong_repetitions": 2,
+                         "pingpong_baselines": ["mpi4py"], "pingpong_validate": True},
+                        "pingpong")
+    combo = P["pingpong_combinations"][0]
+    info = {"combination": "gcc12+mpich4.1", "mpiexec_path": "/usr/bin/mpiexec",
+            "mpi_family": "mpich"}
+    machine = pingpong.Machine(
+        [(combo, info, launch.for_combination(combo, "/usr/bin/mpiexec", "mpich"))],
+        [pingpong.Placement("same-socket", "same-socket", launch.Layout(2, 2, cpus=(0, 1)))])
+    plan = pingpong.expand(P, machine)
+    checks = [t for t in plan.tasks if t.config["repetition"] == 0]
+    assert len(checks) == 2 and all("--validate" in t.argv for t in checks)  # first
+    assert plan.tasks[:2] == checks
+    # 2 repetitions x 2 tests x (C kernel + mpi4py)
+    assert len(plan.tasks) - len(checks) == 2 * 2 * 2
+    assert all(t.argv[0] == "/usr/bin/mpiexec" for t in plan.tasks)
+    with pytest.raises(ParamError, match="nothing to measure"):
+        pingpong.expand(P, pingpong.Machine([], [], ["skipped combination x: gone"]))
