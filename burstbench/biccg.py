@@ -11,14 +11,16 @@ as in the study's Figures 12-13 where time falls with parallelism.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from burstbench import launch, paths, runner, store
+from burstbench import launch, paths, plots, report, runner, store
 from burstbench.params import (INTEGERS, Param, ParamError, check_bool, check_choices,
                                check_count, check_list, check_positive, check_str_list)
 from burstbench.pingpong import check_combination
@@ -272,7 +274,80 @@ def spread(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# -- report (its section of figures/, built by the report notebook) ----------
+
+def _whole(v: object) -> object:
+    """A median that is a whole number as an int (written '115' in the CSV, not '115.0')."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def _solver_options(table: pd.DataFrame, run: dict, params: dict) -> str:
+    """The blocks and the factor's precision the run's C solves used, as their records say
+    (runs from before the solver recorded them used rows and a double factor)."""
+    mine = table[(table["run_id"] == run["run_id"]) & (table["impl"] == "c")]
+    opts = {}
+    for col, old in (("blocking", f"rows of {params.get('biccg_block_size')}"),
+                     ("factor_precision", "double")):
+        vals = mine[col].dropna().unique() if col in mine else []
+        opts[col] = ", ".join(sorted(map(str, vals))) if len(vals) else old
+    return f"blocks: {opts['blocking']}, IC(0) factor in {opts['factor_precision']} precision"
+
+
+def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                 figures_dir: Path | str = "", show: bool = False) -> report.Section:
+    """The study's Figures 12-13 for every VM with data (time against parallelism, with
+    iterations and the time split) and the summary table."""
+    section, loaded, ref_dir, fig_dir, root = report.begin("biccg", runs_dir, reference_dir,
+                                                     figures_dir)
+    stats = spread(loaded.table)
+    rows = []
+    for vm, run, s, run_rel in report.each_vm(stats, loaded, root):
+        problems = sorted(set(s["problem"]))
+        plots.apply_style()  # before the figure, or the first figure misses the style
+        fig, axes = plt.subplots(len(problems), 2, figsize=(13, 4.3 * len(problems)),
+                                 squeeze=False)
+        for (ax_t, ax_s), prob in zip(axes, problems):
+            plots.time_vs_cores(s[s["problem"] == prob], ax_t, f"{prob}: solve time")
+            plots.iteration_split(s[s["problem"] == prob], ax_s, f"{prob}: one iteration")
+        fig.suptitle(f"{vm}: BICCG (block IC(0) CG, multicolor), {report.source_label(run)}",
+                     fontweight="bold")
+        params = run["params"]
+        caption = (f"Data: {run_rel} ({run['status']}); median of {int(s['n'].max())} runs, "
+                   f"bars min-max; {_solver_options(loaded.table, run, params)}, "
+                   f"{params.get('biccg_colors')} colors, tol {params.get('biccg_tol')}; "
+                   "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
+                   "process. The study's Figures 12-13 give no numbers to mark; its conditions "
+                   "are in data/reference/biccg_conditions.csv.")
+        section.entries.append(report.figure_entry(fig, fig_dir, f"biccg_{vm}",
+                                             f"BICCG time against parallelism on {vm}", caption,
+                                             [run_rel], show))
+        med = s.pivot_table(index=["problem", "label", "impl", "nodes", "ranks", "threads",
+                                   "cores"], columns="metric", values="median").reset_index()
+        lo = s[s["metric"] == "solve_time"].set_index(["problem", "label", "nodes"])
+        for r in med.to_dict("records"):
+            one = lo.loc[(r["problem"], r["label"], r["nodes"])]
+            rows.append({"vm": vm, "problem": r["problem"], "solver": r["label"],
+                         "nodes": r["nodes"], "ranks": r["ranks"], "threads": r["threads"],
+                         "cores": r["cores"], "iterations": _whole(r.get("iterations")),
+                         "solve_s": round(r["solve_time"], 4),
+                         "solve_min_s": round(float(one["min"]), 4),
+                         "solve_max_s": round(float(one["max"]), 4),
+                         "setup_s": round(r.get("setup_time", math.nan), 4),
+                         **{f"{k}_ms_per_it": round(1e3 * r.get(f"per_iteration_{k}", math.nan),
+                                                    3) for k in SPLIT},
+                         "peak_rss_gb": round(r.get("peak_rss", math.nan) / 1e9, 3),
+                         "data": run_rel})
+    report.table_entry(
+        section, rows, fig_dir, "biccg_summary", "BICCG per problem, solver and layout",
+        "Medians over repetitions: iterations to a relative residual of tol, solve and setup "
+        "times, the time of one iteration split into SpMV, preconditioner, dot products (with "
+        "their Allreduce), halo exchange and vector updates, and the peak memory of the largest "
+        "rank. Newest run of each VM under data/runs.")
+    return section
+
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "030_measure_biccg.ipynb",
-                          "130_report_biccg.ipynb", plan, parse, spread))
+                          "130_report_biccg.ipynb", plan, parse, spread,
+                          report_section))
 #: The measurement notebook's entry points.
 open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure

@@ -18,16 +18,19 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from burstbench import launch, runner, store
+from burstbench import launch, plots, report, runner, store
 from burstbench.params import (Param, ParamError, check_bool, check_choices, check_count,
                                check_keyed, check_label, check_list, check_optional_count,
                                check_positive, check_str_list, check_text)
 from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
                               over_repetitions, register, task_key)
+from burstbench.reference import read_reference, vm_key
 from kernels_ext import variants
 from kernels_ext.errors import first_error_line
 
@@ -423,7 +426,89 @@ def extremes(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# -- report (its section of figures/, built by the report notebook) ----------
+
+def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                    figures_dir: Path | str = "", show: bool = False) -> report.Section:
+    """The study's Figures 5-10 for every VM with data, and the latency/bandwidth table."""
+    section, loaded, ref_dir, fig_dir, root = report.begin("pingpong", runs_dir, reference_dir,
+                                                     figures_dir)
+    ref = read_reference(ref_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
+                                              "bandwidth_max_gbs", "source"], section.problems)
+    stats = spread(loaded.table)
+    rows = []
+    for vm, run, s, run_rel in report.each_vm(stats, loaded, root):
+        tests = [t for t in ("latency", "bw", "bibw") if t in set(s["function"])]
+        # panels side by side, the legend in a row of its own below them: about 1,800 px
+        # wide at 150 dpi for three panels, so it reads on a laptop and in the README
+        plots.apply_style()
+        legend_rows = math.ceil(s["label"].nunique() / (2 if len(tests) > 1 else 1))
+        fig = plt.figure(figsize=(max(8.0, 4.0 * len(tests)), 4.6 + 0.2 * legend_rows))
+        grid = fig.add_gridspec(2, len(tests), height_ratios=[3.6, 0.2 + 0.2 * legend_rows])
+        axes = [[fig.add_subplot(grid[0, i]) for i in range(len(tests))]]
+        legend_ax = fig.add_subplot(grid[1, :])
+        legend_ax.axis("off")
+        r = ref[ref["vm"].map(vm_key) == vm_key(vm)]
+        marks = []
+        for ax, test in zip(axes[0], tests):
+            plots.versus_message_size(s, ax, test)
+            for x in r.itertuples():
+                if test == "latency" and pd.notna(x.latency_min_us):
+                    ax.axhspan(x.latency_min_us, x.latency_max_us, color="0.5", alpha=0.15,
+                               label=f"study: {x.latency_min_us:g}-{x.latency_max_us:g} µs")
+                    marks.append("the study's latency range")
+                if test == "bw" and pd.notna(x.bandwidth_max_gbs):
+                    plots.reference_line(ax, x.bandwidth_max_gbs,
+                                         f"study max {x.bandwidth_max_gbs:g} GB/s")
+                    marks.append("the study's maximum bandwidth")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for ax in axes[0][1:]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        legend_ax.legend(handles, labels, loc="center", ncol=2 if len(tests) > 1 else 1,
+                         fontsize=9, columnspacing=2.5)
+        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({report.source_label(run)})", fontweight="bold",
+                     fontsize=12)
+        params = run["params"]
+        caption = (f"Data: {run_rel} ({run['status']}); median of "
+                   f"{int(s['n'].max())} mpiexec runs per point, bars min-max; OSU 7.x methods "
+                   f"(iterations {params.get('pingpong_iterations') or 'as OSU'}), "
+                   "solid: C kernel, dashed: the same loop in mpi4py, one colour per "
+                   "combination and placement; size 0 is drawn at the tick '0' (0.5 B on the log "
+                   "axis). "
+                   + (f"Reference marks: {', '.join(dict.fromkeys(marks))} "
+                      "(data/reference/osu.csv)." if marks else
+                      "No reference figure is known for this VM."))
+        section.entries.append(report.figure_entry(
+            fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
+            caption, [run_rel], show))
+        for row in extremes(s).to_dict("records"):
+            rows.append({"vm": vm, "source": report.source_label(run)} | row | {"data": run_rel})
+    for x in ref.itertuples():
+        base = {"vm": x.vm, "source": "the study", "label": "", "impl": "",
+                "combination": f"{x.combinations:g} combinations" if pd.notna(
+                    getattr(x, "combinations", float("nan"))) else "", "placement": "inter-node",
+                "at_size_bytes": pd.NA, "min": math.nan, "max": math.nan,
+                "repetitions": pd.NA, "data": "data/reference/osu.csv"}
+        rows.append(base | {"test": "latency", "value": x.latency_min_us, "unit": "us",
+                            "note": f"range {x.latency_min_us:g}-{x.latency_max_us:g} us"})
+        rows.append(base | {"test": "bw", "value": x.bandwidth_max_gbs, "unit": "GB/s",
+                            "note": "maximum"})
+    report.table_entry(
+        section, [{k: v for k, v in r.items() if k != "run_id"} for r in rows], fig_dir,
+        "pingpong_extremes",
+        "Minimum latency and maximum bandwidth per VM, combination and placement",
+        "Per VM, combination (compiler + MPI library), placement and test: the smallest median "
+        "latency and the largest median bandwidth over message sizes, with the size where it "
+        "occurs. 'measured here' rows: the newest run of each VM under data/runs; 'the study' "
+        "rows: data/reference/osu.csv (its latency range and maximum bandwidth, inter-node).")
+    return section
+
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "020_measure_pingpong.ipynb",
-                          "120_report_pingpong.ipynb", plan, parse, spread))
+                          "120_report_pingpong.ipynb", plan, parse, spread,
+                          report_section))
 #: The measurement notebook's entry points.
 open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure

@@ -135,9 +135,11 @@ class Benchmark:
     name       the section: ``<name>_*`` parameters, data/runs/<vm>/<run>/<name>.csv
     params     its parameters (the common ones are params.COMMON)
     notebook   its measurement notebook (notebooks/), report_notebook its report one
-    plan       validated parameters -> Plan (probing what the machine has first)
+    plan       validated parameters -> Plan (probe() the machine, then expand())
     parse      one task's output -> tidy rows, raw records, a one-line summary
     spread     the results table -> one row per configuration over its repetitions
+    report     (runs_dir, reference_dir, figures_dir, show) -> its report.Section of
+               figures/ (the report notebook calls it)
     """
 
     name: str
@@ -147,6 +149,7 @@ class Benchmark:
     plan: Callable[[dict], Plan]
     parse: runner.Parser
     spread: Callable[..., pd.DataFrame]
+    report: Callable[..., object]
 
     def open_run(self, P: dict) -> tuple[store.Run, bool]:
         """The run this sweep writes to (resuming an unfinished one with these parameters)."""

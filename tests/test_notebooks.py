@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import costreport, report
+from burstbench import biccg, costreport, pingpong, report, triad
 from kernels_ext import _triad
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,9 +121,9 @@ def test_a_test_run_is_never_drawn_as_a_vm(smoke_run, tmp_path):
     """smoke.yaml marks itself `test: true`: by default its run is named in the notes and
     left out of every figure and table."""
     figs = tmp_path / "figs"
-    sections = [report.triad_report(smoke_run, figures_dir=figs),
-                report.pingpong_report(smoke_run, figures_dir=figs),
-                report.biccg_report(smoke_run, figures_dir=figs),
+    sections = [triad.report_section(smoke_run, figures_dir=figs),
+                pingpong.report_section(smoke_run, figures_dir=figs),
+                biccg.report_section(smoke_run, figures_dir=figs),
                 costreport.cost_report(smoke_run, figures_dir=figs)]
     for section in sections:
         report.save_section(section, figs)
@@ -142,7 +142,7 @@ def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path, monkey
     broken.mkdir(parents=True)
     (broken / "provenance.json").write_text('{"benchmarks": {"triad": {}}}')
     (broken / "triad.csv").write_text("garbage\n\x00\x01")
-    section = report.triad_report(runs, ROOT / "data" / "reference", tmp_path / "figs")
+    section = triad.report_section(runs, ROOT / "data" / "reference", tmp_path / "figs")
     assert any("broken/r1" in p for p in section.problems)
     assert (tmp_path / "figs" / "triad_smoke.png").exists()
     report.save_section(section, tmp_path / "figs")

@@ -32,7 +32,8 @@ def test_a_fourth_benchmark_is_one_registration(monkeypatch):
     demo = sweep.register(sweep.Benchmark(
         "demo", (Param("demo_size", 8, "elements", check_count("demo_size", 1)),),
         "050_measure_demo.ipynb", "150_report_demo.ipynb", plan=lambda P: sweep.Plan([], []),
-        parse=lambda task, out, err: ([], [], ""), spread=lambda table: pd.DataFrame()))
+        parse=lambda task, out, err: ([], [], ""), spread=lambda table: pd.DataFrame(),
+        report=lambda *a, **k: report.Section("demo")))
     assert list(sweep.benchmarks())[-1] == "demo"
     assert params.known_names()["demo_size"] == "demo"
     assert params.validate({"demo_size": "16"}, "demo")["demo_size"] == 16
@@ -42,7 +43,8 @@ def test_a_fourth_benchmark_is_one_registration(monkeypatch):
     assert params.digest(params.validate({}, "demo"), "demo") != params.digest(
         params.validate({"demo_size": 9}, "demo"), "demo")
     with pytest.raises(ValueError, match="two benchmarks are named 'demo'"):
-        sweep.register(sweep.Benchmark("demo", (), "x", "y", demo.plan, demo.parse, demo.spread))
+        sweep.register(sweep.Benchmark("demo", (), "x", "y", demo.plan, demo.parse, demo.spread,
+                                       demo.report))
 
 
 def test_unknown_benchmark_names_the_known_ones():

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
-from burstbench import costreport, plots, report
+from burstbench import biccg, costreport, pingpong, plots, report, triad
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,8 +77,8 @@ def test_markdown_headers_carry_units_and_numbers_align_right():
 
 
 def test_report_csvs_keep_their_column_names_and_write_whole_numbers_whole(tmp_path):
-    report.triad_report(RUNS, figures_dir=tmp_path)
-    report.pingpong_report(RUNS, figures_dir=tmp_path)
+    triad.report_section(RUNS, figures_dir=tmp_path)
+    pingpong.report_section(RUNS, figures_dir=tmp_path)
     best = pd.read_csv(tmp_path / "triad_best.csv")
     assert {"vm", "source", "threads", "best_median_gbs", "theoretical_gbs"} <= set(best.columns)
     text = (tmp_path / "triad_best.csv").read_text()
@@ -184,7 +184,7 @@ def test_biccg_layouts_at_one_core_count_are_dodged_evenly_in_log_space():
 # --- ping-pong, overview, style ------------------------------------------------------------
 
 def test_pingpong_figure_fits_a_laptop_screen(tmp_path):
-    report.pingpong_report(RUNS, figures_dir=tmp_path)
+    pingpong.report_section(RUNS, figures_dir=tmp_path)
     for png in tmp_path.glob("pingpong_*.png"):
         height, width = plt.imread(png).shape[:2]
         assert 1500 <= width <= 2100 and height <= 1100, (png.name, width, height)
@@ -196,7 +196,7 @@ def test_first_figure_of_a_fresh_process_has_the_shared_style(monkeypatch, tmp_p
     figs = _capture(monkeypatch, report)
     with matplotlib.rc_context():
         matplotlib.rcdefaults()
-        report.biccg_report(RUNS, figures_dir=tmp_path)
+        biccg.report_section(RUNS, figures_dir=tmp_path)
     ax = next(iter(figs.values())).axes[0]
     assert any(g.get_visible() for g in ax.get_ygridlines())
 
@@ -209,7 +209,7 @@ def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(mon
          "best_median_gbs": 203.0, "theoretical_gbs": 256.0, "data": "ref"},
         {"vm": "D96s_v5", "source": "the study", "label": "icc", "threads": 48,
          "best_median_gbs": 310.4, "theoretical_gbs": 409.6, "data": "ref"}])
-    report._overview(table, tmp_path, False)
+    triad._overview(table, tmp_path, False)
     (ax,) = figs["triad_overview"].axes
     assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -236,7 +236,7 @@ def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path):
         prov = json.loads((dst / "provenance.json").read_text())
         prov["vm"] = vm
         (dst / "provenance.json").write_text(json.dumps(prov))
-    section = report.triad_report(tmp_path, figures_dir=tmp_path / "figs")
+    section = triad.report_section(tmp_path, figures_dir=tmp_path / "figs")
     captions = {e.title: e.caption for e in section.entries}
     mark = str(azure["note"]).split(";")[0]
     assert mark in captions["STREAM Triad vs threads on hb120-16rs_v3"]

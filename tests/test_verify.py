@@ -106,7 +106,7 @@ def test_damage_is_refused_by_name_and_drawn_as_incomplete(copy, tmp_path, case)
 
 def test_the_report_captions_a_damaged_run_incomplete(copy, tmp_path):
     _drop_last_rows(copy.table_path("triad"))
-    section = report.triad_report(copy.root.parent.parent, figures_dir=tmp_path / "figs")
+    section = triad.report_section(copy.root.parent.parent, figures_dir=tmp_path / "figs")
     (entry,) = [e for e in section.entries if e.title.endswith("on t")]
     assert "incomplete: triad.csv is shorter than written" in entry.caption
     assert any("shorter than written" in p for p in section.problems)
