@@ -21,7 +21,10 @@ import yaml
 from conftest import ROOT, run_cli
 from slurm_cluster import ClusterError, SlurmCluster, missing_programs
 
-SMOKE = yaml.safe_load((ROOT / "papermill_params" / "smoke.yaml").read_text())
+# smoke.yaml, one store policy: these tests are about the scheduler, and the smoke run of
+# tests/test_notebooks.py measures both policies already
+SMOKE = yaml.safe_load((ROOT / "papermill_params" / "smoke.yaml").read_text()) | {
+    "triad_stores": ["normal"]}
 
 
 @pytest.fixture(scope="module")
