@@ -294,11 +294,11 @@ def _solver_options(table: pd.DataFrame, run: dict, params: dict) -> str:
 
 
 def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
-                 figures_dir: Path | str = "", show: bool = False) -> report.Section:
+                   figures_dir: Path | str = "", show: bool = False) -> report.Section:
     """The study's Figures 12-13 for every VM with data (time against parallelism, with
     iterations and the time split) and the summary table."""
-    section, loaded, ref_dir, fig_dir, root = report.begin("biccg", runs_dir, reference_dir,
-                                                     figures_dir)
+    section, loaded, ref_dir, fig_dir, root = report.begin(
+        "biccg", runs_dir, reference_dir, figures_dir)
     stats = spread(loaded.table)
     rows = []
     for vm, run, s, run_rel in report.each_vm(stats, loaded, root):
@@ -318,9 +318,9 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    "layouts 'RxT' = R MPI ranks per node x T OpenMP threads; baselines on one "
                    "process. The study's Figures 12-13 give no numbers to mark; its conditions "
                    "are in data/reference/biccg_conditions.csv.")
-        section.entries.append(report.figure_entry(fig, fig_dir, f"biccg_{vm}",
-                                             f"BICCG time against parallelism on {vm}", caption,
-                                             [run_rel], show))
+        section.entries.append(report.figure_entry(
+            fig, fig_dir, f"biccg_{vm}", f"BICCG time against parallelism on {vm}", caption,
+            [run_rel], show))
         med = s.pivot_table(index=["problem", "label", "impl", "nodes", "ranks", "threads",
                                    "cores"], columns="metric", values="median").reset_index()
         lo = s[s["metric"] == "solve_time"].set_index(["problem", "label", "nodes"])

@@ -28,9 +28,9 @@ from burstbench import launch, plots, report, runner, store
 from burstbench.params import (Param, ParamError, check_bool, check_choices, check_count,
                                check_keyed, check_label, check_list, check_optional_count,
                                check_positive, check_str_list, check_text)
+from burstbench.reference import read_reference, vm_key
 from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
                               over_repetitions, register, task_key)
-from burstbench.reference import read_reference, vm_key
 from kernels_ext import variants
 from kernels_ext.errors import first_error_line
 
@@ -429,10 +429,10 @@ def extremes(stats: pd.DataFrame) -> pd.DataFrame:
 # -- report (its section of figures/, built by the report notebook) ----------
 
 def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
-                    figures_dir: Path | str = "", show: bool = False) -> report.Section:
+                   figures_dir: Path | str = "", show: bool = False) -> report.Section:
     """The study's Figures 5-10 for every VM with data, and the latency/bandwidth table."""
-    section, loaded, ref_dir, fig_dir, root = report.begin("pingpong", runs_dir, reference_dir,
-                                                     figures_dir)
+    section, loaded, ref_dir, fig_dir, root = report.begin(
+        "pingpong", runs_dir, reference_dir, figures_dir)
     ref = read_reference(ref_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
                                               "bandwidth_max_gbs", "source"], section.problems)
     stats = spread(loaded.table)
@@ -469,8 +469,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
                     labels.append(lab)
         legend_ax.legend(handles, labels, loc="center", ncol=2 if len(tests) > 1 else 1,
                          fontsize=9, columnspacing=2.5)
-        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({report.source_label(run)})", fontweight="bold",
-                     fontsize=12)
+        fig.suptitle(f"{vm}: MPI ping-pong, two ranks ({report.source_label(run)})",
+                     fontweight="bold", fontsize=12)
         params = run["params"]
         caption = (f"Data: {run_rel} ({run['status']}); median of "
                    f"{int(s['n'].max())} mpiexec runs per point, bars min-max; OSU 7.x methods "

@@ -116,15 +116,14 @@ def typed(df: pd.DataFrame, group: list[str], ints: tuple[str, ...] = ()) -> pd.
     return df
 
 
-def over_repetitions(df: pd.DataFrame, group: list[str], ints: tuple[str, ...] = (),
-                     stats: dict[str, str] | None = None) -> pd.DataFrame:
-    """`stats` (column -> pandas aggregation; default median, min, max, n) of `value` over
-    the repetitions of each `group`, one row per group; the group columns typed as typed()."""
-    stats = stats or MEDIAN_MIN_MAX
+def over_repetitions(df: pd.DataFrame, group: list[str],
+                     ints: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Median, min, max and count of `value` over the repetitions of each `group`, one row
+    per group; the group columns typed as typed()."""
     if df.empty:
-        return pd.DataFrame(columns=group + list(stats))
+        return pd.DataFrame(columns=group + list(MEDIAN_MIN_MAX))
     return (typed(df, group, ints).groupby(group, sort=True)["value"]
-            .agg(**stats).reset_index())
+            .agg(**MEDIAN_MIN_MAX).reset_index())
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from burstbench import plots, report, runner, store
 from burstbench.params import (INTEGERS, Param, ParamError, WrongKind, check_choices,
                                check_count, check_keyed, check_list, check_positive,
                                check_text)
-from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, register, task_key, typed)
 from burstbench.reference import read_reference, vm_key
+from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
+                              register, task_key, typed)
 from kernels_ext import affinity, sysinfo, variants
 from kernels_ext import triad as triad_kernel
 from kernels_ext.affinity import Affinity
@@ -345,12 +345,11 @@ def spread(table: pd.DataFrame, function: str | None = "Triad",
     if df.empty:
         return pd.DataFrame(columns=GROUP + ["median_gbs", "min_gbs", "max_gbs", "cv", "n",
                                              "bound_cpus"])
-    out = over_repetitions(df, GROUP, ints=("threads",), stats={
-        "median_gbs": "median", "min_gbs": "min", "max_gbs": "max", "mean": "mean",
-        "std": "std", "n": "size"})
+    g = typed(df, GROUP, ints=("threads",)).groupby(GROUP, sort=True)
+    out = g["value"].agg(median_gbs="median", min_gbs="min", max_gbs="max", mean="mean",
+                         std="std", n="size").reset_index()
     out["cv"] = (out["std"].fillna(0.0) / out["mean"]).round(4)
-    cpus = typed(df, GROUP, ("threads",)).groupby(GROUP, sort=True)["bound_cpus"].agg(
-        lambda s: " | ".join(sorted({str(x) for x in s})))
+    cpus = g["bound_cpus"].agg(lambda s: " | ".join(sorted({str(x) for x in s})))
     out = out.merge(cpus.rename("bound_cpus").reset_index(), on=GROUP)
     return out.drop(columns=["mean", "std"])
 
@@ -358,10 +357,10 @@ def spread(table: pd.DataFrame, function: str | None = "Triad",
 # -- report (its section of figures/, built by the report notebook) ----------
 
 def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
-                 figures_dir: Path | str = "", show: bool = False) -> report.Section:
+                   figures_dir: Path | str = "", show: bool = False) -> report.Section:
     """The study's Figures 2-4 for every VM with data, the best-bandwidth table, an overview."""
-    section, loaded, ref_dir, fig_dir, root = report.begin("triad", runs_dir, reference_dir,
-                                                     figures_dir)
+    section, loaded, ref_dir, fig_dir, root = report.begin(
+        "triad", runs_dir, reference_dir, figures_dir)
     best_ref = read_reference(ref_dir, "triad_best.csv",
                               ["vm", "best_triad_gbs", "label", "threads", "source"],
                               section.problems)
@@ -404,13 +403,13 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    + "NumPy: memmove (glibc's streaming stores for large arrays). "
                    + (f"Reference marks: {'; '.join(marks)}." if marks else
                       "No reference figure is known for this VM."))
-        section.entries.append(report.figure_entry(fig, fig_dir, f"triad_{vm}",
-                                             f"STREAM Triad vs threads on {vm}", caption,
-                                             [run_rel], show))
-        if set(s["stores"]) >= {"normal", "streaming"}:
-            stores_rows += _stores_rows(vm, s, peak, run_rel)
-            section.entries.append(_stores_figure(vm, run, stores_rows, s, fig_dir, run_rel,
-                                                  show))
+        section.entries.append(report.figure_entry(
+            fig, fig_dir, f"triad_{vm}", f"STREAM Triad vs threads on {vm}", caption, [run_rel],
+            show))
+        mine = _stores_rows(vm, s, peak, run_rel)
+        if mine:
+            stores_rows += mine
+            section.entries.append(_stores_figure(vm, run, mine, fig_dir, run_rel, show))
         for label, d in s.groupby("label"):
             top = d.loc[d["median_gbs"].idxmax()]
             traffic = top["median_gbs"] * triad_traffic_factor(top["stores"])
@@ -453,12 +452,13 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "policy is not recorded).")
     if not table.empty:
         section.entries.append(_overview(table, fig_dir, show))
-    report.table_entry(section, stores_rows, fig_dir, "triad_stores",
-                 "Triad with normal and streaming stores, per compiler variant",
-                 "Best median Triad (STREAM's count, 24 B per element) per VM and compiler "
-                 "variant with normal stores and with streaming stores, their ratio, and the "
-                 "traffic each moved (32 B and 24 B per element). Measured here only: the "
-                 "study's published figures do not say which stores their compilers emitted.")
+    report.table_entry(
+        section, stores_rows, fig_dir, "triad_stores",
+        "Triad with normal and streaming stores, per compiler variant",
+        "Best median Triad (STREAM's count, 24 B per element) per VM and compiler "
+        "variant with normal stores and with streaming stores, their ratio, and the "
+        "traffic each moved (32 B and 24 B per element). Measured here only: the "
+        "study's published figures do not say which stores their compilers emitted.")
     return section
 
 
@@ -481,8 +481,8 @@ def triad_traffic_factor(stores: str) -> float:
 
 
 def _stores_rows(vm: str, s: pd.DataFrame, peak: float, run_rel: str) -> list[dict]:
-    """Per C variant of one VM: best median Triad with each store policy (best over
-    affinities and thread counts), their ratio and traffic."""
+    """Per C variant of one VM measured with both store policies: best median Triad with
+    each (best over affinities and thread counts), their ratio and traffic."""
     rows = []
     c = s[s["impl"] == "c"]
     for variant, d in c.groupby("variant", sort=True):
@@ -498,17 +498,17 @@ def _stores_rows(vm: str, s: pd.DataFrame, peak: float, run_rel: str) -> list[di
             "streaming_threads": int(st["threads"]),
             "streaming_over_normal": round(st["median_gbs"] / n["median_gbs"], 3),
             "normal_traffic_gbs": round(n["median_gbs"] * triad_traffic_factor("normal"), 2),
-            "streaming_traffic_gbs": round(st["median_gbs"], 2),
+            "streaming_traffic_gbs": round(
+                st["median_gbs"] * triad_traffic_factor("streaming"), 2),
             "theoretical_gbs": peak, "data": run_rel})
     return rows
 
 
-def _stores_figure(vm: str, run: dict, rows: list[dict], s: pd.DataFrame, fig_dir: Path,
-                   run_rel: str, show: bool) -> report.Entry:
-    """Per compiler variant of one VM: best Triad with normal and with streaming stores
-    (STREAM's count), the traffic of the normal stores beside them, and a caption that
-    says, from these numbers, how much a compiler gains by its stores alone."""
-    mine = [r for r in rows if r["vm"] == vm]
+def _stores_figure(vm: str, run: dict, mine: list[dict], fig_dir: Path, run_rel: str,
+                   show: bool) -> report.Entry:
+    """Per compiler variant of one VM (its _stores_rows): best Triad with normal and with
+    streaming stores (STREAM's count), the traffic of the normal stores beside them, and a
+    caption that says, from these numbers, how much a compiler gains by its stores alone."""
     plots.apply_style()
     fig, ax = plt.subplots(figsize=(10, 1.3 * max(1, len(mine)) + 2.4))
     ys = np.arange(len(mine))
@@ -547,8 +547,8 @@ def _stores_figure(vm: str, run: dict, rows: list[dict], s: pd.DataFrame, fig_di
                "alone, and on this machine the stores alone gave the ratios above. The study's "
                "figures are its own and say nothing of their stores; these are ours.")
     return report.figure_entry(fig, fig_dir, f"triad_stores_{vm}",
-                         f"Triad: normal against streaming stores on {vm}", caption, [run_rel],
-                         show)
+                               f"Triad: normal against streaming stores on {vm}", caption,
+                               [run_rel], show)
 
 
 def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> report.Entry:
@@ -594,8 +594,8 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> report.Entry:
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
     return report.figure_entry(fig, fig_dir, "triad_overview",
-                         "STREAM Triad: best per VM, ours beside the study's", caption,
-                         sorted(set(best["data"])), show)
+                               "STREAM Triad: best per VM, ours beside the study's", caption,
+                               sorted(set(best["data"])), show)
 
 
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "010_measure_triad.ipynb",

@@ -138,9 +138,9 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
     factor: precision of IC(0)'s values ("single", the default: computed in
-    double, stored in float32, CG's vectors and sums double; or "double"). grid (nx, ny, nz, x fastest)
-    and tile (tx, ty, tz): blocks are tiles of the grid instead of block_size
-    consecutive rows. Raises NotConverged on a CG breakdown (naming the
+    double, stored in float32, CG's vectors and sums double; or "double").
+    grid (nx, ny, nz, x fastest) and tile (tx, ty, tz): blocks are tiles of the
+    grid instead of block_size consecutive rows. Raises NotConverged on a CG breakdown (naming the
     iteration), BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext import _biccg
