@@ -40,11 +40,13 @@ def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
             "--no-progress-bar"] + (["--log-output"] if log else [])
     if timeout:
         argv += ["--execution-timeout", str(int(timeout))]
+    from burstbench import runner
+
     proc = subprocess.Popen(argv, stdout=None if log else subprocess.DEVNULL,
                             stderr=None if log else subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        _, err = proc.communicate()
+        _, err = runner.wait(proc)  # a Ctrl-C during the start above is not lost
     except KeyboardInterrupt:
         _stop_notebook(proc)
         raise

@@ -71,6 +71,10 @@ class Interrupted(KeyboardInterrupt):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+#: The signals received by each open stop_signals block, innermost last.
+_RECEIVED: list[list[int]] = []
+
+
 @contextlib.contextmanager
 def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
     """Within the block the first of `signums` raises Interrupted; later ones are absorbed.
@@ -80,6 +84,12 @@ def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
     Signals that are ignored (``nohup``, a background job's SIGINT) stay
     ignored; outside the main thread nothing changes (Python allows handlers
     only there).
+
+    Python runs a handler between any two bytecodes, also inside a callback
+    whose exceptions it prints and drops ("Exception ignored in": the at-fork
+    hooks that every ``subprocess`` start runs, finalizers).  The signal is
+    therefore also recorded, and the waits of this module (wait, run_tasks)
+    raise it again when it was lost: see raise_if_stopped.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -95,11 +105,45 @@ def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
     for signum in signums:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, handler)
+    _RECEIVED.append(fired)
     try:
         yield
     finally:
+        _RECEIVED.remove(fired)
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def raise_if_stopped() -> None:
+    """Raise Interrupted if the innermost stop_signals block got a stop signal.
+
+    Code still running inside the block after the signal means that the
+    handler's exception was dropped (or is being handled in the block): either
+    way the block is stopping.
+    """
+    if _RECEIVED and _RECEIVED[-1]:
+        raise Interrupted(_RECEIVED[-1][0])
+
+
+#: Seconds between two looks at a lost stop signal while a child runs.
+POLL_S = 0.25
+
+
+def wait(proc: subprocess.Popen, timeout: float | None = None) -> tuple[str, str]:
+    """``proc.communicate(timeout)`` that also notices a stop signal whose exception was lost.
+
+    Raises subprocess.TimeoutExpired after `timeout` seconds (None: no limit),
+    and Interrupted within POLL_S of a stop signal received in a stop_signals block.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
+        try:
+            return proc.communicate(timeout=step)
+        except subprocess.TimeoutExpired:
+            raise_if_stopped()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
 
 
 def signal_name(signum: int) -> str:
@@ -194,7 +238,7 @@ def launch(task: Task) -> tuple[str, str]:
     except OSError as exc:
         raise TaskFailed(f"cannot start {task.argv[0]}: {exc.strerror}") from exc
     try:
-        out, err = proc.communicate(timeout=task.timeout_s)
+        out, err = wait(proc, task.timeout_s)
     except subprocess.TimeoutExpired:
         kill_tree(proc)
         raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped")
@@ -359,6 +403,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     try:
         with stop_signals():  # SIGTERM and SIGHUP as Ctrl-C: a scheduler may signal us directly
             for task in todo:
+                raise_if_stopped()
                 try:
                     out, err = launch(task)
                     rows, raw, summary = parse(task, out, err)

@@ -163,7 +163,12 @@ def test_ctrl_c_keeps_what_was_measured_and_says_how_to_resume(tmp_path):
                             "--runs-dir", str(runs), "--quiet"], cwd=ROOT, capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-1000:]
-    assert [p.name for p in (runs / "i").iterdir()] == [run_dir.name]  # resumed, not new
+    sections = {p.parent.name: json.loads(p.read_text())["benchmarks"]["triad"]
+                for p in (runs / "i").glob("*/provenance.json")}
+    why = {name: {k: s.get(k) for k in ("status", "params_digest", "planned", "seconds")}
+           for name, s in sections.items()}
+    assert list(sections) == [run_dir.name], \
+        f"resumed, not new: {why}\nfirst run:\n{err[-1500:]}\nagain:\n{again.stdout[-1500:]}"
     final = pd.read_csv(run_dir / "triad.csv")
     assert final["key"].nunique() == 20 * 5  # (gcc x 2 binds x 2 threads + numpy) x 20
 

@@ -181,3 +181,54 @@ def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(
     assert title.startswith("slow") and reason == "rank killed by signal 9 (SIGKILL)"
     assert run.done_keys("biccg") == {"fast"}
     assert left == [], left
+
+
+class _DropsExceptions:
+    """Delivers a SIGINT to this process from a finalizer: Python runs the handler there,
+    prints its exception as "Exception ignored in" and drops it, as it does in the at-fork
+    hooks that every subprocess start runs (how a sweep once missed a Ctrl-C)."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10000):  # bytecodes after the kill: the handler runs here
+            pass
+
+
+DROPPED = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@DROPPED
+def test_a_stop_signal_whose_exception_was_dropped_still_stops_the_wait():
+    proc = subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    start = time.monotonic()
+    try:
+        with pytest.raises(runner.Interrupted) as caught:
+            with runner.stop_signals():
+                _DropsExceptions()  # dropped at once (no reference): the handler ran, in vain
+                runner.wait(proc, timeout=30)
+        assert caught.value.signum == signal.SIGINT
+        assert time.monotonic() - start < 10  # not the child's 60 s, nor the 30 s timeout
+    finally:
+        proc.kill()
+        proc.communicate()
+    with subprocess.Popen(["sleep", "60"]) as quiet:  # no signal: the timeout, as communicate's
+        with pytest.raises(subprocess.TimeoutExpired):
+            runner.wait(quiet, timeout=0.3)
+        quiet.kill()
+
+
+@DROPPED
+def test_a_sweep_stops_at_a_stop_signal_whose_exception_was_dropped(tmp_path):
+    tasks = [runner.Task(key=f"k{i}", config={"label": f"t{i}"},
+                         argv=(sys.executable, "-c", "pass")) for i in range(3)]
+
+    def parse(task: runner.Task, out: str, err: str):
+        if task.key == "k0":  # the signal comes while the first result is parsed
+            _DropsExceptions()
+        return [{"key": task.key, "metric": "m", "value": 1.0}], [], "ok"
+
+    run = store.Run(tmp_path / "vm" / "r1")
+    result = runner.run_tasks(tasks, run, "triad", parse, progress=False)
+    assert result.interrupted and result.measured == 1
+    assert run.done_keys("triad") == {"k0"}  # the first is kept, the others never started
