@@ -338,7 +338,14 @@ def _index_code(fig_dir: Path) -> str:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    """Check parameter files against every notebook's parameters."""
+    """Check parameter files against every notebook's parameters; --write-docs: rewrite the
+    keys' documentation from the code."""
+    if args.write_docs:
+        readme = paths.project_root() / "papermill_params" / "README.md"
+        changed = params.write_docs(readme)
+        print(f"{'rewrote' if changed else 'already current:'} {readme}")
+    elif not args.files:
+        return _fail("params: give parameter files to check (or --write-docs)")
     bad = 0
     for f in args.files:
         try:
@@ -432,8 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     pc = _command(sub, "params", cmd_params, "check parameter files",
                   "Check that every key of each file is known to a notebook and every value "
-                  "is valid.", "burstbench params papermill_params/*.yaml")
-    pc.add_argument("files", nargs="+")
+                  "is valid. With --write-docs, rewrite the keys' documentation in "
+                  "papermill_params/README.md from the code (each key's text is declared with "
+                  "its check: params.COMMON and each benchmark's PARAMS).",
+                  "burstbench params papermill_params/*.yaml")
+    pc.add_argument("files", nargs="*")
+    pc.add_argument("--write-docs", action="store_true",
+                    help="rewrite the keys' tables of papermill_params/README.md")
     return p
 
 

@@ -24,8 +24,7 @@ from burstbench import launch, paths, plots, report, runner, store
 from burstbench.params import (INTEGERS, Param, ParamError, check_bool, check_choices,
                                check_count, check_list, check_positive, check_str_list)
 from burstbench.pingpong import check_combination
-from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, register, task_key)
+from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
 from kernels_ext import sysinfo
 from kernels_ext.pingpong import library_family
 
@@ -54,34 +53,49 @@ def _problem(v: Any) -> dict:
 
 
 PARAMS = [
-    Param("biccg_problems", [{"poisson": [64, 64, 64]}], "matrices: {poisson: [nx, ny, nz]} "
-          "or {mtx: path, optional}", check_list("biccg_problems", _problem, allow_empty=False)),
+    Param("biccg_problems", [{"poisson": [64, 64, 64]}],
+          "`{poisson: [nx, ny, nz]}` (3D 7-point Laplacian, each rank builds its rows) or `{mtx: "
+          "path, optional: true}` (Matrix Market, `.mtx`, `.mtx.gz` or SuiteSparse `.tar.gz`; a "
+          "missing optional file is skipped with a note)",
+          check_list("biccg_problems", _problem, allow_empty=False)),
     Param("biccg_combination", {"mpiexec": "mpiexec", "launcher": "hydra"},
-          "the MPI launcher: {mpiexec, launcher, args, env} as in pingpong_combinations",
+          "the launcher, with the keys of a ping-pong combination",
           lambda v: check_combination(v, "biccg_combination")),
-    Param("biccg_nodes", [1], "node counts (hosts from biccg_hosts or the scheduler)",
+    Param("biccg_nodes", [1],
+          "node counts (hosts from `biccg_hosts`, `$PBS_NODEFILE` or `$SLURM_JOB_NODELIST`)",
           check_list("biccg_nodes", check_count("biccg_nodes", 1), False, INTEGERS)),
-    Param("biccg_ranks_per_node", [1, 2], "MPI ranks per node (the study: 2)",
+    Param("biccg_ranks_per_node", [1, 2],
+          "MPI ranks per node (the study: 2)",
           check_list("biccg_ranks_per_node", check_count("biccg_ranks_per_node", 1), False,
                      INTEGERS)),
-    Param("biccg_threads", [1, 2], "OpenMP threads per rank",
+    Param("biccg_threads", [1, 2],
+          "OpenMP threads per rank; layouts needing more cores than a node has are skipped with a "
+          "note",
           check_list("biccg_threads", check_count("biccg_threads", 1), False, INTEGERS)),
-    Param("biccg_hosts", [], "host names; empty: $PBS_NODEFILE or $SLURM_JOB_NODELIST",
+    Param("biccg_hosts", [],
+          "host names of the nodes; empty: `$PBS_NODEFILE` or `$SLURM_JOB_NODELIST`",
           check_str_list("biccg_hosts", "host names")),
-    Param("biccg_block_size", 32, "rows per block (the study: 32)",
+    Param("biccg_block_size", 32,
+          "rows per block (the study's: 32)",
           check_count("biccg_block_size", 1)),
-    Param("biccg_colors", 20, "at least this many colors (the study: 20)",
+    Param("biccg_colors", 20,
+          "the least number of colors (the study's: 20)",
           check_count("biccg_colors", 1)),
-    Param("biccg_tol", 1e-7, "relative residual to stop at (the study: 1e-7)",
+    Param("biccg_tol", 1e-7,
+          "relative residual to stop at (the study's: 1e-7)",
           check_positive("biccg_tol")),
-    Param("biccg_max_iter", 10000, "iteration limit; reaching it is a failure",
+    Param("biccg_max_iter", 10000,
+          "iteration limit; reaching it is a failure",
           check_count("biccg_max_iter", 1)),
-    Param("biccg_baselines", ["scipy-cg", "numba-ic0cg"], "Python-side solvers on one "
-          "process, per problem", check_choices("biccg_baselines",
+    Param("biccg_baselines", ["scipy-cg", "numba-ic0cg"],
+          "Python-side solvers on one process (`numba-cg`: no preconditioner)",
+          check_choices("biccg_baselines",
                                                 ("scipy-cg", "numba-ic0cg", "numba-cg"))),
-    Param("biccg_repetitions", 3, "fresh runs per configuration",
+    Param("biccg_repetitions", 3,
+          "fresh runs per configuration",
           check_count("biccg_repetitions", 1)),
-    Param("biccg_timeout_s", 1800, "seconds one solve may run before it is stopped",
+    Param("biccg_timeout_s", 1800,
+          "seconds per solve before it is stopped",
           check_positive("biccg_timeout_s")),
 ]
 SPLIT = ("spmv", "precond", "dots", "halo", "vector")
@@ -346,8 +360,9 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
     return section
 
 
+#: What papermill_params/README.md says of the labels (params.docs() writes it there).
+LABELS = "Labels are the layout `<ranks per node>x<threads>` (`2x1`), or the baseline's name."
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "030_measure_biccg.ipynb",
                           "130_report_biccg.ipynb", plan, parse, spread,
-                          report_section))
-#: The measurement notebook's entry points.
-open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure
+                          report_section, title="BICCG", labels=LABELS))

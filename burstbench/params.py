@@ -96,16 +96,19 @@ NEW = object()
 
 @dataclass(frozen=True)
 class Param:
-    """One notebook parameter: its default (a literal, as in the parameters cell) and check.
+    """One notebook parameter: its default (a literal, as in the parameters cell), what it
+    means (Markdown: papermill_params/README.md is written from it, see docs()) and its check.
 
     since_runs: for a key added after runs were stored, the value those runs measured
-    (left out of the fingerprint where it holds, so that they still resume)."""
+    (left out of the fingerprint where it holds, so that they still resume).
+    shown: the default as the documentation writes it (empty: the default in YAML)."""
 
     name: str
     default: Any
     doc: str
     check: Callable[[Any], Any]
     since_runs: Any = NEW
+    shown: str = ""
 
 
 def check_count(name: str, minimum: int) -> Callable[[Any], int]:
@@ -253,16 +256,26 @@ def _vm_price(v: Any) -> dict:
 
 
 COMMON = [
-    Param("vm", "local", "VM label: names the folder data/runs/<vm>/ and the figures",
+    Param("vm", "local",
+          "VM label: names `data/runs/<vm>/` and the figures (use the study's spelling, e.g. "
+          "`HB120rs_v3`, so the report finds its reference numbers)",
           check_label("vm")),
-    Param("run_id", "", "'' = resume the last unfinished run with these parameters, or start "
-          "a new one; a name = that run (resumed if it exists)", _run_id),
-    Param("runs_dir", "", "where runs are stored; '' = data/runs of this project",
+    Param("run_id", "",
+          "empty: resume the newest unfinished run with the same parameters, else start a new "
+          "one; a name: that run",
+          _run_id),
+    Param("runs_dir", "",
+          "where runs go; empty: `data/runs` of the project",
           check_text("runs_dir")),
-    Param("vm_price", {}, "this VM's price per node-hour where data/reference/prices_vm.csv "
-          "lacks it: {payg, spot, currency, region}", _vm_price),
-    Param("test", False, "this params file is a test, not a VM measurement; its runs are "
-          "never drawn as a VM in the report", check_bool("test")),
+    Param("vm_price", {},
+          "this VM's price per node-hour where `data/reference/prices_vm.csv` lacks it: `{payg, "
+          "spot, currency, region}` (read by the cost report)",
+          _vm_price),
+    Param("test", False,
+          "`true`: this params file is a test, not a VM measurement; its runs are never drawn as "
+          "a VM in the report (`smoke.yaml` is one). A test run never resumes a measurement's "
+          "run, nor the other way round",
+          check_bool("test")),
 ]
 
 
@@ -415,3 +428,54 @@ def digest(params: dict[str, Any], section: str) -> str:
     if params.get("test"):
         keep["test"] = True
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+#: papermill_params/README.md from this line on is written by docs(), from the PARAMS of
+#: this module and of each benchmark's.
+DOCS_MARK = ("<!-- Written from the code by `burstbench params --write-docs`: edit the keys' "
+             "texts where they are declared (params.COMMON, each benchmark's PARAMS). -->")
+
+
+def _yaml(v: Any) -> str:
+    """A default as a params file writes it: `[close, spread]`, `null`, `""`, `1e-7`."""
+    if v is None or isinstance(v, bool):
+        return {None: "null", True: "true", False: "false"}[v]
+    if isinstance(v, float):
+        return f"{v:g}".replace("e-0", "e-").replace("e+0", "e+")
+    if isinstance(v, str):
+        return v or '""'
+    if isinstance(v, list):
+        return "[" + ", ".join(_yaml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_yaml(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _table(params: Iterable[Param]) -> str:
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    rows += [f"| `{p.name}` | {p.shown or f'`{_yaml(p.default)}`'} | {p.doc} |" for p in params]
+    return "\n".join(rows) + "\n"
+
+
+def docs() -> str:
+    """The keys' documentation, as papermill_params/README.md holds it after DOCS_MARK: the
+    common keys, then each registered benchmark's, with its notes on labels."""
+    from burstbench.sweep import benchmarks
+
+    parts = [f"{DOCS_MARK}\n\n## Common keys\n\n{_table(COMMON)}"]
+    for spec in benchmarks().values():
+        parts.append(f"## {spec.title or spec.name}: `{spec.name}_*` ({spec.notebook})\n\n"
+                     + _table(spec.params) + (f"\n{spec.labels}\n" if spec.labels else ""))
+    return "\n".join(parts)
+
+
+def write_docs(readme: Path) -> bool:
+    """Rewrite `readme` from DOCS_MARK on (appended where it has none) with docs();
+    True when that changed it."""
+    text = readme.read_text()
+    head = text.split(DOCS_MARK)[0] if DOCS_MARK in text else text.rstrip("\n") + "\n\n"
+    new = head + docs()
+    if new == text:
+        return False
+    readme.write_text(new)
+    return True

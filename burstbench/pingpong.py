@@ -29,8 +29,7 @@ from burstbench.params import (Param, ParamError, check_bool, check_choices, che
                                check_keyed, check_label, check_list, check_optional_count,
                                check_positive, check_str_list, check_text)
 from burstbench.reference import read_reference, vm_key
-from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              over_repetitions, register, task_key)
+from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
 from kernels_ext import variants
 from kernels_ext.errors import first_error_line
 
@@ -125,43 +124,65 @@ def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
 
 PARAMS = [
     Param("pingpong_combinations", [{"mpiexec": "mpiexec", "launcher": "hydra"}],
-          "compiler x MPI library combinations: list of {label, mpiexec, launcher, args, env, "
-          "mpicc, flags, optional}",
-          check_list("pingpong_combinations", check_combination, False)),
+          "compiler x MPI library combinations, each `{label, mpiexec, launcher, args, env, "
+          "mpicc, flags, optional}`: `launcher` is `hydra` (MPICH, MVAPICH2), `intel`, `openmpi` "
+          "(Open MPI 4.x mpirun), `slurm` (srun) or `none`; `env` is set for its runs (e.g. "
+          "`MPI4PY_LIBMPI` so mpi4py loads that MPI); `mpicc` builds the kernel against it (a "
+          "cached variant; empty: the installed module); `label` defaults to "
+          "`<compiler><version>+<mpi><version>`; `optional: true` skips it with a note where its "
+          "mpiexec or mpicc is missing",
+          check_list("pingpong_combinations", check_combination, False),
+          shown="the environment's `mpiexec` (hydra)"),
     Param("pingpong_placements", ["same-socket", "across-sockets", "across-nodes"],
-          "where the two ranks run: same-socket, across-sockets, across-nodes, or "
-          "{label, cpus, hosts}; impossible ones are skipped with a note",
+          "two cores of one socket; the first core of two sockets; one rank on each of two hosts; "
+          "or `{label, cpus: [a, b], hosts: [h1, h2]}`. Placements this machine cannot give are "
+          "skipped with a note",
           check_list("pingpong_placements", _placement, False)),
-    Param("pingpong_hosts", [], "host names for across-nodes; empty: the scheduler's node "
-          "file ($PBS_NODEFILE, $SLURM_JOB_NODELIST)",
+    Param("pingpong_hosts", [],
+          "hosts for across-nodes; empty: `$PBS_NODEFILE` or `$SLURM_JOB_NODELIST`",
           check_str_list("pingpong_hosts", "host names")),
-    Param("pingpong_tests", ["latency", "bw", "bibw"], "OSU tests to run",
+    Param("pingpong_tests", ["latency", "bw", "bibw"],
+          "OSU tests",
           check_choices("pingpong_tests", ("latency", "bw", "bibw"), allow_empty=False)),
-    Param("pingpong_min_size", 0, "smallest message in bytes (0 or a power of two; bandwidth "
-          "tests start at 1)", _pp_size("pingpong_min_size", True)),
-    Param("pingpong_max_size", 4194304, "largest message in bytes (a power of two)",
+    Param("pingpong_min_size", 0,
+          "smallest message in bytes (0 or a power of two; `4K` accepted; the bandwidth tests "
+          "start at 1)",
+          _pp_size("pingpong_min_size", True)),
+    Param("pingpong_max_size", 4194304,
+          "largest message in bytes (a power of two; `4M` accepted)",
           _pp_size("pingpong_max_size", False)),
-    Param("pingpong_iterations", None, "timed iterations up to 8 KiB (null: OSU's, 10000 "
-          "latency / 100 bandwidth)", check_optional_count("pingpong_iterations", 1)),
-    Param("pingpong_skip", None, "warm-up iterations up to 8 KiB (null: OSU's)",
+    Param("pingpong_iterations", None,
+          "timed iterations up to 8 KiB (null: OSU's, 10,000 for latency and 100 for bandwidth)",
+          check_optional_count("pingpong_iterations", 1)),
+    Param("pingpong_skip", None,
+          "warm-up iterations up to 8 KiB (null: OSU's, 100 for latency and 10 for bandwidth)",
           check_optional_count("pingpong_skip", 0)),
-    Param("pingpong_iterations_large", None, "timed iterations above 8 KiB (null: OSU's)",
+    Param("pingpong_iterations_large", None,
+          "timed iterations above 8 KiB (null: OSU's, 1,000 for latency and 20 for bandwidth)",
           check_optional_count("pingpong_iterations_large", 1)),
-    Param("pingpong_skip_large", None, "warm-up iterations above 8 KiB (null: OSU's)",
+    Param("pingpong_skip_large", None,
+          "warm-up iterations above 8 KiB (null: OSU's, 10 for latency and 2 for bandwidth)",
           check_optional_count("pingpong_skip_large", 0)),
-    Param("pingpong_window", None, "messages in flight for bw/bibw (null: OSU's 64)",
+    Param("pingpong_window", None,
+          "messages in flight in `bw` and `bibw` (null: OSU's 64)",
           check_optional_count("pingpong_window", 1)),
-    Param("pingpong_hugepages", [False], "message buffers without (false, as OSU) and/or with "
-          "transparent huge pages (true: label +thp)", check_list(
-              "pingpong_hugepages", check_bool("pingpong_hugepages"), allow_empty=False,
-              takes="a list of true or false values (or one of them)")),
-    Param("pingpong_baselines", ["mpi4py"], "Python-only baselines in the same sweep",
+    Param("pingpong_hugepages", [False],
+          "message buffers without (as OSU) and/or with transparent huge pages (`true`: label "
+          "suffix `+thp`)",
+          check_list("pingpong_hugepages", check_bool("pingpong_hugepages"), allow_empty=False,
+                     takes="a list of true or false values (or one of them)")),
+    Param("pingpong_baselines", ["mpi4py"],
+          "the same methods as a pure mpi4py loop (label suffix `+mpi4py`)",
           check_choices("pingpong_baselines", ("mpi4py",))),
-    Param("pingpong_validate", True, "first check the data of every combination, placement "
-          "and test with a short validated run", check_bool("pingpong_validate")),
-    Param("pingpong_repetitions", 3, "fresh mpiexec runs per configuration",
+    Param("pingpong_validate", True,
+          "first a short data-checked run of every combination, placement and test",
+          check_bool("pingpong_validate")),
+    Param("pingpong_repetitions", 3,
+          "fresh mpiexec runs per configuration",
           check_count("pingpong_repetitions", 1)),
-    Param("pingpong_timeout_s", 300, "seconds one mpiexec may run before it is stopped",
+    Param("pingpong_timeout_s", 300,
+          "seconds one mpiexec may run before it is stopped (a hung MPI job or an unreachable "
+          "host fails, it never hangs the sweep)",
           check_positive("pingpong_timeout_s")),
 ]
 
@@ -507,8 +528,10 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
     return section
 
 
+#: What papermill_params/README.md says of the labels (params.docs() writes it there).
+LABELS = ("Labels are `<combination>+<placement>[+thp][+mpi4py]`, e.g. "
+          "`gcc12.2.0+mpich5.0.2+same-socket`.")
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "020_measure_pingpong.ipynb",
                           "120_report_pingpong.ipynb", plan, parse, spread,
-                          report_section))
-#: The measurement notebook's entry points.
-open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure
+                          report_section, title="MPI ping-pong", labels=LABELS))

@@ -139,6 +139,8 @@ class Benchmark:
     spread     the results table -> one row per configuration over its repetitions
     report     (runs_dir, reference_dir, figures_dir, show) -> its report.Section of
                figures/ (the report notebook calls it)
+    title      its name in papermill_params/README.md (params.docs() writes it), and
+    labels     what that page says of its labels (Markdown)
     """
 
     name: str
@@ -149,6 +151,8 @@ class Benchmark:
     parse: runner.Parser
     spread: Callable[..., pd.DataFrame]
     report: Callable[..., object]
+    title: str = ""
+    labels: str = ""
 
     def open_run(self, P: dict) -> tuple[store.Run, bool]:
         """The run this sweep writes to (resuming an unfinished one with these parameters)."""

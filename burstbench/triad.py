@@ -32,8 +32,7 @@ from burstbench.params import (INTEGERS, Param, ParamError, WrongKind, check_cho
                                check_count, check_keyed, check_list, check_positive,
                                check_text)
 from burstbench.reference import read_reference, vm_key
-from burstbench.sweep import (Benchmark, Plan, SweepFailed,  # noqa: F401  (notebooks)
-                              register, task_key, typed)
+from burstbench.sweep import Benchmark, Plan, register, task_key, typed
 from kernels_ext import affinity, sysinfo, variants
 from kernels_ext import triad as triad_kernel
 from kernels_ext.affinity import Affinity
@@ -112,32 +111,56 @@ def _variant(v: Any) -> dict:
 
 
 PARAMS = [
-        Param("triad_size", "auto", "elements per array; 'auto' = 4x the last-level cache, "
-              "at least 10M; the study used 1e9", _size),
-        Param("triad_ntimes", 10, "passes per kernel (>= 2; the first is not counted)",
+        Param("triad_size", "auto",
+              "elements per array; `auto` = 4x the last-level cache (read from the OS), at least "
+              "10M; `1e9`, `80_000_000` accepted",
+              _size),
+        Param("triad_ntimes", 10,
+              "passes per kernel, >= 2 (the first is not counted, as in stream.c)",
               check_count("triad_ntimes", 2)),
-        Param("triad_threads", "all", "thread counts: a list, a range '1-16', or 'all' "
-              "(1 to the CPUs this process may use)", _threads),
-        Param("triad_places", ["cores"], "OMP_PLACES values swept (x triad_bind); 'unset' "
-              "leaves the variable out", _places),
-        Param("triad_bind", ["close", "spread"], "OMP_PROC_BIND values swept", _binds),
-        Param("triad_kmp_affinity", [], "KMP_AFFINITY values swept as well (Intel/LLVM "
-              "runtimes only)", _kmps),
+        Param("triad_threads", "all",
+              "list (`[1, 2, 4]`), range (`\"1-16\"`), or `all` (1 .. the CPUs the process may "
+              "use)",
+              _threads),
+        Param("triad_places", ["cores"],
+              "`OMP_PLACES` values, crossed with `triad_bind`; `unset` leaves the variable out",
+              _places),
+        Param("triad_bind", ["close", "spread"],
+              "`OMP_PROC_BIND` values",
+              _binds),
+        Param("triad_kmp_affinity", [],
+              "`KMP_AFFINITY` values (Intel and LLVM OpenMP runtimes; refused for GNU libgomp, "
+              "which ignores them)",
+              _kmps),
         Param("triad_variants", [{"compiler": "gcc", "flags": "-O3 -march=native -fopenmp"}],
-              "compiler variants: list of {compiler, flags, tag, places, bind, kmp_affinity}",
-              check_list("triad_variants", _variant, allow_empty=False)),
-        Param("triad_stores", ["normal"], "store policies swept for the C variants: normal "
-              "(through the cache) and/or streaming (non-temporal; a variant without them is "
-              "skipped with a note); the baselines have normal stores only",
+              "list of `{compiler, flags, tag, places, bind, kmp_affinity}`: compiler is `gcc`, "
+              "`clang`, `icx`, `icc`, `nvc`, a path, or `installed` (the module pip built); flags "
+              "verbatim, OpenMP flag included; `tag` suffixes the label (`icx2023.0.0-zmm_high`); "
+              "`places`/`bind`/`kmp_affinity` replace the global affinity lists for this variant. "
+              "A compiler the machine lacks is skipped with a note",
+              check_list("triad_variants", _variant, allow_empty=False),
+              shown="gcc `-O3 -march=native -fopenmp`"),
+        Param("triad_stores", ["normal"],
+              "store policies of the C variants: `normal` (through the cache: Triad moves 32 B "
+              "per element, STREAM counts 24) and/or `streaming` (non-temporal stores, "
+              "AVX-512/AVX/SSE2 as the variant's flags allow; a variant without them has its "
+              "streaming points skipped with a note). Labels of streaming points end their "
+              "variant part in `-streaming`; the baselines keep their own stores (numba normal, "
+              "NumPy memmove)",
               check_choices("triad_stores", STORES, allow_empty=False), since_runs=["normal"]),
-        Param("triad_baselines", ["numba", "numpy"], "Python-only baselines measured in the "
-              "same sweep", check_choices("triad_baselines", ("numba", "numpy"))),
-        Param("triad_repetitions", 3, "fresh processes per configuration (median and spread)",
+        Param("triad_baselines", ["numba", "numpy"],
+              "Python-only baselines in the same sweep (numba with the global places x bind and "
+              "thread counts; NumPy on one thread)",
+              check_choices("triad_baselines", ("numba", "numpy"))),
+        Param("triad_repetitions", 3,
+              "fresh processes per configuration; figures show the median and min-max",
               check_count("triad_repetitions", 1)),
-        Param("triad_timeout_s", 600, "seconds one configuration may run before it is "
-              "stopped and reported", check_positive("triad_timeout_s")),
-        Param("triad_peak_gbs", 0, "theoretical memory bandwidth of this VM in GB/s "
-              "(0 = unknown; the report also looks in data/reference)",
+        Param("triad_timeout_s", 600,
+              "seconds per configuration before it is stopped and reported as failed",
+              check_positive("triad_timeout_s")),
+        Param("triad_peak_gbs", 0,
+              "theoretical memory bandwidth of the VM in GB/s (0: unknown; the report also looks "
+              "in `data/reference/vm_memory_bandwidth.csv`)",
               check_positive("triad_peak_gbs", allow_zero=True)),
     ]
 
@@ -598,8 +621,11 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> report.Entry:
                                sorted(set(best["data"])), show)
 
 
+#: What papermill_params/README.md says of the labels (params.docs() writes it there).
+LABELS = ("Labels follow the study's Appendix Table A: "
+          "`<compiler><version>[-<tag>]+<places>+<bind>`, or\n`+<granularity>+<type>` for "
+          "`KMP_AFFINITY` (`granularity=core,compact` gives `core+compact`).")
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "010_measure_triad.ipynb",
                           "110_report_triad.ipynb", plan, parse, spread,
-                          report_section))
-#: The measurement notebook's entry points.
-open_run, sweep, measure = SPEC.open_run, SPEC.sweep, SPEC.measure
+                          report_section, title="STREAM Triad", labels=LABELS))

@@ -381,7 +381,7 @@ def test_sweep_layouts_and_notes(tmp_path):
     assert {"1x1", "2x1", "scipy-cg"} <= labels and "1x64" not in labels
     text = " ".join(pl.notes)
     assert "nowhere" in text and "64 threads" in text and "2 nodes" in text
-    run, table = bsweep.measure(P, progress=False)
+    run, table = bsweep.SPEC.measure(P, progress=False)
     st = bsweep.spread(table)
     assert set(st["metric"]) >= {"solve_time", "setup_time", "iterations", "relative_residual",
                                  "per_iteration_precond"}

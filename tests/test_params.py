@@ -367,11 +367,33 @@ def test_a_test_run_never_resumes_a_measurement():
     assert params.digest(a, "triad") == "522370d8883d"  # as before the key existed
 
 
-def test_readme_documents_the_common_keys():
+def test_the_params_readme_is_written_from_the_code():
+    """Each key's text is declared beside its check; the README's tables are docs() (run
+    `burstbench params --write-docs` after changing one), so no key goes undocumented."""
     readme = (ROOT / "papermill_params" / "README.md").read_text()
+    assert readme.endswith(params.docs()), "run: python -m burstbench params --write-docs"
     common = readme.split("## Common keys")[1].split("## ")[0]
-    for p in params.COMMON:
-        assert f"| `{p.name}` |" in common, p.name
+    assert all(f"| `{p.name}` |" in common for p in params.COMMON)
+    for name, section in params.known_names().items():
+        assert f"| `{name}` |" in readme.split(f"`{section}_*`")[-1] or section == "common"
+    assert "| `triad_variants` | gcc `-O3 -march=native -fopenmp` |" in readme  # shown
+    assert "| `biccg_tol` | `1e-7` |" in readme and "| `pingpong_window` | `null` |" in readme
+
+
+def test_write_docs_keeps_the_hand_written_part(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Parameter files\n\nby hand\n")
+    assert params.write_docs(readme)  # no mark yet: the tables are appended
+    assert readme.read_text() == "# Parameter files\n\nby hand\n\n" + params.docs()
+    assert not params.write_docs(readme)  # current: left as it is
+    readme.write_text("# Parameter files\n\nedited\n\n" + params.DOCS_MARK + "\nstale\n")
+    assert params.write_docs(readme)
+    assert readme.read_text() == "# Parameter files\n\nedited\n\n" + params.docs()
+
+
+def test_params_command_needs_files_or_write_docs(cli):
+    proc = cli("-m", "burstbench", "params")
+    assert proc.returncode == 2 and "give parameter files to check" in proc.stderr
 
 
 def test_a_param_error_shows_as_one_line_in_ipython():

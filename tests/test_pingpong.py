@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from burstbench import params, pingpong
+from burstbench import params, pingpong, sweep
 from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 from kernels_ext import pingpong as kp
 
@@ -211,7 +211,7 @@ def pp_params(tmp_path, **over) -> dict:
 
 @needs_mpiexec
 def test_sweep_stores_rows_and_validation_checks(tmp_path):
-    run, table = pingpong.measure(pp_params(tmp_path), progress=False)
+    run, table = pingpong.SPEC.measure(pp_params(tmp_path), progress=False)
     checks = table[table["metric"] == "validation_errors"]
     assert len(checks) > 0 and (checks["value"] == 0).all()
     lat = table[table["metric"] == "latency"]
@@ -246,8 +246,8 @@ def test_unreachable_hosts_fail_within_the_timeout(tmp_path):
                   pingpong_placements=[{"label": "far",
                                         "hosts": ["nohost-a.invalid", "nohost-b.invalid"]}])
     t0 = time.monotonic()
-    with pytest.raises(pingpong.SweepFailed, match="1 of 1 configurations failed"):
-        pingpong.measure(p, progress=False)
+    with pytest.raises(sweep.SweepFailed, match="1 of 1 configurations failed"):
+        pingpong.SPEC.measure(p, progress=False)
     assert time.monotonic() - t0 < 60
 
 

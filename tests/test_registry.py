@@ -33,8 +33,11 @@ def test_a_fourth_benchmark_is_one_registration(monkeypatch):
         "demo", (Param("demo_size", 8, "elements", check_count("demo_size", 1)),),
         "050_measure_demo.ipynb", "150_report_demo.ipynb", plan=lambda P: sweep.Plan([], []),
         parse=lambda task, out, err: ([], [], ""), spread=lambda table: pd.DataFrame(),
-        report=lambda *a, **k: report.Section("demo")))
+        report=lambda *a, **k: report.Section("demo"), title="Demo", labels="Labels: `d`."))
     assert list(sweep.benchmarks())[-1] == "demo"
+    assert params.docs().endswith("## Demo: `demo_*` (050_measure_demo.ipynb)\n\n"
+                                  "| key | default | meaning |\n|---|---|---|\n"
+                                  "| `demo_size` | `8` | elements |\n\nLabels: `d`.\n")
     assert params.known_names()["demo_size"] == "demo"
     assert params.validate({"demo_size": "16"}, "demo")["demo_size"] == 16
     with pytest.raises(ParamError, match="demo_size must be at least 1"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import params, runner, store, triad
+from burstbench import params, runner, store, sweep, triad
 
 SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
          "triad_places": ["cores"], "triad_bind": ["close", "spread"],
@@ -115,7 +115,7 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "launch", interrupt_third)
     with pytest.raises(KeyboardInterrupt):
-        triad.measure(p, progress=False)
+        triad.SPEC.measure(p, progress=False)
     (run_dir,) = (tmp_path / "t").iterdir()
     run = store.Run(run_dir)
     assert run.section("triad")["status"] == "interrupted"
@@ -124,7 +124,7 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "launch", real)
     calls["n"] = 0
-    run2, table = triad.measure(p, progress=False)  # same parameters: resumes that run
+    run2, table = triad.SPEC.measure(p, progress=False)  # same parameters: resumes that run
     assert run2.root == run_dir
     assert table["key"].nunique() == 10
     # configurations x functions x metrics; NumPy's (2 of 10) without a traffic model
@@ -144,8 +144,8 @@ def test_failed_configuration_is_reported_and_the_sweep_goes_on(tmp_path, monkey
         return real(task)
 
     monkeypatch.setattr(runner, "launch", fail_numpy)
-    with pytest.raises(triad.SweepFailed, match="1 of 5 configurations failed"):
-        triad.measure(p, progress=False)
+    with pytest.raises(sweep.SweepFailed, match="1 of 5 configurations failed"):
+        triad.SPEC.measure(p, progress=False)
     (run_dir,) = (tmp_path / "t").iterdir()
     sec = store.Run(run_dir).section("triad")
     assert sec["status"] == "incomplete" and "simulated crash" in sec["failures"][0]["reason"]
@@ -154,7 +154,7 @@ def test_failed_configuration_is_reported_and_the_sweep_goes_on(tmp_path, monkey
 
 def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
     p = small_params(tmp_path, triad_repetitions=1)
-    run, _ = triad.open_run(p)
+    run, _ = triad.SPEC.open_run(p)
     pl = triad.plan(p)
     task = pl.tasks[0]
     out, err = runner.launch(task)
@@ -196,8 +196,8 @@ def test_a_finalize_killed_before_removing_the_parts_adds_nothing_twice(tmp_path
 
 def test_load_reports_damaged_runs_by_name_and_loads_the_rest(tmp_path):
     p = small_params(tmp_path, triad_repetitions=1, triad_threads=[1])
-    good, _ = triad.measure(p, progress=False)
-    bad, _ = triad.measure(p, progress=False)
+    good, _ = triad.SPEC.measure(p, progress=False)
+    bad, _ = triad.SPEC.measure(p, progress=False)
     junk = tmp_path / "t" / "junk-run"
     junk.mkdir()
     (junk / "provenance.json").write_text("{not json")
@@ -210,7 +210,7 @@ def test_load_reports_damaged_runs_by_name_and_loads_the_rest(tmp_path):
 
 def test_provenance_has_what_the_issue_lists(tmp_path):
     p = small_params(tmp_path, triad_repetitions=1, triad_threads=[1])
-    run, table = triad.measure(p, progress=False)
+    run, table = triad.SPEC.measure(p, progress=False)
     prov = run.provenance()
     cpu = prov["system"]["cpu"]
     for key in ("model", "sockets", "cores", "threads_per_core", "caches"):

@@ -22,7 +22,7 @@ SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1
 def measured(tmp_path_factory) -> Path:
     """One small, complete Triad run (6 configurations), measured once for the module."""
     runs = tmp_path_factory.mktemp("measured")
-    run, _ = triad.measure(params.validate(SMALL | {"runs_dir": str(runs)}, "triad"),
+    run, _ = triad.SPEC.measure(params.validate(SMALL | {"runs_dir": str(runs)}, "triad"),
                            progress=False)
     return run.root
 
@@ -162,7 +162,7 @@ def test_a_fold_killed_before_its_manifest_is_refused_then_completed_by_resuming
     added, refused = collect(copy, tmp_path)
     assert not added and "has no manifest (its fold was interrupted" in refused[0]
     p = params.validate(SMALL | {"runs_dir": str(copy.root.parent.parent)}, "triad")
-    run, table = triad.measure(p, progress=False)
+    run, table = triad.SPEC.measure(p, progress=False)
     assert run.root == copy.root and table["key"].nunique() == 6
     check = store.verify(run, "triad")
     assert check.verified and check.label == "complete"
@@ -184,7 +184,7 @@ def test_parts_without_their_fold_resume_to_a_verified_run(copy):
     check = store.verify(run, "triad")
     assert not check.damage and check.incomplete == "running, 6 of 6 configurations stored"
     p = params.validate(SMALL | {"runs_dir": str(copy.root.parent.parent)}, "triad")
-    again, table2 = triad.measure(p, progress=False)
+    again, table2 = triad.SPEC.measure(p, progress=False)
     assert again.root == run.root and table2["key"].nunique() == 6
     assert store.verify(run, "triad").verified
 
