@@ -109,7 +109,7 @@ def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
     try:
         yield
     finally:
-        _RECEIVED.remove(fired)
+        _RECEIVED.pop()  # this block's: blocks close in the reverse order they open
         for signum, old in previous.items():
             signal.signal(signum, old)
 

@@ -209,6 +209,12 @@ def test_a_stop_signal_whose_exception_was_dropped_still_stops_the_wait():
                 runner.wait(proc, timeout=30)
         assert caught.value.signum == signal.SIGINT
         assert time.monotonic() - start < 10  # not the child's 60 s, nor the 30 s timeout
+        with pytest.raises(runner.Interrupted):  # a block closed inside leaves the outer's
+            with runner.stop_signals():
+                with runner.stop_signals():
+                    pass
+                _DropsExceptions()
+                runner.wait(proc, timeout=30)
     finally:
         proc.kill()
         proc.communicate()
