@@ -472,10 +472,12 @@ def docs() -> str:
 def write_docs(readme: Path) -> bool:
     """Rewrite `readme` from DOCS_MARK on (appended where it has none) with docs();
     True when that changed it."""
+    from burstbench.store import atomic_write
+
     text = readme.read_text()
     head = text.split(DOCS_MARK)[0] if DOCS_MARK in text else text.rstrip("\n") + "\n\n"
     new = head + docs()
     if new == text:
         return False
-    readme.write_text(new)
+    atomic_write(readme, new)  # an interrupted rewrite leaves the old page, not half of it
     return True
