@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PARAMS ?= papermill_params/local.yaml
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: report measure figures test install clean lab
+.PHONY: report measure figures test test-fast lint install clean lab
 
 ## build, measure this machine with $(PARAMS), rebuild every figure and table
 report: measure figures
@@ -18,9 +18,17 @@ measure: $(STAMP)
 figures: $(STAMP)
 	$(PY) -m burstbench report
 
-## test: the test suite
+## test: the test suite, all of it (Slurm, Gfarm, the browser where they can run)
 test: $(STAMP)
 	$(PY) -m pytest
+
+## test-fast: the edit-test loop: every test but those marked slurm, browser, gfarm, slow
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not (slurm or browser or gfarm or slow)"
+
+## lint: ruff, with the rules in pyproject.toml (CI fails on a finding)
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 ## lab: JupyterLab on notebooks/ with this environment's kernel, at http://$(IP):$(PORT)/
 ## (`make lab PORT=8890` where 8888 is taken). The first time it installs the `lab` extra
@@ -59,11 +67,14 @@ lab: $(STAMP)
 ## install: virtual environment + editable install (rebuilt when the C or build files change).
 ## MPI (the mpich wheel) and mpi4py go in first, and the build sees the environment's
 ## bin/ first on PATH, so CMake's FindMPI takes the wheel's mpicc, not a system one.
+## --no-build-isolation builds every dependency that PyPI has only as source with this
+## environment's own tools: setuptools and wheel go in first (a Python 3.12 venv has neither).
 install: $(STAMP)
 $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.[ch] kernels_ext/src/*.[ch] kernels_ext/src/*/*.[ch])
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0'
+	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0' \
+	    setuptools wheel
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
 	    -e '.[test,mpi]'
 	touch $@

@@ -6,19 +6,21 @@ threads per rank or explicit CPUs, hosts) and asks its combination's
 registry with one class per launcher, as ReFrame's ``core/launchers/mpi.py``.
 Hosts come from the parameters, else from the batch job: ``$PBS_NODEFILE``, or
 ``$SLURM_JOB_NODELIST`` expanded by the scheduler itself (``scontrol show
-hostnames``) and, where it cannot, by python-hostlist.
+hostnames``) and, where it cannot, by :func:`parse_nodelist`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Mapping, Sequence
+from typing import ClassVar
 
 from burstbench.params import ParamError
 from kernels_ext import sysinfo
@@ -196,7 +198,7 @@ class Slurm(Launcher):
         return out + ["-n", str(layout.ranks)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def srun_mpi_plugins(srun: str = "srun") -> frozenset[str]:
     """The MPI plugins `srun --mpi=list` offers (pmix, pmi2, ...); empty where it cannot say.
 
@@ -239,23 +241,65 @@ def resolve_command(cmd: str) -> str | None:
 def expand_nodelist(text: str) -> list[str]:
     """Host names of a Slurm node list (``rack[1-2]-node[01-02]``, ``n[1-2]-ib,gpu1``).
 
-    The scheduler's own ``scontrol show hostnames`` first; python-hostlist where
-    scontrol is missing or cannot (Slurm 22.05 rejects ``n[1-2]-ib``).
-    Raises ParamError for a list neither can read.
+    The scheduler's own ``scontrol show hostnames`` first; where scontrol is missing or
+    cannot (Slurm 22.05 rejects ``n[1-2]-ib``), :func:`parse_nodelist`.  Raises
+    ParamError for a list neither can read.
     """
-    names = _scontrol_hostnames(text)
-    if names:
-        return names
-    try:  # optional (GPL, so not a dependency of this BSD project); the tests install it
-        import hostlist
-    except ImportError:
-        raise ParamError(f"node list '{text}' cannot be read: `scontrol show hostnames` "
-                         "failed and python-hostlist is not installed (pip install "
-                         "python-hostlist, or give the hosts in the params file)") from None
-    try:
-        return hostlist.expand_hostlist(text)
-    except hostlist.BadHostlist as exc:
-        raise ParamError(f"node list '{text}' cannot be read: {exc}") from exc
+    return _scontrol_hostnames(text) or parse_nodelist(text)
+
+
+#: One bracket group's item: a number, or a range of numbers (``07``, ``01-12``).
+_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+def parse_nodelist(text: str) -> list[str]:
+    """Slurm's node-list syntax, without Slurm: names split at top-level commas; in each,
+    every bracket group ``[1-3,07]`` multiplies the names (the first group outermost),
+    numbers keeping the width of the range's first bound (``[01-10]``: 01 .. 10).
+
+    ParamError naming the list for an empty name, an unclosed or nested bracket, or a
+    range that runs down (``n[3-1]``).
+    """
+    def bad(why: str) -> ParamError:
+        return ParamError(f"node list '{text}' cannot be read: {why}")
+
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        if ch == "[":
+            depth += 1
+            if depth > 1:
+                raise bad("brackets inside brackets")
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise bad("']' without '['")
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        raise bad("'[' without ']'")
+    names: list[str] = []
+    for item in items:
+        if not item:
+            raise bad("an empty name")
+        expanded = [""]
+        for m in re.finditer(r"([^\[]*)(?:\[([^\]]*)\])?", item):
+            if not m.group(0):
+                continue  # the empty match at the end
+            numbers = [""]
+            if m.group(2) is not None:
+                numbers = []
+                for part in m.group(2).split(","):
+                    r = _RANGE.fullmatch(part.strip())
+                    if not r:
+                        raise bad(f"'{part}' is not a number or a range")
+                    lo, hi = int(r.group(1)), int(r.group(2) or r.group(1))
+                    if hi < lo:
+                        raise bad(f"the range {part} runs down")
+                    numbers += [f"{n:0{len(r.group(1))}d}" for n in range(lo, hi + 1)]
+            expanded = [e + m.group(1) + n for e in expanded for n in numbers]
+        names += expanded
+    return names
 
 
 def _scontrol_hostnames(text: str) -> list[str]:

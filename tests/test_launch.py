@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import OMPI_MPICC, OMPI_MPIEXEC, mpi_compiler_problem
 
 from burstbench import biccg, launch, params, pingpong
 from burstbench.launch import Layout
-from conftest import OMPI_MPICC, OMPI_MPIEXEC, mpi_compiler_problem
 from kernels_ext.errors import BadInput, BuildError, first_error_line
 
 MPICC = str(Path(sys.executable).parent / "mpicc")
@@ -132,7 +132,7 @@ FORMS = {"n[1-2]-ib": ["n1-ib", "n2-ib"],
 
 @pytest.mark.parametrize("text", FORMS)
 def test_node_lists_with_scontrol(slurm_conf, text):
-    """Slurm 22.05's scontrol rejects n[1-2]-ib (on stderr, exit status 0): python-hostlist
+    """Slurm 22.05's scontrol rejects n[1-2]-ib (on stderr, exit status 0): our own parser
     answers then."""
     assert launch.expand_nodelist(text) == FORMS[text]
 
@@ -142,6 +142,22 @@ def test_node_lists_without_scontrol(tmp_path, monkeypatch, text):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert shutil.which("scontrol") is None
     assert launch.expand_nodelist(text) == FORMS[text]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("n[1-2", "'[' without ']'"), ("n1]", "']' without '['"), ("a,,b", "an empty name"),
+    ("n[1-[2]]", "brackets inside brackets"), ("n[x]", "'x' is not a number or a range"),
+    ("n[5-2]", "the range 5-2 runs down"), ("n[]", "'' is not a number or a range")])
+def test_node_list_syntax_errors_are_named(text, why):
+    with pytest.raises(params.ParamError) as err:
+        launch.parse_nodelist(text)
+    assert str(err.value) == f"node list '{text}' cannot be read: {why}"
+
+
+def test_node_list_numbers_keep_the_width_of_their_first_bound():
+    assert launch.parse_nodelist("c[8-11],d[098-101]") == \
+        ["c8", "c9", "c10", "c11", "d098", "d099", "d100", "d101"]
+    assert launch.parse_nodelist(" a , b[1] ") == ["a", "b1"]
 
 
 def test_scontrol_is_asked_first(tmp_path, monkeypatch):
@@ -154,7 +170,8 @@ def test_scontrol_is_asked_first(tmp_path, monkeypatch):
 
 def test_an_unreadable_node_list_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(params.ParamError, match=r"node list 'n\[3-1\]' cannot be read"):
+    with pytest.raises(params.ParamError, match=r"node list 'n\[3-1\]' cannot be read: the "
+                                                r"range 3-1 runs down"):
         launch.expand_nodelist("n[3-1]")
 
 
