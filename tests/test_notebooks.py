@@ -149,6 +149,43 @@ def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path, monkey
     assert "broken/r1" in report.write_index(tmp_path / "figs").read_text()
 
 
+def _code_cells(notebook: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / notebook).read_text())
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("notebook", ["010_measure_triad.ipynb", "020_measure_pingpong.ipynb",
+                                      "030_measure_biccg.ipynb"])
+def test_a_second_run_all_in_one_kernel_measures_with_the_edited_parameters(notebook):
+    """JupyterLab's loop: edit a parameter, Run All, edit again, Run All, in one kernel (one
+    namespace). Each run reads the values its parameters cell (and papermill's injected
+    cell) set, however many names the kernel holds from before; re-running only the cell
+    that reads them works too."""
+    cells = _code_cells(notebook)
+    assert "parameters" in cells[0]["metadata"].get("tags", []), "parameters cell first"
+    params_cell = "".join(cells[0]["source"])
+    reader = [ln for ln in "".join(cells[1]["source"]).splitlines()
+              if ln.startswith(("from ", "import ")) or "from_namespace" in ln]
+    ns: dict = {}
+    for vm, test in (("trial", True), ("second", False), ("third", True)):
+        edited = params_cell.replace('vm = "local"', f'vm = "{vm}"').replace(
+            "test = False", f"test = {test}")
+        assert edited != params_cell
+        exec(edited, ns)
+        exec("\n".join(reader), ns)
+        assert (ns["P"]["vm"], ns["P"]["test"]) == (vm, test)
+        ns["plan"], ns["run"], ns["table"] = object(), object(), object()  # what the rest made
+    exec('vm = "injected"', ns)  # papermill's cell, after the parameters cell
+    exec("\n".join(reader), ns)
+    assert ns["P"]["vm"] == "injected"
+    exec("\n".join(reader), ns)  # the reading cell alone, again
+    assert ns["P"]["vm"] == "injected"
+    exec("triad_nitmes = 4", ns)  # a typo papermill would only warn about
+    with pytest.raises(Exception, match="unknown parameter 'triad_nitmes'"):
+        exec("\n".join(reader), ns)
+
+
+@pytest.mark.slow
 def test_unknown_parameter_through_papermill_names_it(tmp_path):
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -185,6 +222,7 @@ def test_bad_params_leave_earlier_results_intact(smoke_run, tmp_path, cli):
     assert snapshot(smoke_run) == before
 
 
+@pytest.mark.slow
 def test_failing_variant_in_a_sweep_shows_the_compiler_message(tmp_path, cli):
     f = tmp_path / "p.yaml"
     f.write_text("vm: v\ntriad_size: 100000\ntriad_threads: [1]\ntriad_baselines: []\n"
@@ -210,6 +248,7 @@ def test_params_command_checks_every_file(cli, tmp_path):
     assert proc.returncode == 2 and "unknown parameter 'foo'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_make_figures_on_the_committed_data_builds_every_listed_file(tmp_path, cli):
     figs = tmp_path / "figures"
     proc = cli("-m", "burstbench", "report", "--figures-dir", str(figs))
@@ -243,6 +282,7 @@ def _first_difference(a: Path, b: Path) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_make_figures_twice_gives_the_same_bytes(tmp_path, cli):
     """Two rebuilds of the report from the committed data write the same files, byte for
     byte (no date, no random SVG id, no order left to chance), and the warm kernels that

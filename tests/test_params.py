@@ -131,14 +131,18 @@ def test_values_are_normalised():
     assert params.validate({}, "triad")["triad_threads"] == "all"
 
 
-def test_from_namespace_sees_injected_names_only():
-    before = {"existing", "params"}
-    ns = {"existing": 1, "params": params, "vm": "a", "_hidden": 3, "triad_ntimes": 4}
-    p = params.from_namespace(ns, before, "triad")
-    assert p["vm"] == "a" and p["triad_ntimes"] == 4
-    ns["triad_nitmes"] = 4
-    with pytest.raises(params.ParamError, match="unknown parameter 'triad_nitmes'"):
-        params.from_namespace(ns, before, "triad")
+def test_from_namespace_reads_the_known_keys_by_name():
+    ns = {"existing": 1, "params": params, "vm": "a", "_hidden": 3, "triad_ntimes": 4,
+          "plan": object(), "P": {"vm": "old"}, "pingpong_tests": ["bw"]}
+    p = params.from_namespace(ns, "triad")
+    assert p["vm"] == "a" and p["triad_ntimes"] == 4 and p["triad_threads"] == "all"
+    for stray, hint in (("triad_nitmes", "did you mean triad_ntimes, "),
+                        ("run_idd", "did you mean run_id"), ("biccg_tools", "biccg_tol")):
+        with pytest.raises(params.ParamError) as err:
+            params.from_namespace(ns | {stray: 4}, "triad")
+        assert str(err.value).startswith(
+            f"notebook 010_measure_triad.ipynb: unknown parameter '{stray}' (")
+        assert hint in str(err.value)
 
 
 def test_digest_depends_on_what_is_measured_only():
@@ -222,9 +226,8 @@ def test_numbers_survive_the_papermill_round_trip(tmp_path):
 def test_a_quoted_number_where_a_number_goes_is_that_number():
     """papermill's own `-f file.yaml` (YAML 1.1) reads 1e-7 as a string: the notebook
     still gets the number, and the same fingerprint."""
-    before = {"existing"}
     ns = {"existing": 1, "vm": "a", "biccg_tol": "1e-7", "biccg_timeout_s": " 1_800 "}
-    p = params.from_namespace(ns, before, "biccg")
+    p = params.from_namespace(ns, "biccg")
     assert p["biccg_tol"] == 1e-7 and type(p["biccg_tol"]) is float
     assert p["biccg_timeout_s"] == 1800.0
     q = params.validate({"vm": "a", "biccg_tol": 1e-7, "biccg_timeout_s": 1800}, "biccg")
