@@ -9,10 +9,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from burstbench import params, paths, store
+
+if TYPE_CHECKING:  # imported where used: `--help` stays fast
+    import subprocess
 
 REPORT_NOTEBOOKS = "1[0-9][0-9]_report_*.ipynb"
 
@@ -62,7 +66,7 @@ def _execute(notebook: Path, output: Path, parameters: dict, log: bool,
 STOP_GRACE_S = 20.0
 
 
-def _stop_notebook(proc: "subprocess.Popen") -> None:
+def _stop_notebook(proc: subprocess.Popen) -> None:
     """Stop a papermill child and everything under it; return when none of it is left.
 
     A scheduler may have signalled every process of the job: papermill then

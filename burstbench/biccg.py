@@ -21,8 +21,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from burstbench import launch, paths, plots, report, runner, store
-from burstbench.params import (INTEGERS, Param, ParamError, check_bool, check_choices,
-                               check_count, check_list, check_positive, check_str_list)
+from burstbench.params import (
+    INTEGERS,
+    Param,
+    ParamError,
+    check_bool,
+    check_choices,
+    check_count,
+    check_list,
+    check_positive,
+    check_str_list,
+)
 from burstbench.pingpong import check_combination
 from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
 from kernels_ext import sysinfo
@@ -232,7 +241,7 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
               "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}
     key = task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       P["biccg_timeout_s"])
+                       P["biccg_timeout_s"], estimate_s(prob, nranks * t))
 
 
 def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> runner.Task:
@@ -244,7 +253,21 @@ def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> run
               "function": "solve"}
     key = task_key(f"{prob.name}-{method}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, (("OMP_NUM_THREADS", str(t)),),
-                       P["biccg_timeout_s"])
+                       P["biccg_timeout_s"], 3 * estimate_s(prob, 1))  # slower than ours
+
+
+#: The work model of estimate_s: a process's start, then about 1.1 n^(1/3) iterations (IC(0)
+#: on a Poisson grid) of 15 ns per row on one core (64^3 here: 68 iterations, 0.23 s), and
+#: setup at 0.3 us per row. Matrix files: rows unknown before reading them, no estimate.
+START_S, ROW_ITERATION_S, ROW_SETUP_S = 0.6, 15e-9, 0.3e-6
+
+
+def estimate_s(prob: Problem, cores: int) -> float:
+    """About how long one solve of `prob` on `cores` cores takes (0: unknown)."""
+    if prob.args[0] != "--poisson":
+        return 0.0
+    n = math.prod(int(x) for x in prob.args[1:4])
+    return START_S + n * (ROW_SETUP_S + 1.1 * n ** (1 / 3) * ROW_ITERATION_S) / cores
 
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
@@ -363,6 +386,10 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
 #: What papermill_params/README.md says of the labels (params.docs() writes it there).
 LABELS = "Labels are the layout `<ranks per node>x<threads>` (`2x1`), or the baseline's name."
 
+#: The configuration columns of its rows (besides store.HEAD and store.TAIL).
+COLUMNS = ("problem", "nodes", "ranks", "threads", "block_size", "colors", "size", "function",
+           "blocking", "factor_precision")
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "030_measure_biccg.ipynb",
                           "130_report_biccg.ipynb", plan, parse, spread,
-                          report_section, title="BICCG", labels=LABELS))
+                          report_section, columns=COLUMNS, title="BICCG", labels=LABELS))

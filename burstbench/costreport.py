@@ -158,7 +158,7 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
 def _biccg_costs(section: Section, prices: cost.Prices, runs_dir: Path, fig_dir: Path,
                  root: Path) -> list[dict]:
     """Time and cost of one BICCG solve per VM, problem, layout and node count."""
-    loaded = store.load(runs_dir, "biccg", include_tests=False)  # test runs are no VM
+    loaded = biccg.SPEC.load(runs_dir, include_tests=False)  # test runs are no VM
     section.problems += [p for p in loaded.problems if p not in section.problems]
     stats = biccg.spread(loaded.table)
     rows = []
@@ -309,10 +309,10 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     runs = paths.runs_dir(runs_dir)
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
     fig_dir, root = paths.figures_dir(figures_dir), paths.project_root()
-    loaded = store.load(runs, "triad", include_tests=False)  # test runs are never priced
+    loaded = triad.SPEC.load(runs, include_tests=False)  # test runs are never priced
     section.problems += loaded.problems
     _published_tables(section, ref_dir, fig_dir)
-    biccg_runs = store.load(runs, "biccg", include_tests=False)
+    biccg_runs = biccg.SPEC.load(runs, include_tests=False)
     prices = cost.load_prices(ref_dir, usd_jpy, _run_prices(loaded) + _run_prices(biccg_runs))
     section.problems += prices.problems
     for vm in sorted({r["vm"] for r in loaded.runs + biccg_runs.runs}):

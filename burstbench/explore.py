@@ -10,9 +10,9 @@ and each run carries the status its manifest check gave it.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 
@@ -31,7 +31,7 @@ HEADLINE = ["benchmark", "config", "x_name", "x", "quantity", "unit", "higher_is
 
 @dataclass
 class Runs:
-    """Every run's rows (:data:`store.SCHEMA` plus :data:`PROVENANCE`), one row per run
+    """Every run's rows (their tables' columns plus :data:`PROVENANCE`), one row per run
     (``runs``), and what could not be used (``problems``, each naming its file)."""
 
     table: pd.DataFrame
@@ -69,6 +69,10 @@ def load_runs(*folders: str | Path, benchmarks: Iterable[str] = BENCHMARKS,
     provenance: VM, CPU model, sockets, cores, MPI library, git commit, date, status.
     Test runs (`test: true`) are named in ``problems`` unless `include_tests`.
     """
+    from burstbench.sweep import benchmarks as registered
+
+    registry = registered()
+    benchmarks = list(benchmarks)
     frames, facts, problems = [], [], []
     for folder in folders or (paths.runs_dir(),):
         folder = paths.runs_dir(folder)
@@ -76,7 +80,7 @@ def load_runs(*folders: str | Path, benchmarks: Iterable[str] = BENCHMARKS,
             problems.append(f"{folder}: no such folder")
             continue
         for bench in benchmarks:
-            loaded = store.load(folder, bench, include_tests=include_tests)
+            loaded = store.load(folder, bench, include_tests, registry[bench].columns)
             problems += [p for p in loaded.problems if p not in problems]
             for run in loaded.runs:
                 f = _run_facts(run, bench)
@@ -84,10 +88,12 @@ def load_runs(*folders: str | Path, benchmarks: Iterable[str] = BENCHMARKS,
                 rows = loaded.table[loaded.table["run_id"] == run["run_id"]]
                 rows = rows[rows["vm"] == run["vm"]].copy()
                 frames.append(rows.assign(**f))  # compiler and flags stay per row
-    cols = list(dict.fromkeys(PROVENANCE + store.SCHEMA))
+    cols = list(dict.fromkeys(PROVENANCE + store.table_columns(
+        [c for b in benchmarks for c in registry[b].columns])))
     table = (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols))
     runs = pd.DataFrame(facts, columns=[c for c in PROVENANCE if c not in ("compiler", "flags")])
-    return Runs(table[cols + [c for c in table.columns if c not in cols]], runs, problems)
+    return Runs(table.reindex(columns=cols + [c for c in table.columns if c not in cols]), runs,
+                problems)
 
 
 def pick(table: pd.DataFrame, vms: Iterable[str] | None = None,
@@ -178,7 +184,7 @@ def default_pair(runs: pd.DataFrame) -> tuple[dict[str, str], dict[str, str]]:
     """What to compare when nothing is picked: the two newest runs of a VM that has two,
     else the two VMs with the newest runs; ValueError when there is only one run."""
     ids = runs.drop_duplicates("run_id").sort_values("run_id")
-    for vm, d in ids.groupby("vm", sort=False):
+    for _, d in ids.groupby("vm", sort=False):
         if len(d) >= 2:
             return {"run_id": d["run_id"].iloc[-2]}, {"run_id": d["run_id"].iloc[-1]}
     vms = list(dict.fromkeys(ids["vm"][::-1]))

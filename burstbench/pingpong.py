@@ -17,17 +17,29 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from burstbench import launch, plots, report, runner, store
-from burstbench.params import (Param, ParamError, check_bool, check_choices, check_count,
-                               check_keyed, check_label, check_list, check_optional_count,
-                               check_positive, check_str_list, check_text)
+from burstbench.params import (
+    Param,
+    ParamError,
+    check_bool,
+    check_choices,
+    check_count,
+    check_keyed,
+    check_label,
+    check_list,
+    check_optional_count,
+    check_positive,
+    check_str_list,
+    check_text,
+)
 from burstbench.reference import read_reference, vm_key
 from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
 from kernels_ext import variants
@@ -380,7 +392,33 @@ def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str
     key = task_key(label, f"{test}-r{rep}" + ("-check" if validate else ""),
                           [config, argv[1:], sorted(combo["env"].items())])
     return runner.Task(key, config | {"key": key}, argv,
-                       tuple(sorted((combo["env"] | env).items())), P["pingpong_timeout_s"])
+                       tuple(sorted((combo["env"] | env).items())), P["pingpong_timeout_s"],
+                       estimate_s(P, test, validate))
+
+
+#: The work model of estimate_s: mpiexec's start, then each message at an assumed 1 us
+#: plus its bytes at 12 GB/s (one node's shared memory, as measured on the 2-core VM: 0.9 us,
+#: 13.7 GB/s; local.yaml's 78 configurations took 100 s, estimated at about 3 min).
+START_S, MESSAGE_S, ASSUMED_GBS = 0.5, 1e-6, 12.0
+
+
+def estimate_s(P: dict, test: str, validate: bool = False) -> float:
+    """About how long one mpiexec of `test` takes: OSU's iterations (with skips) at each
+    message size, two messages per iteration (the window's worth for bw and bibw)."""
+    from kernels_ext.pingpong import LARGE_MESSAGE_SIZE, message_sizes, method
+
+    m = method(test, *(None, None, None, None) if validate else
+               (P["pingpong_iterations"], P["pingpong_skip"], P["pingpong_iterations_large"],
+                P["pingpong_skip_large"]), window=P["pingpong_window"])
+    if validate:
+        m |= {"iterations": 10, "skip": 1, "iterations_large": 2, "skip_large": 1}
+    lo = P["pingpong_min_size"] if test == "latency" else max(1, P["pingpong_min_size"])
+    total = START_S
+    for size in message_sizes(test, lo, P["pingpong_max_size"]):
+        large = size > LARGE_MESSAGE_SIZE
+        n = m["iterations_large" if large else "iterations"] + m["skip_large" if large else "skip"]
+        total += n * 2 * m["window"] * (MESSAGE_S + size / (ASSUMED_GBS * 1e9))
+    return total
 
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
@@ -532,6 +570,11 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
 LABELS = ("Labels are `<combination>+<placement>[+thp][+mpi4py]`, e.g. "
           "`gcc12.2.0+mpich5.0.2+same-socket`.")
 
+#: The configuration columns of its rows (besides store.HEAD and store.TAIL).
+COLUMNS = ("variant", "compiler", "compiler_version", "flags", "placement", "ranks", "nodes",
+           "message_size", "function", "bound_cpus")
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "020_measure_pingpong.ipynb",
                           "120_report_pingpong.ipynb", plan, parse, spread,
-                          report_section, title="MPI ping-pong", labels=LABELS))
+                          report_section, columns=COLUMNS, title="MPI ping-pong",
+                          labels=LABELS))

@@ -24,7 +24,6 @@ from burstbench import paths, plots, store
 from burstbench.reference import vm_key
 
 
-
 @dataclass
 class Entry:
     """One figure or table of the report."""
@@ -210,8 +209,10 @@ def latest_runs(loaded: store.Loaded) -> dict[str, dict]:
 def begin(benchmark: str, runs_dir: Path | str, reference_dir: Path | str,
            figures_dir: Path | str) -> tuple[Section, store.Loaded, Path, Path, Path]:
     """A report section with every run of `benchmark` loaded (problems noted), and its folders."""
+    from burstbench.sweep import benchmarks
+
     section = Section(benchmark)
-    loaded = store.load(paths.runs_dir(runs_dir), benchmark)
+    loaded = benchmarks()[benchmark].load(paths.runs_dir(runs_dir))
     section.problems += loaded.problems
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
     return section, loaded, ref_dir, paths.figures_dir(figures_dir), paths.project_root()

@@ -68,7 +68,8 @@ def plan(notebooks: list[Path], setting: str | None = None) -> Plan:
         try:
             wanted = int(setting)
         except ValueError:
-            raise ValueError(f"{KERNELS_ENV}={setting!r}: a number of kernels or 'fresh'")
+            raise ValueError(f"{KERNELS_ENV}={setting!r}: a number of kernels or 'fresh'"
+                             ) from None
         if wanted < 1:
             raise ValueError(f"{KERNELS_ENV}={setting!r}: at least 1")
     else:
@@ -184,7 +185,8 @@ async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: di
     except DeadKernelError as exc:
         why = f"the kernel died ({str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
     except Exception as exc:  # a timeout, a message the client could not read: one line
-        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        why = f"{type(exc).__name__}: {first}"
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, output)
     return why
@@ -200,7 +202,7 @@ async def _worker(number: int, share: list[Path], fresh: bool, out_dir: Path,
     import time
 
     kernel = kernels.get(number)  # launched by the caller, not ready yet
-    for i, nb in enumerate(share):
+    for nb in share:
         if stopping.is_set():
             return
         t0 = time.monotonic()

@@ -24,9 +24,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from tqdm import tqdm
 
@@ -46,6 +46,7 @@ class Task:
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
+    estimate_s: float = 0.0  # the planner's guess of its seconds (a work model); 0: unknown
 
     @property
     def title(self) -> str:
@@ -241,7 +242,8 @@ def launch(task: Task) -> tuple[str, str]:
         out, err = wait(proc, task.timeout_s)
     except subprocess.TimeoutExpired:
         kill_tree(proc)
-        raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped")
+        raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped"
+                         ) from None
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the whole tree down with us
         kill_tree(proc)
         raise
@@ -383,11 +385,12 @@ class Progress:
 
 
 def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
-              progress: bool = True) -> SweepResult:
+              columns: tuple[str, ...] = (), progress: bool = True) -> SweepResult:
     """Run every task not yet stored in `run`; store each result as soon as it is parsed.
 
     `parse(task, stdout, stderr)` returns (rows, raw records, one-line summary)
-    or raises TaskFailed.  A failed task is reported and the sweep goes on; a
+    or raises TaskFailed; its rows are stored with the table's `columns` (store.Run.save).
+    A failed task is reported and the sweep goes on; a
     KeyboardInterrupt, SIGTERM or SIGHUP stops it with everything measured so far
     kept and the running configuration killed whole.
     """
@@ -411,7 +414,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     result.failed.append((task.title, str(exc)))
                     bar.step(f"FAILED {task.title}: {exc}")
                 else:
-                    run.save(benchmark, task.key, [r | stamp for r in rows], raw)
+                    run.save(benchmark, task.key, [r | stamp for r in rows], raw, columns)
                     result.measured += 1
                     bar.step(f"{task.title}: {summary}")
     except KeyboardInterrupt as exc:

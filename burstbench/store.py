@@ -27,20 +27,30 @@ import json
 import os
 import secrets
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pandas as pd
 
-#: Columns of every results table, whatever the benchmark (empty where not applicable).
-SCHEMA = [
-    "run_id", "vm", "host", "benchmark", "label", "impl", "variant", "compiler",
-    "compiler_version", "flags", "stores", "places", "bind", "kmp_affinity", "threads", "ranks",
-    "nodes", "placement", "message_size", "problem", "block_size", "colors", "size", "function",
-    "metric", "value", "unit", "repetition", "bound_cpus", "moved_threads", "key", "timestamp",
-]
+#: Columns every results table has, whatever the benchmark: first the run and what ran,
+#: last the measured value and its bookkeeping.  Between them come the configuration
+#: columns the benchmark declares (its Benchmark.columns): see table_columns().
+HEAD = ["run_id", "vm", "host", "benchmark", "label", "impl"]
+TAIL = ["metric", "value", "unit", "repetition", "key", "timestamp"]
 REQUIRED = ["run_id", "vm", "benchmark", "label", "metric", "value", "unit", "key"]
+
+
+def table_columns(declared: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The columns of a benchmark's table: HEAD, its `declared` configuration columns, TAIL."""
+    return list(dict.fromkeys([*HEAD, *declared, *TAIL]))
+
+
+def undeclared(rows: list[dict], declared: tuple[str, ...] | list[str]) -> list[str]:
+    """Keys of `rows` that are no column of the table (sorted)."""
+    allowed = set(table_columns(declared))
+    return sorted({k for r in rows for k in r} - allowed)
 #: 2: each benchmark's tables are recorded in a manifest when folded (runs without the
 #: key were written before manifests and are checked by what their files show).
 STORE_VERSION = 2
@@ -149,8 +159,19 @@ class Run:
             keys |= set(pd.read_csv(self.table_path(benchmark), usecols=["key"])["key"].astype(str))
         return keys
 
-    def save(self, benchmark: str, key: str, rows: list[dict], raw: list[dict]) -> None:
-        """Store one measured configuration at once (one atomic file)."""
+    def save(self, benchmark: str, key: str, rows: list[dict], raw: list[dict],
+             columns: tuple[str, ...] | list[str]) -> None:
+        """Store one measured configuration at once (one atomic file).
+
+        Every key of `rows` must be a column of the table (table_columns(`columns`)):
+        one that is not is refused here, by name, before anything is written, so that a
+        sweep stops at its first configuration instead of losing that column in every
+        row it stores.
+        """
+        extra = undeclared(rows, columns)
+        if extra:
+            raise StoreError(f"{benchmark}: the rows hold column(s) {', '.join(extra)} that "
+                             f"the benchmark does not declare (add them to its columns)")
         d = self.parts_dir(benchmark)
         d.mkdir(parents=True, exist_ok=True)
         atomic_write(d / f"{key}.json", json.dumps({"key": key, "rows": rows, "raw": raw},
@@ -170,23 +191,27 @@ class Run:
                 problems.append(f"{p}: damaged part file skipped ({exc})")
         return rows, raw
 
-    def finalize(self, benchmark: str) -> pd.DataFrame:
-        """Fold stored parts into <benchmark>.csv and .jsonl (atomically); return the table.
+    def finalize(self, benchmark: str, columns: tuple[str, ...] | list[str] = ()
+                 ) -> pd.DataFrame:
+        """Fold stored parts into <benchmark>.csv and .jsonl (atomically); return the table,
+        with the columns table_columns(`columns`) in that order, then any others the
+        parts or an earlier table hold (none is dropped).
 
         Safe to repeat after a kill at any point: parts whose key the table already
         holds (folded just before the kill, not yet deleted) are not added twice, and
         the raw records are written before the table, so a kill loses none of them.
         """
         problems: list[str] = []
-        old = read_table(self.table_path(benchmark)) if self.table_path(benchmark).exists() \
-            else pd.DataFrame(columns=SCHEMA)
+        cols = table_columns(columns)
+        old = read_table(self.table_path(benchmark), columns) \
+            if self.table_path(benchmark).exists() else pd.DataFrame(columns=cols)
         folded = frozenset(old["key"].astype(str)) if len(old) else frozenset()
         rows, raw = self._read_parts(benchmark, problems, skip=folded)
         if problems:
             raise StoreError("; ".join(problems))
-        new = pd.DataFrame(rows, columns=SCHEMA) if rows else pd.DataFrame(columns=SCHEMA)
-        table = pd.concat([t for t in (old, new) if len(t)], ignore_index=True) \
-            if len(old) or len(new) else pd.DataFrame(columns=SCHEMA)
+        table = ordered(pd.concat([t for t in (old, pd.DataFrame(rows)) if len(t)],
+                                  ignore_index=True) if len(old) or rows
+                        else pd.DataFrame(columns=cols), columns)
         old_raw = self.raw_path(benchmark).read_text() if self.raw_path(benchmark).exists() else ""
         atomic_write(self.raw_path(benchmark),
                      old_raw + "".join(json.dumps(r, default=str) + "\n" for r in raw))
@@ -202,8 +227,18 @@ class Run:
         return table
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """A results CSV with the schema's columns; StoreError when it is not one."""
+def ordered(df: pd.DataFrame, columns: tuple[str, ...] | list[str] = ()) -> pd.DataFrame:
+    """`df` with every column of table_columns(`columns`) (missing ones empty), in that
+    order, then the others it holds."""
+    cols = table_columns(columns)
+    for c in cols:
+        if c not in df.columns:
+            df[c] = pd.NA
+    return df[cols + [c for c in df.columns if c not in cols]]
+
+
+def read_table(path: Path, columns: tuple[str, ...] | list[str] = ()) -> pd.DataFrame:
+    """A results CSV, as ordered() with `columns`; StoreError when it is not one."""
     try:
         df = pd.read_csv(path, dtype={"key": str, "run_id": str, "vm": str, "label": str})
     except (OSError, ValueError, pd.errors.ParserError) as exc:
@@ -213,10 +248,7 @@ def read_table(path: Path) -> pd.DataFrame:
         raise StoreError(f"{path}: not a results table (missing columns {', '.join(missing)})")
     if len(df) and not pd.api.types.is_numeric_dtype(df["value"]):
         raise StoreError(f"{path}: column 'value' holds non-numbers")
-    for c in SCHEMA:
-        if c not in df.columns:
-            df[c] = pd.NA
-    return df[SCHEMA + [c for c in df.columns if c not in SCHEMA]]
+    return ordered(df, columns)
 
 
 def file_facts(path: Path) -> dict:
@@ -255,7 +287,7 @@ class Check:
                 else "complete, from before manifests: not checksummed")
 
 
-def verify(run: "Run", benchmark: str, prov: dict | None = None) -> Check:
+def verify(run: Run, benchmark: str, prov: dict | None = None) -> Check:
     """Check a benchmark's files against the run's manifest and provenance.
 
     With a manifest: each file must exist with the recorded size and SHA-256.
@@ -430,8 +462,11 @@ def include_test_runs() -> bool:
     return os.environ.get("BURSTBENCH_INCLUDE_TEST_RUNS", "") == "1"
 
 
-def load(runs_dir: Path, benchmark: str, include_tests: bool | None = None) -> Loaded:
-    """Load every run's `benchmark` table (finished or not) into one DataFrame.
+def load(runs_dir: Path, benchmark: str, include_tests: bool | None = None,
+         columns: tuple[str, ...] | list[str] = ()) -> Loaded:
+    """Load every run's `benchmark` table (finished or not) into one DataFrame, with the
+    columns table_columns(`columns`) first (empty where a run lacks one) and every other
+    column any run holds after them.
 
     Nothing is skipped silently: an unreadable provenance, table or part file, a
     file that does not match the run's manifest, a run that holds fewer
@@ -465,11 +500,11 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool | None = None) -> L
         table = None
         if run.table_path(benchmark).exists():
             try:
-                table = read_table(run.table_path(benchmark))
+                table = read_table(run.table_path(benchmark), columns)
             except StoreError as exc:
                 problems.append(str(exc))
                 continue
-        parts = pd.DataFrame(rows, columns=SCHEMA) if rows else None
+        parts = ordered(pd.DataFrame(rows), columns) if rows else None
         got = [t for t in (table, parts) if t is not None and len(t)]
         if rows:
             problems.append(f"{run.root}: {benchmark} was not finalized (interrupted?); "
@@ -484,7 +519,8 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool | None = None) -> L
                      "started": sec.get("started"), "finished": sec.get("finished"),
                      "params": sec.get("params", {}),
                      "host": prov.get("system", {}).get("hostname", "")})
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCHEMA)
+    table = ordered(pd.concat(frames, ignore_index=True), columns) if frames \
+        else pd.DataFrame(columns=table_columns(columns))
     return Loaded(table, runs, problems)
 
 

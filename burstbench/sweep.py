@@ -12,9 +12,9 @@ import hashlib
 import importlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -67,12 +67,36 @@ def open_run(P: dict, benchmark: str) -> tuple[store.Run, bool]:
     return run, resumed
 
 
+def plan_line(plan: Plan, stored: set[str]) -> str:
+    """What a sweep is about to do, said before it starts: configurations planned, already
+    stored, and about how long the rest takes by the planner's work model (each task's
+    estimate_s; the progress lines then say the time left as measured)."""
+    todo = [t for t in plan.tasks if t.key not in stored]
+    seconds = sum(t.estimate_s for t in todo)
+    unknown = sum(1 for t in todo if not t.estimate_s)
+    took = ("nothing left to measure" if not todo else
+            f"about {duration(seconds)} to measure"
+            + (f" (and {unknown} without an estimate)" if unknown else "")
+            + ", by a work model; the progress lines give the time left as measured")
+    return (f"planned: {len(plan.tasks)} configurations, {len(plan.tasks) - len(todo)} "
+            f"already stored; {took}")
+
+
+def duration(seconds: float) -> str:
+    """'40 s', '12 min', '2.5 h': a duration rounded as a person says it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class SweepFailed(RuntimeError):
     """Some configurations gave no result; what was measured is stored."""
 
 
 def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
-            progress: bool = True) -> pd.DataFrame:
+            columns: tuple[str, ...], progress: bool = True) -> pd.DataFrame:
     """Measure every planned configuration not yet stored; finalize and return the table.
 
     Raises SweepFailed after storing everything measured when some
@@ -82,8 +106,9 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                     planned=len(plan.tasks))
     for note in plan.notes:
         print(f"note: {note}")
-    result = runner.run_tasks(plan.tasks, run, benchmark, parse, progress)
-    table = run.finalize(benchmark)
+    print(plan_line(plan, run.done_keys(benchmark)), flush=True)
+    result = runner.run_tasks(plan.tasks, run, benchmark, parse, columns, progress)
+    table = run.finalize(benchmark, columns)
     status = "complete" if result.complete else ("interrupted" if result.interrupted
                                                  else "incomplete")
     run.set_section(benchmark, status=status, finished=store.now_iso(),
@@ -139,6 +164,8 @@ class Benchmark:
     spread     the results table -> one row per configuration over its repetitions
     report     (runs_dir, reference_dir, figures_dir, show) -> its report.Section of
                figures/ (the report notebook calls it)
+    columns    the configuration columns its rows carry besides store.HEAD and
+               store.TAIL: the store keeps each of them and refuses any other
     title      its name in papermill_params/README.md (params.docs() writes it), and
     labels     what that page says of its labels (Markdown)
     """
@@ -151,6 +178,7 @@ class Benchmark:
     parse: runner.Parser
     spread: Callable[..., pd.DataFrame]
     report: Callable[..., object]
+    columns: tuple[str, ...] = ()
     title: str = ""
     labels: str = ""
 
@@ -160,7 +188,12 @@ class Benchmark:
 
     def sweep(self, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
         """Measure every planned configuration not yet stored; finalize, return the table."""
-        return execute(run, the_plan, self.name, self.parse, progress)
+        return execute(run, the_plan, self.name, self.parse, self.columns, progress)
+
+    def load(self, runs_dir: Path | str, include_tests: bool | None = None) -> store.Loaded:
+        """Every run's table of this benchmark under `runs_dir` (store.load), with its
+        declared columns."""
+        return store.load(Path(runs_dir), self.name, include_tests, self.columns)
 
     def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
         """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""

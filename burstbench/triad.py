@@ -18,19 +18,29 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from burstbench import plots, report, runner, store
-from burstbench.params import (INTEGERS, Param, ParamError, WrongKind, check_choices,
-                               check_count, check_keyed, check_list, check_positive,
-                               check_text)
+from burstbench.params import (
+    INTEGERS,
+    Param,
+    ParamError,
+    WrongKind,
+    check_choices,
+    check_count,
+    check_keyed,
+    check_list,
+    check_positive,
+    check_text,
+)
 from burstbench.reference import read_reference, vm_key
 from burstbench.sweep import Benchmark, Plan, register, task_key, typed
 from kernels_ext import affinity, sysinfo, variants
@@ -306,7 +316,22 @@ def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int)
     if impl == "numba":
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       float(P["triad_timeout_s"]))
+                       float(P["triad_timeout_s"]), estimate_s(size, P["triad_ntimes"]))
+
+
+#: The work model of estimate_s: a fresh process's start, then its three arrays touched
+#: first (page faults: about 1.5 GB/s here) and STREAM's passes over them at an assumed
+#: 20 GB/s. Within about 30% of what one to two threads take on the 2-core VMs measured
+#: (16.8M elements: 0.73 s; 136M: 11 s on a VM with 260 MiB of L3).
+START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
+
+
+def estimate_s(size: int, ntimes: int) -> float:
+    """About how long one configuration takes: its arrays' first touch, then NTIMES passes
+    of Copy, Scale (2 arrays each), Add and Triad (3 each) and the validation (3)."""
+    array = 8.0 * size
+    return START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9) + \
+        array * (10 * ntimes + 3) / (ASSUMED_GBS * 1e9)
 
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
@@ -626,6 +651,11 @@ LABELS = ("Labels follow the study's Appendix Table A: "
           "`<compiler><version>[-<tag>]+<places>+<bind>`, or\n`+<granularity>+<type>` for "
           "`KMP_AFFINITY` (`granularity=core,compact` gives `core+compact`).")
 
+#: The configuration columns of its rows (besides store.HEAD and store.TAIL).
+COLUMNS = ("variant", "compiler", "compiler_version", "flags", "stores", "places", "bind",
+           "kmp_affinity", "threads", "size", "function", "bound_cpus", "moved_threads")
+
 SPEC = register(Benchmark(BENCHMARK, tuple(PARAMS), "010_measure_triad.ipynb",
                           "110_report_triad.ipynb", plan, parse, spread,
-                          report_section, title="STREAM Triad", labels=LABELS))
+                          report_section, columns=COLUMNS, title="STREAM Triad",
+                          labels=LABELS))

@@ -307,6 +307,7 @@ def test_cli_prints_the_study_fields():
     assert rec["error_max"] < 1e-5 and rec["n"] == 960
 
 
+@pytest.mark.mpi
 def test_two_ranks_agree_with_one(tmp_path):
     script = tmp_path / "two.py"
     script.write_text(
@@ -369,6 +370,7 @@ def test_cli_bad_matrices(tmp_path, body, code, message):
     assert message in proc.stderr
 
 
+@pytest.mark.mpi
 def test_sweep_layouts_and_notes(tmp_path):
     P = params.validate({"vm": "t", "runs_dir": str(tmp_path),
                          "biccg_problems": [{"poisson": [8, 8, 8]},
@@ -409,3 +411,22 @@ def test_the_per_kernel_times_cover_the_solve():
     parts = sum(t[k] for k in ("spmv", "precond", "dots", "halo", "vector"))
     assert st["iterations"] > 10 and t["solve"] > 0
     assert 0.97 * t["solve"] <= parts <= t["solve"], (parts, t)
+
+
+@pytest.mark.mpi
+def test_the_report_caption_names_the_blocking_and_precision_the_run_used(tmp_path):
+    """A run made with today's defaults (grid tiles, a float32 factor): the caption of its
+    figure says what the solver's records say, not the rows-and-double of older runs."""
+    from burstbench import report
+
+    P = params.validate({"vm": "t", "runs_dir": str(tmp_path / "runs"),
+                         "biccg_problems": [{"poisson": [8, 8, 8]}], "biccg_ranks_per_node": [1],
+                         "biccg_threads": [1], "biccg_baselines": [],
+                         "biccg_repetitions": 1}, "biccg")
+    run, _ = bsweep.SPEC.measure(P, progress=False)
+    (rec,) = [json.loads(x) for x in run.raw_path("biccg").read_text().splitlines()]
+    assert (rec["blocking"], rec["factor_precision"]) == ("tiles 4x4x2", "single")
+    section = bsweep.report_section(tmp_path / "runs", figures_dir=tmp_path / "figs")
+    (figure,) = [e for e in section.entries if e.title.startswith("BICCG time")]
+    assert "blocks: tiles 4x4x2, IC(0) factor in single precision" in figure.caption
+    assert isinstance(section, report.Section)

@@ -120,6 +120,7 @@ def test_a_vm_against_the_study(runs):
     assert lat["note"].str.contains("same node only").all()
 
 
+@pytest.mark.slow
 def test_the_exploration_notebook_runs(runs, tmp_path, cli):
     out = tmp_path / "explore.ipynb"
     proc = cli("-m", "papermill", str(ROOT / "notebooks" / "200_explore.ipynb"), str(out),

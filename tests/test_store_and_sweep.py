@@ -159,9 +159,10 @@ def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
     task = pl.tasks[0]
     out, err = runner.launch(task)
     rows, raw, _ = triad.parse(task, out, err)
-    run.save("triad", task.key, [r | {"run_id": run.run_id, "vm": "t"} for r in rows], raw)
+    run.save("triad", task.key, [r | {"run_id": run.run_id, "vm": "t"} for r in rows], raw,
+             triad.COLUMNS)
     # ... and the process died here, before finalize: the part is on disk
-    loaded = store.load(tmp_path, "triad")
+    loaded = triad.SPEC.load(tmp_path)
     assert len(loaded.table) == 4 * len(triad.METRICS)  # functions x metrics
     assert any("not finalized" in msg for msg in loaded.problems)
     assert run.done_keys("triad") == {task.key}
@@ -174,7 +175,7 @@ def test_a_finalize_killed_before_removing_the_parts_adds_nothing_twice(tmp_path
     run.root.mkdir()
     rows = [{"key": k, "metric": "m", "value": v, "unit": "1"} for k, v in (("a", 1), ("b", 2))]
     for r in rows:
-        run.save("triad", r["key"], [r], [{"key": r["key"]}])
+        run.save("triad", r["key"], [r], [{"key": r["key"]}], ())
     real_unlink = Path.unlink
 
     def killed_at_the_parts(self, *a, **k):
@@ -187,7 +188,8 @@ def test_a_finalize_killed_before_removing_the_parts_adds_nothing_twice(tmp_path
         run.finalize("triad")
     monkeypatch.undo()
     assert len(list(run.parts_dir("triad").glob("*.json"))) == 2  # both still there
-    run.save("triad", "c", [{"key": "c", "metric": "m", "value": 3, "unit": "1"}], [{"key": "c"}])
+    run.save("triad", "c", [{"key": "c", "metric": "m", "value": 3, "unit": "1"}], [{"key": "c"}],
+             ())
     table = run.finalize("triad")
     assert sorted(table["key"]) == ["a", "b", "c"]
     raw = [json.loads(x)["key"] for x in run.raw_path("triad").read_text().splitlines()]
@@ -226,7 +228,7 @@ def test_provenance_has_what_the_issue_lists(tmp_path):
     assert v["flags"] == "-O2 -fopenmp" and v["openmp_library"] and v["compiler_version"]
     raw = [json.loads(x) for x in run.raw_path("triad").read_text().splitlines()]
     assert raw and all("binding" in r and "env" in r for r in raw)
-    assert set(table.columns) >= set(store.SCHEMA)
+    assert list(table.columns) == store.table_columns(triad.COLUMNS)
     assert (table["run_id"] == run.run_id).all() and (table["vm"] == "t").all()
 
 
@@ -276,3 +278,63 @@ def test_which_runs_resume(tmp_path):
     assert store.find_resumable_many(tmp_path, "v", d | {"biccg": "ccc"}) == ""
     run.set_section("pingpong", status="interrupted")
     assert store.find_resumable_many(tmp_path, "v", {"pingpong": "xxx"}) == ""  # other params
+
+
+# -- every column a benchmark writes is kept ----------------------------------------------------
+
+#: Small enough for seconds: one configuration of each registered benchmark.
+ONE_CONFIGURATION = {
+    "triad": {"triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1],
+              "triad_variants": [{"compiler": "installed"}], "triad_baselines": [],
+              "triad_repetitions": 1},
+    "pingpong": {"pingpong_placements": [{"label": "two", "cpus": [0, 1]}],
+                 "pingpong_tests": ["latency"], "pingpong_max_size": 8,
+                 "pingpong_baselines": [], "pingpong_validate": False,
+                 "pingpong_iterations": 5, "pingpong_skip": 1, "pingpong_repetitions": 1},
+    "biccg": {"biccg_problems": [{"poisson": [8, 8, 8]}], "biccg_ranks_per_node": [1],
+              "biccg_threads": [1], "biccg_baselines": [], "biccg_repetitions": 1},
+}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", list(sweep.benchmarks()))
+def test_every_key_a_benchmark_parses_survives_the_store(name, tmp_path):
+    """A real configuration of each registered benchmark, parsed as a sweep parses it,
+    stored, folded and loaded: every key of its rows is a column with the row's value."""
+    spec = sweep.benchmarks()[name]
+    P = params.validate(ONE_CONFIGURATION[name] | {"vm": "t", "runs_dir": str(tmp_path)}, name)
+    run, _ = spec.open_run(P)
+    task = spec.plan(P).tasks[0]
+    rows, raw, _ = spec.parse(task, *runner.launch(task))
+    rows = [r | {"run_id": run.run_id, "vm": "t"} for r in rows]
+    run.save(name, task.key, rows, raw, spec.columns)
+    folded = run.finalize(name, spec.columns)
+    loaded = spec.load(tmp_path).table
+    for table in (folded, loaded):
+        for key in {k for r in rows for k in r}:
+            assert key in table.columns, key
+            pairs = list(zip(table[key].tolist(), [r.get(key) for r in rows]))
+            assert all(_same(got, want) for got, want in pairs), (key, pairs)
+
+
+def _same(got: object, want: object) -> bool:
+    """A stored value read back equals the value written: numbers as numbers (a CSV gives
+    2.0 for 2), missing as missing (a CSV cell holds no empty string), the rest as text."""
+    if want is None or want == "" or (isinstance(want, float) and want != want):
+        return got == "" or pd.isna(got)
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        return float(got) == float(want)
+    return str(got) == str(want)
+
+
+def test_a_row_with_an_undeclared_column_is_refused_by_name(tmp_path):
+    run = store.Run(tmp_path / "r")
+    row = {"key": "k", "metric": "m", "value": 1, "unit": "1", "threads": 2, "api": "posix"}
+    with pytest.raises(store.StoreError) as err:
+        run.save("demo", "k", [row], [], ("threads",))
+    assert str(err.value) == ("demo: the rows hold column(s) api that the benchmark does not "
+                              "declare (add them to its columns)")
+    assert not run.parts_dir("demo").exists()  # nothing stored
+    run.save("demo", "k", [row], [], ("threads", "api"))
+    assert list(run.finalize("demo", ("threads", "api")).columns) == store.table_columns(
+        ("threads", "api"))

@@ -176,7 +176,8 @@ def test_parts_without_their_fold_resume_to_a_verified_run(copy):
     table = pd.read_csv(run.table_path("triad"))
     raw = [json.loads(x) for x in run.raw_path("triad").read_text().splitlines()]
     for key, rows in table.groupby("key"):
-        run.save("triad", key, rows.to_dict("records"), [r for r in raw if r.get("key") == key])
+        run.save("triad", key, rows.to_dict("records"), [r for r in raw if r.get("key") == key],
+                 triad.COLUMNS)
     for f in (run.table_path("triad"), run.raw_path("triad")):
         f.unlink()
     run.update_provenance(lambda p: (p["benchmarks"]["triad"].pop("manifest"),
@@ -194,5 +195,5 @@ def test_a_run_planned_by_burstbench_run_is_new_not_resumed(tmp_path):
     planned = store.plan_run(tmp_path, "t", "r1", {"triad": (params.digest(p, "triad"), p)})
     run, resumed = store.open_run(tmp_path, "t", "triad", p, params.digest(p, "triad"), "r1")
     assert run.root == planned.root and not resumed
-    run.save("triad", "k", [{"key": "k"}], [])
+    run.save("triad", "k", [{"key": "k"}], [], ())
     assert store.open_run(tmp_path, "t", "triad", p, params.digest(p, "triad"), "r1")[1]
