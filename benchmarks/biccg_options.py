@@ -5,7 +5,8 @@ round after round (the order rotates each round), each solve timed by the solver
 medians of --rounds rounds and the per-round ratio of each variant to the first one:
 
     .venv/bin/python benchmarks/biccg_options.py --rounds 5
-    .venv/bin/python benchmarks/biccg_options.py --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
+    .venv/bin/python benchmarks/biccg_options.py \
+        --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
 
 --before takes the extension module built from an earlier commit (a git worktree of it,
 configured with build/*/CMakeInit.txt and `cmake --build ... --target _biccg`); it is

@@ -249,7 +249,7 @@ def baselines(a: argparse.Namespace, out: dict) -> None:
     for g in ([64, 64, 64], [128, 128, 128]):
         res: dict[str, list[dict]] = {k: [] for k in ("biccg 1x2", "biccg 2x1", "numba-ic0cg",
                                                       "numba-cg", "scipy-cg")}
-        for r in range(max(1, a.rounds // 2)):
+        for _ in range(max(1, a.rounds // 2)):
             res["biccg 1x2"].append(ours(g, a.threads))
             res["biccg 2x1"].append(ours(g, 1, ranks=2))
             for m in ("numba-ic0cg", "numba-cg", "scipy-cg"):

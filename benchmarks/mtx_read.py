@@ -31,7 +31,6 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernels_ext.mtx import MtxError, read_header, read_mtx  # noqa: E402
 
-
 # -- the old parser (kernels_ext/mtx.py before it used scipy.io.mmread), kept here only
 # -- to measure against: Python lines into NumPy blocks of 65,536, checked line by line.
 
@@ -132,7 +131,7 @@ def library_only(path: Path) -> sp.csr_matrix:
 
 def poisson(n: int) -> sp.csr_matrix:
     T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
-    I = sp.identity(n)
+    I = sp.identity(n)  # noqa: E741 (the identity, as written in the formula)
     return (sp.kron(sp.kron(T, I), I) + sp.kron(sp.kron(I, T), I)
             + sp.kron(sp.kron(I, I), T)).tocsr()
 

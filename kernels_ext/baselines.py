@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -182,10 +182,11 @@ def _numba_kernels() -> dict:
 
     @njit(parallel=True)
     def where(out):
-        for j in prange(out.size * 256):
+        for _ in prange(out.size * 256):
             out[get_thread_id()] = getcpu()
 
-    _KERNELS.update(init=init, double=double, copy=copy, scale=scale, add=add, triad=triad, where=where)
+    _KERNELS.update(init=init, double=double, copy=copy, scale=scale, add=add, triad=triad,
+                    where=where)
     return _KERNELS
 
 

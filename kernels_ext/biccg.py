@@ -19,13 +19,12 @@ import resource
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from kernels_ext.errors import BadInput, NotConverged
-
 
 # single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
 # (benchmarks/README.md, BICCG options)
@@ -226,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "  python -m kernels_ext.biccg --poisson 64 64 64 --threads 2\n"
                 "  mpiexec -n 2 python -m kernels_ext.biccg --poisson 256 256 512 "
                 "--block-size 32 --colors 20 --tol 1e-7\n"
-                "      (no --threads: each rank runs its share of its node's CPUs, 1 each on 2 CPUs)\n"
+                "      (no --threads: each rank runs its share of its node's CPUs, 1 each on 2 "
+                "CPUs)\n"
                 "  mpiexec -n 2 -bind-to core:4 python -m kernels_ext.biccg --poisson 128 128 "
                 "128 --threads 4\n"
                 "  python -m kernels_ext.biccg --mtx G3_circuit.tar.gz\n\n"

@@ -6,8 +6,9 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernels_ext.errors import BadInput, KernelError
 

@@ -22,8 +22,9 @@ import re
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from kernels_ext.errors import BadInput, MPIMismatch, ValidationFailed
 
@@ -120,7 +121,8 @@ def init_mpi(thread_level: str = "single"):
 
 
 def library_family(version_text: str) -> str:
-    """'openmpi' or 'mpich' (the MPICH ABI: MPICH, Intel MPI, MVAPICH) from MPI_Get_library_version."""
+    """'openmpi' or 'mpich' (the MPICH ABI: MPICH, Intel MPI, MVAPICH), from the text of
+    MPI_Get_library_version."""
     return "openmpi" if "Open MPI" in version_text else "mpich"
 
 

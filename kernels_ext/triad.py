@@ -33,12 +33,12 @@ import statistics
 import sys
 import time
 import warnings as _warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kernels_ext import affinity, cli, sysinfo
 from kernels_ext.cli import parse_count
 from kernels_ext.errors import BadInput, BuildError, KernelError, ValidationFailed
-
 
 FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
 BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}

@@ -128,7 +128,8 @@ def identify(compiler: str) -> Compiler:
         if base in KNOWN_COMPILERS:
             raise CompilerNotFound(f"compiler '{compiler}' is not installed on this machine")
         raise VariantError(
-            f"unknown compiler '{compiler}': not on PATH and not one of {', '.join(KNOWN_COMPILERS)}"
+            f"unknown compiler '{compiler}': not on PATH and not one of "
+            f"{', '.join(KNOWN_COMPILERS)}"
         )
     try:
         out = subprocess.run(
@@ -233,7 +234,8 @@ def build(
     argv = [cc.path, *flag_list, "-fPIC", "-shared", f"-I{include}", f"-I{PACKAGE_DIR}"]
     argv += [f"-I{d}" for d in _extra_includes(module)]
     argv += [str(s) for s in _sources(module)] + ["-o", target.name, "-lm", "-ldl"]
-    variant = Variant(module, cc, " ".join(flag_list), tag or "", key, str(target), shlex.join(argv))
+    variant = Variant(module, cc, " ".join(flag_list), tag or "", key, str(target),
+                      shlex.join(argv))
     if target.exists() and not force:
         return variant
 

@@ -32,6 +32,19 @@ def _isolated_cache(tmp_path_factory):
         os.environ["BURSTBENCH_CACHE"] = old
 
 
+#: Markers a test gets from the fixtures it uses: what it starts decides how slow it is.
+FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "lab": ("browser", "slow"),
+                   "gfarm": ("gfarm",), "smoke_run": ("slow",), "vm_run": ("slow",)}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the fixtures it uses (FIXTURE_MARKERS), beside its own marks."""
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            for name in FIXTURE_MARKERS.get(fixture, ()):
+                item.add_marker(getattr(pytest.mark, name))
+
+
 def _git_status() -> str | None:
     """`git status --porcelain` of the checkout (untracked files included), or None where
     this is no git checkout."""
@@ -57,7 +70,8 @@ def _checkout_left_as_found():
             [f"new {x}" for x in sorted(new - old)] + [f"gone {x}" for x in sorted(old - new)]))
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess:
     """Run `python <args>` from the project root; return the completed process."""
     full_env = os.environ | (env or {})
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,

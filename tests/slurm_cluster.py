@@ -104,7 +104,8 @@ class SlurmCluster:
         nodes = "\n".join(f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 "
                           f"Port={_free_port()} CPUs={cpus} RealMemory={mem} State=UNKNOWN"
                           for n in self.nodes)
-        self.conf.write_text(f"""# Written by tests/slurm_cluster.py: a cluster of {len(self.nodes)} nodes on {self.host}
+        self.conf.write_text(f"""# Written by tests/slurm_cluster.py: {len(self.nodes)} nodes \
+on {self.host}
 ClusterName=burstbench
 SlurmctldHost={self.host}(127.0.0.1)
 SlurmctldPort={_free_port()}
@@ -141,7 +142,8 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 PlugStackConfig={r}/plugstack.conf
 {nodes}
-PartitionName={self.partition} Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName={self.partition} Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE \
+State=UP OverSubscribe=NO
 """)
         (r / "plugstack.conf").write_text("")
 
@@ -153,7 +155,7 @@ PartitionName={self.partition} Nodes={','.join(self.nodes)} Default=YES MaxTime=
                                             start_new_session=True)
         log.close()
 
-    def start(self, timeout: float = 60) -> "SlurmCluster":
+    def start(self, timeout: float = 60) -> SlurmCluster:
         """Start every daemon and wait until ``sinfo`` shows all nodes idle."""
         missing = missing_programs()
         if missing:

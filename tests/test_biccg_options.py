@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 import pytest
+from test_biccg import bc, cli, random_spd, reference_pcg_history
 
 from kernels_ext import biccg
-from test_biccg import bc, cli, random_spd, reference_pcg_history
 
 
 def ordering(A, bs: int, colors: int, **tiles) -> tuple[np.ndarray, np.ndarray]:

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 
 from kernels_ext.errors import BadInput
-from kernels_ext.layout import (RankLayout, cpu_list, default_threads, node_layout,
-                                omp_num_threads, requested_threads)
+from kernels_ext.layout import (
+    RankLayout,
+    cpu_list,
+    default_threads,
+    node_layout,
+    omp_num_threads,
+    requested_threads,
+)
 
 CPUS = sorted(os.sched_getaffinity(0))  # what this test process (and its mpiexec) may use
 NODE120 = set(range(120))
@@ -163,7 +169,7 @@ def biccg(monkeypatch):
 @pytest.fixture
 def pingpong():
     """test_pingpong's mpiexec runner (two ranks)."""
-    from test_pingpong import needs_mpiexec, mpirun
+    from test_pingpong import mpirun, needs_mpiexec
 
     if needs_mpiexec.args[0]:
         pytest.skip(needs_mpiexec.kwargs["reason"])
@@ -182,6 +188,7 @@ def only_error(proc) -> str:
 SMALL = ("--poisson", "8", "8", "8")
 
 
+@pytest.mark.mpi
 def test_biccg_default_is_the_ranks_share(biccg):
     proc = biccg(*SMALL, n=2)
     assert proc.returncode == 0, proc.stderr
@@ -192,6 +199,7 @@ def test_biccg_default_is_the_ranks_share(biccg):
     assert rec["ranks_per_node"] == 2 and rec["nodes"] == 1 and rec["converged"]
 
 
+@pytest.mark.mpi
 def test_biccg_reads_the_mask_before_openmp_binds_the_process(biccg, monkeypatch):
     """libgomp binds the first thread to its first place as it loads, when OMP_PROC_BIND is
     set: a mask read after importing the solver would be one core."""
@@ -203,6 +211,7 @@ def test_biccg_reads_the_mask_before_openmp_binds_the_process(biccg, monkeypatch
     assert rec["cpus_per_rank"] == [len(CPUS)] and rec["threads"] == len(CPUS)
 
 
+@pytest.mark.mpi
 def test_biccg_refuses_an_explicit_oversubscribed_layout(biccg):
     n = len(CPUS)  # 2 ranks x n threads on n CPUs
     line = only_error(biccg(*SMALL, "--threads", str(n), n=2))
@@ -211,6 +220,7 @@ def test_biccg_refuses_an_explicit_oversubscribed_layout(biccg):
         in line and "--oversubscribe" in line
 
 
+@pytest.mark.mpi
 def test_biccg_omp_num_threads_counts_as_explicit(biccg, monkeypatch):
     n = len(CPUS)
     monkeypatch.setenv("OMP_NUM_THREADS", str(n))
@@ -219,6 +229,7 @@ def test_biccg_omp_num_threads_counts_as_explicit(biccg, monkeypatch):
     assert f"need {2 * n} CPUs" in line
 
 
+@pytest.mark.mpi
 def test_biccg_oversubscribe_runs_and_says_so(biccg, monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")  # spinning threads on shared CPUs: 1000x
     n = len(CPUS)
@@ -228,6 +239,7 @@ def test_biccg_oversubscribe_runs_and_says_so(biccg, monkeypatch):
     assert rec["oversubscribed"] is True and rec["threads"] == n and rec["converged"]
 
 
+@pytest.mark.mpi
 def test_biccg_one_rank_pinned_to_one_cpu(biccg):
     with pinned({CPUS[0]}):
         line = only_error(biccg(*SMALL, "--threads", "2", n=1))
@@ -241,6 +253,7 @@ def test_biccg_one_rank_pinned_to_one_cpu(biccg):
 PP = ("--max-size", "1", "--iterations", "20", "--skip", "2")
 
 
+@pytest.mark.mpi
 def test_pingpong_records_its_layout(pingpong):
     if len(CPUS) < 2:
         pytest.skip("two single-threaded ranks need two CPUs")
@@ -252,6 +265,7 @@ def test_pingpong_records_its_layout(pingpong):
         assert r["ranks_per_node"] == 2 and r["nodes"] == 1
 
 
+@pytest.mark.mpi
 def test_pingpong_refuses_two_ranks_on_one_cpu(pingpong):
     with pinned({CPUS[0]}):
         line = only_error(pingpong(*PP))

@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 
 from burstbench import params, pingpong, sweep
-from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 from kernels_ext import pingpong as kp
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.mpi
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
 OMPI_LIB = "/usr/lib/x86_64-linux-gnu/libmpi.so.40"

@@ -251,6 +251,7 @@ def _svg_text(path: Path) -> list[str]:
     return re.findall(r"<!-- (.*?) -->", path.read_text(), re.S)
 
 
+@pytest.mark.slow
 def test_the_committed_figures_rebuild_identically(tmp_path, cli):
     """`make figures` from the committed data/ gives the committed figures/: the same files,
     the tables, index and manifests byte for byte, and every text of every figure (the

@@ -1,9 +1,15 @@
-"""Stopping by signal: SIGTERM and SIGHUP stop a run like Ctrl-C and leave nothing running;
-a configuration dies with its kernel; a rank killed mid-solve fails only its configuration.
+"""Stopping by signal: Ctrl-C, SIGTERM and SIGHUP stop a run alike and leave nothing running;
+a configuration dies with its kernel; a rank killed while its configuration runs fails only
+that configuration.
 
 Every process a test starts carries BURSTBENCH_TEST_MARKER=<a fresh tag> in its environment
 (inherited by papermill, the kernel, mpiexec and the ranks), so survivors are found by
 scanning /proc.
+
+The moment of each signal does not depend on how fast this machine solves: the ranks of the
+HELD problem start behind a gate (`held_mpiexec`), alive under their mpiexec and waiting
+until the test creates a release file. A signal sent while they wait always lands in that
+configuration, and a resume after the release always finishes it.
 """
 
 from __future__ import annotations
@@ -17,21 +23,23 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pandas as pd
 import pytest
-
-from burstbench import biccg, runner, store
 from test_batch import ROOT, write_params
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="scans /proc for the processes a run leaves")
+from burstbench import biccg, runner, store
+
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                 reason="scans /proc for the processes a run leaves"),
+              pytest.mark.mpi]
 
 MARKER = "BURSTBENCH_TEST_MARKER"
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-SLOW = "80"  # grid edge of a two-rank solve that takes a few seconds here
+HELD = "12"  # grid edge of the problem whose ranks wait at the gate
 T = TypeVar("T")
 
 
@@ -49,10 +57,31 @@ def marked(tag: str) -> list[tuple[int, str]]:
     return found
 
 
-def slow_ranks(tag: str) -> list[int]:
-    """Pids of the ranks of the slow solve (not their mpiexec)."""
-    return [pid for pid, cmd in marked(tag)
-            if f"--poisson {SLOW} {SLOW} {SLOW}" in cmd and "mpiexec" not in cmd]
+def held_mpiexec(folder: Path) -> tuple[Path, Path]:
+    """(an mpiexec, its release file): the real mpiexec, except that the ranks of a HELD
+    problem first wait at a gate until the release file exists, then become the solver
+    (exec: same pid, same environment). A launcher given by a combination may be any
+    command: this one is a combination's `mpiexec`."""
+    release, gate, wrapper = folder / "release", folder / "gate.py", folder / "mpiexec"
+    gate.write_text(f"import os, sys, time\n"
+                    f"while not os.path.exists({str(release)!r}):\n"
+                    f"    time.sleep(0.02)\n"
+                    f"os.execv(sys.argv[1], sys.argv[1:])\n")
+    wrapper.write_text(f"#!{sys.executable}\n"
+                       f"import os, sys\n"
+                       f"argv = sys.argv[1:]\n"
+                       f"grid = argv[argv.index('--poisson') + 1] if '--poisson' in argv else ''\n"
+                       f"if grid == {HELD!r}:\n"
+                       f"    i = argv.index({sys.executable!r})\n"
+                       f"    argv[i:i] = [{sys.executable!r}, {str(gate)!r}]\n"
+                       f"os.execv({MPIEXEC!r}, [{MPIEXEC!r}, *argv])\n")
+    wrapper.chmod(0o755)
+    return wrapper, release
+
+
+def held_ranks(tag: str) -> list[int]:
+    """Pids of the ranks waiting at the gate (not their mpiexec)."""
+    return [pid for pid, cmd in marked(tag) if "gate.py" in cmd and "mpiexec" not in cmd]
 
 
 def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
@@ -77,18 +106,23 @@ def default_stop_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-# "run": scancel --batch, a hang-up, `kill` of the run; "every": Slurm's scancel and time
-# limit, which signal every process of the job at once (the kernel and the ranks too).
-# The printed command is resumed once: how a run resumes does not depend on what stopped it,
-# and each resume costs a whole notebook (~15 s here).
-@pytest.mark.parametrize("signum,code,target,resumes", [
-    (signal.SIGTERM, 143, "run", True), (signal.SIGHUP, 129, "run", False),
-    (signal.SIGTERM, 143, "every", False)], ids=["SIGTERM", "SIGHUP", "SIGTERM-to-every"])
+# "group": Ctrl-C in a terminal (SIGINT to the foreground job's process group); "run":
+# scancel --batch, a hang-up, `kill` of the run; "every": Slurm's scancel and time limit,
+# which signal every process of the job at once (the kernel and the ranks too). Two of them
+# are resumed, once by running the same command again (the newest unfinished run with these
+# parameters is resumed) and once by the printed command: each resume costs a notebook.
+@pytest.mark.slow
+@pytest.mark.parametrize("signum,code,target,resume", [
+    (signal.SIGINT, 130, "group", "same"), (signal.SIGTERM, 143, "run", "printed"),
+    (signal.SIGHUP, 129, "run", ""), (signal.SIGTERM, 143, "every", "")],
+    ids=["Ctrl-C", "SIGTERM", "SIGHUP", "SIGTERM-to-every"])
 def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume(
-        tmp_path, signum, code, target, resumes):
+        tmp_path, signum, code, target, resume):
     tag = uuid.uuid4().hex
+    mpiexec, release = held_mpiexec(tmp_path)
     params = write_params(tmp_path, "p.yaml", {
-        "vm": "sig", "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(SLOW)] * 3}],
+        "vm": "sig", "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(HELD)] * 3}],
+        "biccg_combination": {"mpiexec": str(mpiexec), "launcher": "hydra"},
         "biccg_ranks_per_node": [2], "biccg_threads": [1], "biccg_baselines": [],
         "biccg_repetitions": 1})
     runs = tmp_path / "runs"
@@ -99,8 +133,10 @@ def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=default_stop_signals)
     try:
-        wait_for(lambda: len(slow_ranks(tag)) == 2, 90, "ranks of the second solve")
-        for pid in [proc.pid] if target == "run" else [pid for pid, _ in marked(tag)]:
+        wait_for(lambda: len(held_ranks(tag)) == 2, 90, "ranks of the held solve")
+        if target == "group":
+            os.killpg(proc.pid, signum)
+        for pid in {"run": [proc.pid], "every": [p for p, _ in marked(tag)]}.get(target, []):
             os.kill(pid, signum)
         _, err = proc.communicate(timeout=60)
         left = marked(tag)  # at once: the run returns when all it started has ended
@@ -115,31 +151,35 @@ def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume
     prov = json.loads((run_dir / "provenance.json").read_text())
     assert prov["benchmarks"]["biccg"]["status"] == "interrupted"
 
-    resume = shlex.split(err.split("resume with: ", 1)[1].splitlines()[0])
-    assert resume == argv[:-1] + ["--run-id", run_dir.name, "--quiet"]
-    if not resumes:
+    printed = shlex.split(err.split("resume with: ", 1)[1].splitlines()[0])
+    assert printed == argv[:-1] + ["--run-id", run_dir.name, "--quiet"]
+    if not resume:
         return
-    again = subprocess.run(resume, cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=120)
+    release.touch()
+    again = subprocess.run(argv if resume == "same" else printed, cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert [p.name for p in (runs / "sig").iterdir()] == [run_dir.name]
+    assert [p.name for p in (runs / "sig").iterdir()] == [run_dir.name], "resumed, not new"
     table = pd.read_csv(run_dir / "biccg.csv")
-    assert set(table["problem"]) == {"poisson8x8x8", f"poisson{SLOW}x{SLOW}x{SLOW}"}
+    assert set(table["problem"]) == {"poisson8x8x8", f"poisson{HELD}x{HELD}x{HELD}"}
     assert table["key"].nunique() == 2 and not table.duplicated(["key", "metric"]).any()
+    assert json.loads((run_dir / "provenance.json").read_text())["benchmarks"]["biccg"][
+        "status"] == "complete"
     assert marked(tag) == []
 
 
-def test_a_configuration_dies_with_the_kernel_that_started_it():
+def test_a_configuration_dies_with_the_kernel_that_started_it(tmp_path):
     """A SIGKILLed kernel cannot clean up: its mpiexec gets SIGTERM from the kernel's death
     (PR_SET_PDEATHSIG) and takes its ranks down."""
     tag = uuid.uuid4().hex
+    mpiexec, _ = held_mpiexec(tmp_path)
     kernel = subprocess.Popen(
         [sys.executable, "-c", "import sys; from burstbench import runner; "
          "runner.launch(runner.Task('k', {}, tuple(sys.argv[1:]), timeout_s=120))",
-         MPIEXEC, "-n", "2", sys.executable, "-m", "kernels_ext.biccg", "--poisson", SLOW, SLOW,
-         SLOW, "--threads", "1"], cwd=ROOT, env=os.environ | {MARKER: tag})
+         str(mpiexec), "-n", "2", sys.executable, "-m", "kernels_ext.biccg", "--poisson", HELD,
+         HELD, HELD, "--threads", "1"], cwd=ROOT, env=os.environ | {MARKER: tag})
     try:
-        wait_for(lambda: len(slow_ranks(tag)) == 2, 60, "ranks")
+        wait_for(lambda: len(held_ranks(tag)) == 2, 60, "ranks")
         kernel.kill()
         kernel.wait(timeout=10)
         wait_for(lambda: not marked(tag), 10, "end of the orphaned configuration")
@@ -148,20 +188,20 @@ def test_a_configuration_dies_with_the_kernel_that_started_it():
         kill_all(tag)
 
 
-def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(tmp_path):
+def test_a_rank_killed_while_its_configuration_runs_fails_it_and_the_sweep_goes_on(tmp_path):
     tag = uuid.uuid4().hex
+    mpiexec, _ = held_mpiexec(tmp_path)
 
     def task(key: str, n: str) -> runner.Task:
         return runner.Task(key, {"label": key, "key": key},
-                           (MPIEXEC, "-n", "2", sys.executable, "-m", "kernels_ext.biccg",
+                           (str(mpiexec), "-n", "2", sys.executable, "-m", "kernels_ext.biccg",
                             "--poisson", n, n, n, "--threads", "1"),
                            ((MARKER, tag), ("OMP_NUM_THREADS", "1")), timeout_s=120)
 
     killed = []
 
     def kill_one_rank() -> None:
-        pid = wait_for(lambda: len(slow_ranks(tag)) == 2 and slow_ranks(tag), 60, "ranks")[-1]
-        time.sleep(0.3)  # into the solve
+        pid = wait_for(lambda: len(held_ranks(tag)) == 2 and held_ranks(tag), 60, "ranks")[-1]
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 
@@ -169,8 +209,8 @@ def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(
     killer.start()
     run = store.Run(tmp_path / "vm" / "r1")
     try:
-        result = runner.run_tasks([task("slow", SLOW), task("fast", "8")], run, "biccg",
-                                  biccg.parse, progress=False)
+        result = runner.run_tasks([task("held", HELD), task("fast", "8")], run, "biccg",
+                                  biccg.parse, biccg.COLUMNS, progress=False)
         killer.join(timeout=10)
         left = marked(tag)
     finally:
@@ -178,7 +218,7 @@ def test_a_rank_killed_mid_solve_fails_that_configuration_and_the_sweep_goes_on(
     assert killed
     assert result.measured == 1 and not result.interrupted
     ((title, reason),) = result.failed
-    assert title.startswith("slow") and reason == "rank killed by signal 9 (SIGKILL)"
+    assert title.startswith("held") and reason == "rank killed by signal 9 (SIGKILL)"
     assert run.done_keys("biccg") == {"fast"}
     assert left == [], left
 

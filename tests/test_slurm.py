@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import ROOT, run_cli
 from slurm_cluster import ClusterError, SlurmCluster, missing_programs
 

@@ -7,8 +7,8 @@ import os
 import shutil
 
 import pytest
-
 from conftest import needs_clang
+
 from kernels_ext import variants
 
 GCC_FLAGS = "-O2 -fopenmp"
