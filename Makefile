@@ -75,7 +75,7 @@ $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.[ch] kernels_ex
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0' \
 	    setuptools wheel
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
 	    -e '.[test,mpi]'
 	touch $@
 
