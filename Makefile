@@ -70,7 +70,7 @@ lab: $(STAMP)
 ## --no-build-isolation builds every dependency that PyPI has only as source with this
 ## environment's own tools: setuptools and wheel go in first (a Python 3.12 venv has neither).
 install: $(STAMP)
-$(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*.[ch] kernels_ext/src/*.[ch] kernels_ext/src/*/*.[ch])
+$(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*/*.[ch] kernels_ext/*/src/*.[ch] kernels_ext/*/kernel.json)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet 'scikit-build-core>=0.10' cmake ninja 'mpich>=4.1' 'mpi4py>=4.0' \

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from kernels_ext import biccg
-from kernels_ext.pingpong import init_mpi
+from kernels_ext.common.mpi import init_mpi
 
 PARTS = ("spmv", "precond", "dots", "halo", "vector")
 

@@ -79,7 +79,7 @@ def ours(grid: list[int], threads: int, ranks: int = 1, extra: tuple = ()) -> di
 
 
 def baseline(grid: list[int], method: str, threads: int) -> dict:
-    return run_json([PY, "-m", "kernels_ext.cg_baselines", "--poisson", *map(str, grid),
+    return run_json([PY, "-m", "kernels_ext.biccg.cg_baselines", "--poisson", *map(str, grid),
                      "--method", method, "--threads", str(threads)])
 
 

@@ -1,4 +1,4 @@
-"""Reading a Matrix Market file: the hand-written parser it replaced against kernels_ext.mtx.
+"""Reading a Matrix Market file: the hand-written parser it replaced against kernels_ext.biccg.mtx.
 
 Writes the 80^3 7-point Poisson matrix with scipy.io.mmwrite (symmetric: the lower
 triangle, 2,028,800 entries) into a temporary folder, plain (``.mtx``), gzipped
@@ -29,7 +29,7 @@ import scipy.io
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kernels_ext.mtx import MtxError, read_header, read_mtx  # noqa: E402
+from kernels_ext.biccg.mtx import MtxError, read_header, read_mtx  # noqa: E402
 
 # -- the old parser (kernels_ext/mtx.py before it used scipy.io.mmread), kept here only
 # -- to measure against: Python lines into NumPy blocks of 65,536, checked line by line.

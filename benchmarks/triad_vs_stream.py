@@ -71,7 +71,7 @@ def main() -> int:
         sys.exit(f"error: {a.stream_c} is not a file (get stream.c from "
                  "https://www.cs.virginia.edu/stream/FTP/Code/stream.c)")
 
-    from kernels_ext import variants
+    from kernels_ext.common import variants
 
     variant = variants.build(a.cc, a.flags)  # ours, with exactly these flags
     tmp = Path(tempfile.mkdtemp(prefix="triad-bench-"))

@@ -34,8 +34,8 @@ from burstbench.params import (
 )
 from burstbench.pingpong import check_combination
 from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
-from kernels_ext import sysinfo
-from kernels_ext.pingpong import library_family
+from kernels_ext.common import sysinfo
+from kernels_ext.common.mpi import library_family
 
 BENCHMARK = "biccg"
 #: (JSON key, metric, unit) of each measured value.
@@ -132,7 +132,7 @@ def resolve_problems(P: dict) -> tuple[list[Problem], list[str]]:
         if not path.is_file():
             if spec.get("optional"):
                 notes.append(f"skipped problem {name}: {path} is not here (download it: "
-                             "python -m kernels_ext.mtx --fetch G3_circuit)")
+                             "python -m kernels_ext.biccg.mtx --fetch G3_circuit)")
                 continue
             raise ParamError(f"biccg_problems: {path} does not exist")
         out.append(Problem(name, ("--mtx", str(path))))
@@ -245,7 +245,7 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
 
 
 def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> runner.Task:
-    argv = (sys.executable, "-m", "kernels_ext.cg_baselines", *prob.args, "--method", method,
+    argv = (sys.executable, "-m", "kernels_ext.biccg.cg_baselines", *prob.args, "--method", method,
             "--threads", str(t), *_common_args(P))
     config = {"benchmark": BENCHMARK, "label": method, "impl": method.split("-")[0],
               "problem": prob.name, "nodes": 1, "ranks": 1,

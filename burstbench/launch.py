@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from burstbench.params import ParamError
-from kernels_ext import sysinfo
+from kernels_ext.common import sysinfo
 
 #: The batch schedulers' variables that name a job's hosts, in the order they are asked.
 SCHEDULER_VARS = ("PBS_NODEFILE", "SLURM_JOB_NODELIST")

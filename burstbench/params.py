@@ -35,8 +35,8 @@ from typing import Any
 
 import yaml
 
-from kernels_ext.cli import parse_count
-from kernels_ext.errors import BadInput
+from kernels_ext.common.cli import parse_count
+from kernels_ext.common.errors import BadInput
 
 
 class ParamError(ValueError):

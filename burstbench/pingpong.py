@@ -42,8 +42,8 @@ from burstbench.params import (
 )
 from burstbench.reference import read_reference, vm_key
 from burstbench.sweep import Benchmark, Plan, over_repetitions, register, task_key
-from kernels_ext import variants
-from kernels_ext.errors import first_error_line
+from kernels_ext.common import variants
+from kernels_ext.common.errors import first_error_line
 
 BENCHMARK = "pingpong"
 UNITS = {"latency": ("latency", "us"), "bw": ("bandwidth", "GB/s"), "bibw": ("bandwidth", "GB/s")}
@@ -117,7 +117,7 @@ def _placement(v: Any) -> dict:
 def _pp_size(name: str, allow_zero: bool) -> Callable[[Any], int]:
     """A message size in bytes: a power of two (or 0), as 4096, 4M, 4MiB or 4.194304e6."""
     def check(v: Any) -> int:
-        from kernels_ext.errors import KernelError
+        from kernels_ext.common.errors import KernelError
         from kernels_ext.pingpong import SIZE_LIMIT, is_power_of_two, parse_size
 
         if isinstance(v, float) and math.isfinite(v) and v == int(v):
@@ -263,7 +263,7 @@ def usable(combo: dict) -> str:
     if not combo["mpicc"]:
         return ""
     try:
-        variants.build(combo["mpicc"], combo["flags"], module="_pingpong")
+        variants.build(combo["mpicc"], combo["flags"], kernel="pingpong")
     except variants.BuildFailed as exc:
         return f"{combo['mpicc']} cannot build the kernel: {first_error_line(exc.output)}"
     except variants.VariantError as exc:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernels_ext import sysinfo
+from kernels_ext.common import sysinfo
 
 PACKAGES = ("burstbench", "numpy", "scipy", "pandas", "numba", "llvmlite", "matplotlib",
             "seaborn", "papermill", "nbclient", "ipykernel", "mpi4py", "mpich",
@@ -96,7 +96,7 @@ def operating_system() -> dict:
 
 def compilers() -> dict:
     """Banner of each known compiler this machine has (absent ones are left out)."""
-    from kernels_ext import variants
+    from kernels_ext.common import variants
 
     out = {}
     for name in COMPILERS:

@@ -43,10 +43,10 @@ from burstbench.params import (
 )
 from burstbench.reference import read_reference, vm_key
 from burstbench.sweep import Benchmark, Plan, register, task_key, typed
-from kernels_ext import affinity, sysinfo, variants
 from kernels_ext import triad as triad_kernel
-from kernels_ext.affinity import Affinity
-from kernels_ext.triad import BASELINE_STORES, STORES, check_size
+from kernels_ext.common import sysinfo, variants
+from kernels_ext.triad import BASELINE_STORES, STORES, affinity, check_size
+from kernels_ext.triad.affinity import Affinity
 
 BENCHMARK = "triad"
 METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),

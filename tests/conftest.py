@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels_ext.errors import first_error_line
+from kernels_ext.common.errors import first_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 

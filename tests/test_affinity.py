@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernels_ext import affinity as af
+from kernels_ext.triad import affinity as af
 
 
 @pytest.mark.parametrize("value", ["threads", "cores", "sockets", "ll_caches", "numa_domains",

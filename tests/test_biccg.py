@@ -15,11 +15,12 @@ import scipy.sparse.linalg as spla
 
 from burstbench import biccg as bsweep
 from burstbench import params
-from kernels_ext import biccg, cg_baselines
+from kernels_ext import biccg
+from kernels_ext.biccg import cg_baselines
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-bc = pytest.importorskip("kernels_ext._biccg", reason="built only where MPI was found")
+bc = pytest.importorskip("kernels_ext.biccg._biccg", reason="built only where MPI was found")
 KERSHAW = np.array([[3, -2, 0, 2], [-2, 3, -2, 0], [0, -2, 3, -2], [2, 0, -2, 3]], float)
 
 
@@ -313,7 +314,7 @@ def test_two_ranks_agree_with_one(tmp_path):
     script.write_text(
         "import numpy as np\n"
         "from kernels_ext import biccg\n"
-        "from kernels_ext.pingpong import init_mpi\n"
+        "from kernels_ext.common.mpi import init_mpi\n"
         "MPI = init_mpi('funneled'); c = MPI.COMM_WORLD\n"
         "A = biccg.poisson_matrix(14, 12, 10); n = A.shape[0]\n"
         "b = np.sin(np.arange(n)); r0, r1 = biccg.partition(n, c.size, c.rank)\n"

@@ -13,7 +13,7 @@ from conftest import OMPI_MPICC, OMPI_MPIEXEC, mpi_compiler_problem
 
 from burstbench import biccg, launch, params, pingpong
 from burstbench.launch import Layout
-from kernels_ext.errors import BadInput, BuildError, first_error_line
+from kernels_ext.common.errors import BadInput, BuildError, first_error_line
 
 MPICC = str(Path(sys.executable).parent / "mpicc")
 needs_mpich = pytest.mark.skipif(not os.access(MPICC, os.X_OK),

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from kernels_ext.errors import BadInput
-from kernels_ext.layout import (
+from kernels_ext.common.errors import BadInput
+from kernels_ext.common.layout import (
     RankLayout,
     cpu_list,
     default_threads,
@@ -159,7 +159,7 @@ def pinned(cpus: set[int]) -> Iterator[None]:
 @pytest.fixture
 def biccg(monkeypatch):
     """test_biccg's mpiexec runner, with OMP_NUM_THREADS unset unless a test sets it."""
-    pytest.importorskip("kernels_ext._biccg", reason="built only where MPI was found")
+    pytest.importorskip("kernels_ext.biccg._biccg", reason="built only where MPI was found")
     from test_biccg import cli
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

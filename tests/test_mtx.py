@@ -1,4 +1,4 @@
-"""Matrix Market files (kernels_ext.mtx): .mtx, .mtx.gz and .tar.gz members read as streams by
+"""Matrix Market files (kernels_ext.biccg.mtx): .mtx, .mtx.gz and .tar.gz members read as streams by
 scipy.io.mmread, the same matrices as SciPy, and one clear line for every bad file."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from kernels_ext import mtx
-from kernels_ext.mtx import MtxError, read_mtx
+from kernels_ext.biccg import mtx
+from kernels_ext.biccg.mtx import MtxError, read_mtx
 
 SYM = """%%MatrixMarket matrix coordinate real symmetric
 % a comment

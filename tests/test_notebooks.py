@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from burstbench import biccg, costreport, pingpong, report, triad
-from kernels_ext import _triad
+from kernels_ext.triad import _triad
 
 ROOT = Path(__file__).resolve().parents[1]
 

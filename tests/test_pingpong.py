@@ -15,6 +15,7 @@ from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 
 from burstbench import params, pingpong, sweep
 from kernels_ext import pingpong as kp
+from kernels_ext.common import mpi as kernel_mpi
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.mpi
@@ -124,7 +125,7 @@ def test_bad_input_is_one_error_line_and_nonzero_exit(args, n, message):
 WITHOUT_KERNEL = """
 import importlib.util, sys
 real = importlib.util.find_spec
-hidden = "kernels_ext._pingpong"
+hidden = "kernels_ext.pingpong._pingpong"
 importlib.util.find_spec = lambda name, *a: None if name == hidden else real(name, *a)
 sys.modules[hidden] = None
 from kernels_ext import pingpong
@@ -153,7 +154,7 @@ def test_python_baseline_and_info_work_without_the_kernel_on_one_rank():
     assert info["impl"] == "mpi4py" and "mpi_build" not in info
     assert info["mpi_family"] in ("mpich", "openmpi")
     proc = subprocess.run(base + ["--info"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "kernels_ext._pingpong is not built" in proc.stderr
+    assert proc.returncode == 2 and "kernels_ext.pingpong._pingpong is not built" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -186,12 +187,12 @@ def test_cmake_builds_the_kernel_against_a_system_mpi(tmp_path):
     subprocess.run([cmake, "--build", str(build), "--target", "_pingpong"], check=True,
                    capture_output=True, env=env)
     (module,) = build.glob("_pingpong*.so")
-    assert kp.built_family(module) == "openmpi"
+    assert kernel_mpi.built_family(module) == "openmpi"
     script = tmp_path / "run.py"
     script.write_text(
-        "from kernels_ext import pingpong, variants\n"
-        "MPI = pingpong.init_mpi()\n"
-        f"m = variants.load({str(module)!r}, '_pingpong')\n"
+        "from kernels_ext.common import mpi, variants\n"
+        "MPI = mpi.init_mpi()\n"
+        f"m = variants.load({str(module)!r}, 'pingpong')\n"
         "r = m.run(MPI.COMM_WORLD, 'latency', [0, 8], 100, 5, 10, 1, 1)\n"
         "if MPI.COMM_WORLD.rank == 0: print(m.build_mpi()['version'], r[1]['value'] > 0)\n")
     proc = subprocess.run([OMPI_MPIEXEC, "-n", "2", sys.executable, str(script)],

@@ -7,8 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from kernels_ext import _triad, baselines
-from kernels_ext.triad import BYTES_PER_ELEMENT, summarize
+from kernels_ext.triad import BYTES_PER_ELEMENT, _triad, baselines, summarize
 
 SCALAR = 3.0
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kernels_ext import _triad, sysinfo
+from kernels_ext.common import sysinfo
+from kernels_ext.triad import _triad
 
 FIELDS = {"function", "best_rate_gbs", "avg_time_s", "min_time_s", "max_time_s", "size",
           "threads", "validated", "binding", "variant", "openmp_library"}

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from conftest import needs_clang
 
-from kernels_ext import variants
+from kernels_ext.common import variants
 
 GCC_FLAGS = "-O2 -fopenmp"
 
@@ -37,9 +37,27 @@ def test_key_changes_with_the_sources(monkeypatch, tmp_path):
     a = variants.build("gcc", GCC_FLAGS)
     src = tmp_path / "pkg"
     shutil.copytree(variants.PACKAGE_DIR, src, ignore=shutil.ignore_patterns("__pycache__"))
-    (src / "src" / "stream.c").write_text((src / "src" / "stream.c").read_text() + "\n/* */\n")
+    (src / "triad" / "stream.c").write_text((src / "triad" / "stream.c").read_text() + "\n/* */\n")
     monkeypatch.setattr(variants, "PACKAGE_DIR", src)
     assert variants.build("gcc", GCC_FLAGS).key != a.key
+
+
+def test_every_header_a_kernel_declares_is_in_its_key(monkeypatch, tmp_path):
+    """kernel.json's headers count (BICCG's sweeps.h once did not: an edit to it kept using
+    the cached variant), and each header it lists exists."""
+    for manifest in variants.PACKAGE_DIR.glob("*/kernel.json"):
+        kernel = manifest.parent.name
+        for f in variants._sources(kernel) + variants._headers(kernel):
+            assert f.is_file(), f
+    src = tmp_path / "pkg"
+    shutil.copytree(variants.PACKAGE_DIR, src, ignore=shutil.ignore_patterns("__pycache__"))
+    flags = ["-O2"]
+    cc = variants.identify("gcc")
+    monkeypatch.setattr(variants, "PACKAGE_DIR", src)
+    before = variants._digest("biccg", cc, flags)
+    sweeps = src / "biccg" / "src" / "sweeps.h"
+    sweeps.write_text(sweeps.read_text() + "\n/* */\n")
+    assert variants._digest("biccg", cc, flags) != before
 
 
 def test_variant_runs_in_a_fresh_process(cli):

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/stream.h"
+#include "stream.h"
 
 static const char *const FUNCTIONS[STREAM_NFUNC] = {"Copy", "Scale", "Add", "Triad"};
 static const char *const PROC_BIND[] = {"false", "true", "primary", "close", "spread"};

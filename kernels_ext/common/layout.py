@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from kernels_ext.errors import BadInput
+from kernels_ext.common.errors import BadInput
 
 OVERSUBSCRIBE_HINT = "pass --oversubscribe to run anyway"
 

@@ -56,7 +56,7 @@ def first_error_line(output: str) -> str:
 def variant_errors() -> Iterator[None]:
     """Turn a variant's errors into the CLIs' statuses: a build that fails is BuildError (4),
     any other problem (a compiler that is not installed, bad flags) BadInput (2)."""
-    from kernels_ext import variants
+    from kernels_ext.common import variants
 
     try:
         yield

@@ -32,13 +32,13 @@ import socket
 import statistics
 import sys
 import time
-import warnings as _warnings
 from collections.abc import Sequence
 from typing import Any
 
-from kernels_ext import affinity, cli, sysinfo
-from kernels_ext.cli import parse_count
-from kernels_ext.errors import BadInput, BuildError, KernelError, ValidationFailed
+from kernels_ext.common import cli, sysinfo
+from kernels_ext.common.cli import parse_count
+from kernels_ext.common.errors import BadInput, BuildError, KernelError, ValidationFailed
+from kernels_ext.triad import affinity
 
 FUNCTIONS = ("Copy", "Scale", "Add", "Triad")
 BYTES_PER_ELEMENT = {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
@@ -157,10 +157,10 @@ def summarize(times: dict[str, list[float]], size: int, stores: str = "normal") 
 
 
 def _load_c(compiler: str | None, flags: str, tag: str) -> tuple[Any, dict]:
-    from kernels_ext import variants
+    from kernels_ext.common import variants
 
     if compiler is None:
-        module, build = variants.installed("_triad")
+        module, build = variants.installed("triad")
         return module, {"variant": build["label"], "compiler": build["family"],
                         "compiler_version": build["version"], "flags": build["flags"],
                         "compiler_path": build["compiler"]}
@@ -170,7 +170,7 @@ def _load_c(compiler: str | None, flags: str, tag: str) -> tuple[Any, dict]:
         raise BuildError(str(exc)) from exc
     except variants.VariantError as exc:
         raise BadInput(str(exc)) from exc
-    return variants.load(v.path, "_triad"), {
+    return variants.load(v.path, "triad"), {
         "variant": v.label, "compiler": v.compiler.family,
         "compiler_version": v.compiler.version, "flags": v.flags,
         "compiler_path": v.compiler.path, "variant_key": v.key}
@@ -235,7 +235,7 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
     started = time.time()
     if impl == "c":
         info = runtime_info("c", compiler, flags, tag)
-        module = sys.modules["kernels_ext._triad"]
+        module = sys.modules["kernels_ext.triad._triad"]
         try:
             raw = module.run(n, k, t, fault_index, stores)
         except MemoryError as exc:
@@ -245,13 +245,13 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
                          "flags allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): "
                          "measured with normal stores")
     elif impl == "numba":
-        from kernels_ext import baselines
+        from kernels_ext.triad import baselines
 
         baselines.prepare_numba_threads(t)
         raw = baselines.numba_stream(n, k, t, fault_index)
         info = runtime_info("numba") | {"openmp_library": raw["threading_layer"]}
     else:
-        from kernels_ext import baselines
+        from kernels_ext.triad import baselines
 
         raw = baselines.numpy_stream(n, k, fault_index)
         info = runtime_info("numpy")
@@ -354,8 +354,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("default")
-        sys.exit(main())

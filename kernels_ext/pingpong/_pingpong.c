@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_mpi_build.h"
-#include "src/pingpong.h"
+#include "../common/mpi_build.h"
+#include "pingpong.h"
 
 static const char *const TESTS[] = {"latency", "bw", "bibw"};
 

@@ -188,7 +188,7 @@ METHODS = {"scipy-cg": lambda A, b, a: scipy_cg(A, b, a.tol, a.max_iter),
 
 
 def main(argv=None) -> int:
-    """``python -m kernels_ext.cg_baselines``: one baseline solve, one JSON line (b = A 1)."""
+    """``python -m kernels_ext.biccg.cg_baselines``: one baseline solve, one JSON line (b = A 1)."""
     import argparse
     import json
     import sys
@@ -196,14 +196,14 @@ def main(argv=None) -> int:
     import scipy.sparse as sp
 
     from kernels_ext import biccg
-    from kernels_ext.errors import KernelError
+    from kernels_ext.common.errors import KernelError
 
     p = argparse.ArgumentParser(
-        prog="python -m kernels_ext.cg_baselines",
+        prog="python -m kernels_ext.biccg.cg_baselines",
         description="Solve A x = A 1 with a Python-side CG baseline on one process and print "
                     "one JSON line (converged, iterations, relative_residual, setup_s, "
                     "solve_s). Exit status 2 for bad input, 3 when not converged.",
-        epilog="example: python -m kernels_ext.cg_baselines --poisson 64 64 64 "
+        epilog="example: python -m kernels_ext.biccg.cg_baselines --poisson 64 64 64 "
                "--method numba-ic0cg")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--poisson", type=int, nargs=3, metavar=("NX", "NY", "NZ"))

@@ -30,24 +30,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-#: Sources of each kernel module: the shim first, then the pure C kernels.
-MODULES: dict[str, tuple[str, ...]] = {
-    "_triad": ("_triad.c", "src/stream.c"),
-    "_pingpong": ("_pingpong.c", "src/pingpong.c"),
-    "_biccg": ("_biccg.c", "src/biccg/cg.c", "src/biccg/ordering.c", "src/biccg/matrix.c",
-               "src/biccg/ic0.c", "src/biccg/halo.c", "src/biccg/poisson.c"),
-}
-HEADERS: dict[str, tuple[str, ...]] = {"_triad": ("src/stream.h",),
-                                       "_pingpong": ("src/pingpong.h", "_mpi_build.h"),
-                                       "_biccg": ("src/biccg/biccg.h", "src/biccg/internal.h",
-                                                  "_mpi_build.h")}
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # kernels_ext/
 
 
-def _extra_includes(module: str) -> list[str]:
-    """Include folders a module needs besides Python's (mpi4py's C API for the MPI ones)."""
-    if module in ("_pingpong", "_biccg"):
+def manifest(kernel: str) -> dict:
+    """A kernel's declaration, ``kernels_ext/<kernel>/kernel.json``, read by CMake too: its
+    sources (the binding shim first), headers, and whether it needs NATIVE tuning, OpenMP,
+    MPI, and which optional libraries (``{name, pkg_config, sources, define}``) it can use."""
+    path = PACKAGE_DIR / kernel / "kernel.json"
+    try:
+        return json.loads(path.read_text())
+    except OSError:
+        known = sorted(p.parent.name for p in PACKAGE_DIR.glob("*/kernel.json"))
+        raise VariantError(f"unknown kernel '{kernel}' (known: {', '.join(known)})") from None
+
+
+def _extra_includes(kernel: str) -> list[str]:
+    """Include folders a kernel needs besides Python's (mpi4py's C API for the MPI ones)."""
+    if manifest(kernel).get("mpi"):
         import mpi4py
 
         return [mpi4py.get_include()]
@@ -162,27 +162,29 @@ def cache_root() -> Path:
     return Path(xdg) / "burstbench" / "variants"
 
 
-def _sources(module: str) -> list[Path]:
-    if module not in MODULES:
-        raise VariantError(f"unknown kernel module '{module}' (known: {', '.join(MODULES)})")
-    return [PACKAGE_DIR / s for s in MODULES[module]]
+def _sources(kernel: str) -> list[Path]:
+    return [PACKAGE_DIR / kernel / s for s in manifest(kernel)["sources"]]
 
 
-def _digest(module: str, compiler: Compiler, flags: list[str]) -> str:
+def _headers(kernel: str) -> list[Path]:
+    return [PACKAGE_DIR / kernel / s for s in manifest(kernel).get("headers", [])]
+
+
+def _digest(kernel: str, compiler: Compiler, flags: list[str]) -> str:
     h = hashlib.sha256()
     ident = {
-        "module": module,
+        "module": f"_{kernel}",
         "path": os.path.realpath(compiler.path),
         "banner": compiler.banner,
         "version": compiler.version,
         "flags": flags,
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
         "include": sysconfig.get_paths()["include"],
-        "extra_includes": _extra_includes(module),
+        "extra_includes": _extra_includes(kernel),
         "wrapper": _wrapper_config(compiler.path) if "mpi" in Path(compiler.path).name else "",
     }
     h.update(json.dumps(ident, sort_keys=True).encode())
-    for src in _sources(module) + [PACKAGE_DIR / s for s in HEADERS.get(module, ())]:
+    for src in _sources(kernel) + _headers(kernel):
         h.update(src.read_bytes())
     return h.hexdigest()[:16]
 
@@ -211,9 +213,10 @@ class Variant:
 
 
 def build(
-    compiler: str, flags: str, tag: str = "", module: str = "_triad", force: bool = False
+    compiler: str, flags: str, tag: str = "", kernel: str = "triad", force: bool = False
 ) -> Variant:
-    """Build (or find in the cache) `module` compiled by `compiler` with `flags`.
+    """Build (or find in the cache) the C module of `kernel` compiled by `compiler` with
+    `flags` (its sources as kernels_ext/<kernel>/kernel.json lists them).
 
     The flags are used verbatim, OpenMP flag included (-fopenmp, -qopenmp,
     -mp): a variant whose flags lack one is a serial build.  Only ``-fPIC
@@ -227,13 +230,15 @@ def build(
         flag_list = shlex.split(flags or "")
     except ValueError as exc:
         raise VariantError(f"flags '{flags}' cannot be parsed: {exc}") from exc
-    key = _digest(module, cc, flag_list)
+    key = _digest(kernel, cc, flag_list)
+    module = f"_{kernel}"
     target_dir = cache_root() / key
     target = target_dir / f"{module}{sysconfig.get_config_var('EXT_SUFFIX')}"
     include = sysconfig.get_paths()["include"]
-    argv = [cc.path, *flag_list, "-fPIC", "-shared", f"-I{include}", f"-I{PACKAGE_DIR}"]
-    argv += [f"-I{d}" for d in _extra_includes(module)]
-    argv += [str(s) for s in _sources(module)] + ["-o", target.name, "-lm", "-ldl"]
+    argv = [cc.path, *flag_list, "-fPIC", "-shared", f"-I{include}",
+            f"-I{PACKAGE_DIR / kernel}"]
+    argv += [f"-I{d}" for d in _extra_includes(kernel)]
+    argv += [str(s) for s in _sources(kernel)] + ["-o", target.name, "-lm", "-ldl"]
     variant = Variant(module, cc, " ".join(flag_list), tag or "", key, str(target),
                       shlex.join(argv))
     if target.exists() and not force:
@@ -265,13 +270,13 @@ def build(
     return variant
 
 
-def load(path: str | os.PathLike, module: str = "_triad") -> ModuleType:
-    """Import the extension module file `path` as ``kernels_ext.<module>``.
+def load(path: str | os.PathLike, kernel: str = "triad") -> ModuleType:
+    """Import the extension module file `path` as ``kernels_ext.<kernel>._<kernel>``.
 
     Only one build of a module can live in a process, so this is for fresh
     processes (``python -m kernels_ext.triad --compiler ...``).
     """
-    name = f"kernels_ext.{module}"
+    name = f"kernels_ext.{kernel}._{kernel}"
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     if spec is None:
@@ -282,10 +287,10 @@ def load(path: str | os.PathLike, module: str = "_triad") -> ModuleType:
     return mod
 
 
-def installed(module: str = "_triad") -> tuple[ModuleType, dict]:
-    """The module built by ``pip install`` (CMake) and what it was built with."""
-    mod = importlib.import_module(f"kernels_ext.{module}")
-    info_file = Path(mod.__file__).with_name(f"{module}_build.json")
+def installed(kernel: str = "triad") -> tuple[ModuleType, dict]:
+    """The C module of `kernel` built by ``pip install`` (CMake) and what it was built with."""
+    mod = importlib.import_module(f"kernels_ext.{kernel}._{kernel}")
+    info_file = Path(mod.__file__).with_name(f"_{kernel}_build.json")
     try:
         build_info = json.loads(info_file.read_text())
     except (OSError, ValueError):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernels_ext.errors import BadInput, KernelError
+from kernels_ext.common.errors import BadInput, KernelError
 
 
 def parse_count(value: Any, name: str) -> int:

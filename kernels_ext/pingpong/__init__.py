@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import socket
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from kernels_ext.errors import BadInput, MPIMismatch, ValidationFailed
+from kernels_ext.common.errors import BadInput, ValidationFailed
+from kernels_ext.common.mpi import init_mpi, library_family, library_label, load_kernel, where
 
 TESTS = ("latency", "bw", "bibw")
 #: OSU 7.x defaults (osu_util.h: LAT_LOOP_*, LAT_SKIP_*, BW_LOOP_*, BW_SKIP_*, WINDOW_SIZE_LARGE).
@@ -108,104 +105,6 @@ def method(test: str, iterations: int | None = None, skip: int | None = None,
     if test == "latency":
         m["window"] = 1
     return m
-
-
-def init_mpi(thread_level: str = "single"):
-    """Import mpi4py's MPI with `thread_level` (OSU initialises with MPI_Init: single)."""
-    import mpi4py
-
-    mpi4py.rc.thread_level = thread_level
-    from mpi4py import MPI
-
-    return MPI
-
-
-def library_family(version_text: str) -> str:
-    """'openmpi' or 'mpich' (the MPICH ABI: MPICH, Intel MPI, MVAPICH), from the text of
-    MPI_Get_library_version."""
-    return "openmpi" if "Open MPI" in version_text else "mpich"
-
-
-def library_label(version_text: str) -> str:
-    """A short name of the MPI library: mpich5.0.2, openmpi4.1.4, impi2021.4, mvapich2-2.3.6."""
-    for pattern, name in ((r"Open MPI v(\d[\w.]*)", "openmpi"),
-                          (r"Intel\(R\) MPI Library (\d[\w.]*)", "impi"),
-                          (r"MVAPICH2? Version:?\s*(\d[\w.]*)", "mvapich2-"),
-                          (r"MPICH Version:\s*(\d[\w.]*)", "mpich")):
-        m = re.search(pattern, version_text)
-        if m:
-            return f"{name}{m.group(1)}"
-    return "mpi"
-
-
-def built_family(path: str | os.PathLike) -> str:
-    """The MPI ABI an extension module was linked for, read from its bytes (no import).
-
-    Open MPI's predefined handles are global objects (``ompi_mpi_comm_world``,
-    ``ompi_mpi_char``) that its users reference by name; MPICH-ABI libraries
-    use integer constants.  Importing a module built for the other ABI fails
-    inside mpi4py's C API with an obscure message, so this is checked first.
-    """
-    return "openmpi" if b"ompi_mpi_" in Path(path).read_bytes() else "mpich"
-
-
-def check_abi(MPI, path: str | os.PathLike) -> None:
-    """MPIMismatch, naming both, where the extension module at `path` was built for another
-    MPI ABI than the library mpi4py loaded (importing it would fail obscurely)."""
-    runtime = MPI.Get_library_version().strip()
-    family = built_family(path)
-    if family != library_family(runtime):
-        raise MPIMismatch(
-            f"{path} was built for the {family} ABI but mpi4py loaded "
-            f"'{runtime.splitlines()[0].strip()}': rebuild it with that MPI's mpicc (first on "
-            "PATH, pip install --no-build-isolation -e .; or --compiler /path/to/its/mpicc), "
-            "or point mpi4py at the library it was built with (MPI4PY_LIBMPI=/path/to/libmpi.so)")
-
-
-def load_kernel(MPI, compiler: str | None = None, flags: str = "") -> tuple[Any, dict]:
-    """The C kernel (installed, or a variant built with an MPI compiler wrapper) and its build.
-
-    Raises MPIMismatch when it was compiled for another MPI ABI than the one
-    mpi4py loaded, BuildError (exit status 4, as the Triad's) when the
-    compiler rejects it, BadInput when the compiler is not installed or the
-    installed module is missing.
-    """
-    import importlib.util
-
-    from kernels_ext import variants
-    from kernels_ext.errors import variant_errors
-
-    if compiler is None:
-        spec = importlib.util.find_spec("kernels_ext._pingpong")
-        if spec is None or spec.origin is None:
-            raise BadInput("kernels_ext._pingpong is not built: no MPI was found when the "
-                           "package was installed (install mpich and mpi4py, then reinstall; "
-                           "or use --impl mpi4py)")
-        path = spec.origin
-    else:
-        with variant_errors():
-            v = variants.build(compiler, flags, module="_pingpong")
-        path = v.path
-    check_abi(MPI, path)
-    if compiler is None:
-        module, build = variants.installed("_pingpong")
-    else:
-        module = variants.load(path, "_pingpong")
-        build = {"label": v.label, "compiler": v.compiler.path, "flags": v.flags,
-                 "mpicc": v.compiler.path, "variant_key": v.key}
-    return module, build | {"mpi_build": module.build_mpi()["version"]}
-
-
-def where(comm, MPI, cpu) -> list[dict]:
-    """Host, scheduler node, CPU and allowed CPUs of every rank (on rank 0; None elsewhere).
-
-    ``node`` is the scheduler's name for the node (``$SLURMD_NODENAME``, which
-    differs from the host name where one host runs several slurmd), else the host.
-    """
-    host = MPI.Get_processor_name()
-    me = {"rank": comm.Get_rank(), "host": host, "node": os.environ.get("SLURMD_NODENAME", host),
-          "cpu": cpu(), "cpus_allowed": sorted(os.sched_getaffinity(0)), "pid": os.getpid()}
-    return comm.gather(me, root=0)
 
 
 def _pattern(i: int, size: int, r: int):
@@ -362,7 +261,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     rank = comm.Get_rank()
     runtime = MPI.Get_library_version().strip()
     module, build = (None, {}) if args.impl == "mpi4py" else load_kernel(
-        MPI, args.compiler, args.flags)
+        MPI, "pingpong", args.compiler, args.flags, fallback="use --impl mpi4py")
     if args.info:
         info = {"impl": args.impl, "mpi_library": runtime.splitlines()[0].strip(),
                 "mpi_library_version": runtime, "mpi_label": library_label(runtime),
@@ -372,7 +271,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     if comm.Get_size() != 2:
         raise BadInput(f"the ping-pong needs exactly 2 MPI ranks, got {comm.Get_size()} "
                        "(mpiexec -n 2 ...)")
-    from kernels_ext.layout import rank_layout
+    from kernels_ext.common.layout import rank_layout
 
     lay = rank_layout(comm, 1)  # single-threaded: one CPU per rank on its node
     lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
@@ -383,7 +282,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     if module is not None:
         cpu = module.cpu
     else:
-        from kernels_ext.baselines import current_cpu as cpu
+        from kernels_ext.triad.baselines import current_cpu as cpu
     ranks = where(comm, MPI, cpu)
     started = time.time()
     if args.impl == "c":
@@ -408,12 +307,9 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mpiexec -n 2 python -m kernels_ext.pingpong``; returns the exit status."""
-    from kernels_ext import cli
+    from kernels_ext.common import cli
 
     args = build_parser().parse_args(argv)
     code, _ = cli.mpi_main(lambda: run(args), args.out)
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())

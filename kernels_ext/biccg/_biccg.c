@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_mpi_build.h"
-#include "src/biccg/biccg.h"
+#include "../common/mpi_build.h"
+#include "src/biccg.h"
 
 /* A borrowed, C-contiguous buffer of the given item kind: 'i' = 32- or 64-bit
  * integers, 'd' = float64; `writable` for outputs. */

@@ -339,16 +339,17 @@ def fetch_suitesparse(name: str = "G3_circuit", group: str = "AMD",
 
 
 def main(argv=None) -> int:
-    """``python -m kernels_ext.mtx``: fetch a SuiteSparse matrix, or check a file."""
+    """``python -m kernels_ext.biccg.mtx``: fetch a SuiteSparse matrix, or check a file."""
     import argparse
     import sys
 
     p = argparse.ArgumentParser(
-        prog="python -m kernels_ext.mtx",
+        prog="python -m kernels_ext.biccg.mtx",
         description="Download a matrix from the SuiteSparse collection (where the network "
                     "allows), or read a Matrix Market file and print its size.",
-        epilog="examples:\n  python -m kernels_ext.mtx --fetch G3_circuit --dest data/matrices\n"
-               "  python -m kernels_ext.mtx --check data/matrices/G3_circuit.tar.gz",
+        epilog="examples:\n"
+               "  python -m kernels_ext.biccg.mtx --fetch G3_circuit --dest data/matrices\n"
+               "  python -m kernels_ext.biccg.mtx --check data/matrices/G3_circuit.tar.gz",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--fetch", metavar="NAME", help="matrix name, e.g. G3_circuit")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels_ext.errors import BadInput, NotConverged
+from kernels_ext.common.errors import BadInput, NotConverged
 
 # single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
 # (benchmarks/README.md, BICCG options)
@@ -44,7 +44,7 @@ def poisson_rows(nx: int, ny: int, nz: int, r0: int, r1: int):
 
     Indices are int32 when the global order allows (half the memory), else int64.
     """
-    from kernels_ext import _biccg
+    from kernels_ext.biccg import _biccg
 
     nnz = _biccg.poisson(nx, ny, nz, r0, r1)
     indptr = np.empty(r1 - r0 + 1, np.int64)
@@ -142,7 +142,7 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     grid instead of block_size consecutive rows. Raises NotConverged on a CG breakdown (naming the
     iteration), BadInput on NaN/Inf or bad arguments.
     """
-    from kernels_ext import _biccg
+    from kernels_ext.biccg import _biccg
 
     if factor not in FACTORS:
         raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
@@ -167,7 +167,7 @@ def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
           factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,
           tile: Sequence[int] | None = None):
     """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
-    from kernels_ext.pingpong import init_mpi
+    from kernels_ext.common.mpi import init_mpi
 
     MPI = init_mpi("funneled")
     check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
@@ -189,7 +189,7 @@ def load_problem(args, rank: int, nranks: int) -> dict:
         indptr, indices, data = poisson_rows(nx, ny, nz, r0, r1)
         name = f"poisson{nx}x{ny}x{nz}"
     else:
-        from kernels_ext.mtx import MtxError, read_mtx
+        from kernels_ext.biccg.mtx import MtxError, read_mtx
 
         try:
             A = read_mtx(args.mtx)
@@ -265,19 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     """Everything main() does but printing: (JSON lines on rank 0, rank, exit code)."""
-    from kernels_ext.pingpong import check_abi, init_mpi
+    from kernels_ext.common.mpi import check_abi, init_mpi
 
     MPI = init_mpi("funneled")  # OpenMP threads compute, only the main thread calls MPI
     comm = MPI.COMM_WORLD
     rank, nranks = comm.Get_rank(), comm.Get_size()
     import importlib.util
 
-    spec = importlib.util.find_spec("kernels_ext._biccg")
+    spec = importlib.util.find_spec("kernels_ext.biccg._biccg")
     if spec is None or spec.origin is None:
-        raise BadInput("kernels_ext._biccg is not built: no MPI was found when the package "
+        raise BadInput("kernels_ext.biccg._biccg is not built: no MPI was found when the package "
                        "was installed")
     check_abi(MPI, spec.origin)
-    from kernels_ext.layout import rank_layout, requested_threads
+    from kernels_ext.common.layout import rank_layout, requested_threads
 
     lay = rank_layout(comm, *requested_threads(args.threads))
     lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
@@ -323,7 +323,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m kernels_ext.biccg``; returns the exit status."""
-    from kernels_ext import cli
+    from kernels_ext.common import cli
 
     args = build_parser().parse_args(argv)
     code, lines = cli.mpi_main(lambda: run(args), args.out)
@@ -333,6 +333,3 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"tol {rec['tol']:g} after {rec['iterations']} iterations", file=sys.stderr)
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())
