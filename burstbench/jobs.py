@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from burstbench.registry import benchmarks
+
 SCHEDULERS = {"pbs": "qsub", "slurm": "sbatch"}
 
 
@@ -34,14 +36,20 @@ def log_dir(runs_dir: Path, vm: str) -> Path:
 
 
 def nodes_needed(checked: dict[str, dict]) -> tuple[int, str]:
-    """The most nodes any benchmark to run asks for, and the key that asks (validated params).
+    """The most nodes any benchmark to run asks for, and the key that asks (validated params
+    per benchmark; each benchmark's ``nodes`` hook says how many it needs).
 
     Only explicit node counts count: the ping-pong's ``across-nodes`` placement
     is measured where the job has two nodes and skipped with a note otherwise.
     """
     need, key = 1, ""
-    if "biccg" in checked and max(checked["biccg"]["biccg_nodes"]) > need:
-        need, key = max(checked["biccg"]["biccg_nodes"]), "biccg_nodes"
+    specs = benchmarks()
+    for name, P in checked.items():
+        spec = specs.get(name)
+        if spec is not None and spec.nodes is not None:
+            n, k = spec.nodes(P)
+            if n > need:
+                need, key = n, k
     return need, key
 
 

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from gfarm_cluster import gfarm  # noqa: F401 (the session fixture: a real Gfarm, started once)
 
 from kernels_ext.common.errors import first_error_line
 

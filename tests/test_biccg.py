@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from burstbench import biccg as bsweep
 from burstbench import params
+from burstbench.benchmarks import biccg as bsweep
 from kernels_ext import biccg
 from kernels_ext.biccg import cg_baselines
 
@@ -418,7 +418,7 @@ def test_the_per_kernel_times_cover_the_solve():
 def test_the_report_caption_names_the_blocking_and_precision_the_run_used(tmp_path):
     """A run made with today's defaults (grid tiles, a float32 factor): the caption of its
     figure says what the solver's records say, not the rows-and-double of older runs."""
-    from burstbench import report
+    from burstbench.report import sections as report
 
     P = params.validate({"vm": "t", "runs_dir": str(tmp_path / "runs"),
                          "biccg_problems": [{"poisson": [8, 8, 8]}], "biccg_ranks_per_node": [1],

@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from burstbench import cost, costreport, params
+from burstbench import params
+from burstbench.cost import prices, spot
+from burstbench.report import cost as costreport
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "data" / "reference"
@@ -17,33 +19,33 @@ REF = ROOT / "data" / "reference"
 
 def test_job_cost_by_hand():
     # 4 nodes x 2.5 h x 522 JPY + 10 % of a 87,579 JPY month + 0.3 TB x 11,600 JPY
-    assert cost.job_cost(522.0, 4, 2.5, 87_579, 0.1, 0.3, 11_600) == pytest.approx(
+    assert prices.job_cost(522.0, 4, 2.5, 87_579, 0.1, 0.3, 11_600) == pytest.approx(
         5220 + 8757.9 + 3480)
     with pytest.raises(ValueError):
-        cost.job_cost(-1, 1, 1)
+        prices.job_cost(-1, 1, 1)
 
 
 def test_spot_without_evictions_costs_the_spot_price():
-    e = cost.spot_expected(10, 2, 0.0, restart_h=0.1)
+    e = spot.spot_expected(10, 2, 0.0, restart_h=0.1)
     assert e == {"time_h": 10.0, "billed_h": 10.0, "evictions": 0.0}
-    assert cost.spot_expected(10, 2, 0.0, checkpoint_h=0.5)["time_h"] == pytest.approx(12.5)
-    sim = cost.spot_simulate(10, 2, 0.0, samples=10)
+    assert spot.spot_expected(10, 2, 0.0, checkpoint_h=0.5)["time_h"] == pytest.approx(12.5)
+    sim = spot.spot_simulate(10, 2, 0.0, samples=10)
     assert (sim["time_h"] == 10).all()
 
 
 def test_spot_one_segment_closed_form():
     lam, s, r = 0.3, 2.0, 0.25
-    e = cost.spot_expected(s, s, lam, restart_h=r)
+    e = spot.spot_expected(s, s, lam, restart_h=r)
     assert e["time_h"] == pytest.approx((1 / lam + r) * (np.exp(lam * s) - 1))
     assert e["evictions"] == pytest.approx(np.exp(lam * s) - 1)
     assert e["billed_h"] == pytest.approx(e["time_h"] - r * e["evictions"])
 
 
 def test_spot_more_evictions_cost_more_time_and_money():
-    times = [cost.spot_expected(10, 1, lam)["time_h"] for lam in (0, 0.1, 0.5, 2)]
+    times = [spot.spot_expected(10, 1, lam)["time_h"] for lam in (0, 0.1, 0.5, 2)]
     assert times == sorted(times) and times[-1] > 3 * times[0]
-    e = cost.spot_expected(10, 1, 0.5)
-    sim = cost.spot_simulate(10, 1, 0.5, samples=20_000, seed=1)
+    e = spot.spot_expected(10, 1, 0.5)
+    sim = spot.spot_simulate(10, 1, 0.5, samples=20_000, seed=1)
     assert sim["time_h"].mean() == pytest.approx(e["time_h"], rel=0.02)
     assert sim["billed_h"].mean() == pytest.approx(e["billed_h"], rel=0.02)
     assert np.percentile(sim["time_h"], 90) > np.percentile(sim["time_h"], 10)
@@ -52,7 +54,7 @@ def test_spot_more_evictions_cost_more_time_and_money():
 @pytest.mark.parametrize("args", [(10, 0, 0.1), (10, 1, -0.1), (-1, 1, 0.1)])
 def test_spot_bad_arguments(args):
     with pytest.raises(ValueError):
-        cost.spot_expected(*args)
+        spot.spot_expected(*args)
 
 
 def reference_price(vm: str, billing: str, region: str) -> float:
@@ -64,7 +66,7 @@ def reference_price(vm: str, billing: str, region: str) -> float:
 
 
 def test_prices_from_the_reference_tables():
-    pr = cost.load_prices(REF, usd_jpy=145)
+    pr = prices.load_prices(REF, usd_jpy=145)
     assert pr.problems == []
     assert pr.lookup("HB120rs_v3", "payg", "East US") == reference_price("HB120rs_v3", "payg",
                                                                          "East US")
@@ -86,7 +88,7 @@ def bad_reference(tmp_path: Path, name: str, change) -> Path:
 
 def test_a_price_table_without_a_column_is_reported_and_skipped(tmp_path):
     ref = bad_reference(tmp_path, "prices_vm.csv", lambda d: d.drop(columns=["currency"]))
-    pr = cost.load_prices(ref)
+    pr = prices.load_prices(ref)
     assert any("missing column(s) currency" in p for p in pr.problems)
     assert pr.lookup("Flow Type I", "onprem_fee") == 31.0  # the rest still loads
 
@@ -100,14 +102,14 @@ def test_negative_prices_and_unknown_currencies_are_left_out(tmp_path):
 
     ref = bad_reference(tmp_path, "prices_vm.csv", change)
     raw = pd.read_csv(ref / "prices_vm.csv")
-    pr = cost.load_prices(ref, usd_jpy=100)
+    pr = prices.load_prices(ref, usd_jpy=100)
     text = " ".join(pr.problems)
     assert "not a non-negative number" in text and "unknown currency 'EUR'" in text
     row = raw.iloc[2]
     assert pr.lookup(row["vm"], row["billing"], row["region"]) == pytest.approx(
         100 * row["price_per_hour"])
     with pytest.raises(ValueError):
-        cost.load_prices(REF, usd_jpy=0)
+        prices.load_prices(REF, usd_jpy=0)
 
 
 def test_run_prices_from_params():

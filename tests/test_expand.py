@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from burstbench import biccg, launch, params, pingpong, triad
-from burstbench.params import ParamError
+from burstbench import params
+from burstbench.benchmarks.biccg import tasks as biccg
+from burstbench.benchmarks.pingpong import tasks as pingpong
+from burstbench.benchmarks.triad import tasks as triad
+from burstbench.core import launch
+from burstbench.core.checks import ParamError
 
 GCC = {"impl": "c", "variant": "gcc12.2.0", "compiler": "gcc", "compiler_version": "12.2.0",
        "flags": "-O2 -fopenmp", "openmp_library": "/lib/libgomp.so.1", "openmp_version": 201511,

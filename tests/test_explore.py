@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import explore, store
+from burstbench.core import store
+from burstbench.report import explore
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = sorted((ROOT / "data" / "runs" / "local").iterdir())  # two committed runs

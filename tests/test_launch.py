@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import OMPI_MPICC, OMPI_MPIEXEC, mpi_compiler_problem
 
-from burstbench import biccg, launch, params, pingpong
-from burstbench.launch import Layout
+from burstbench import params
+from burstbench.benchmarks import biccg, pingpong
+from burstbench.benchmarks.pingpong import tasks as pingpong_tasks
+from burstbench.core import launch, mpi
+from burstbench.core.launch import Layout
 from kernels_ext.common.errors import BadInput, BuildError, first_error_line
 
 MPICC = str(Path(sys.executable).parent / "mpicc")
@@ -49,17 +52,17 @@ def test_each_launcher_on_one_and_two_nodes(name, one_node, two_nodes):
 
 
 def test_the_ping_pong_across_nodes_puts_one_rank_on_each():
-    far = pingpong.pair("across-nodes", "across-nodes", None, ("a", "b")).layout
+    far = pingpong_tasks.pair("across-nodes", "across-nodes", None, ("a", "b")).layout
     assert far == Layout(2, 1, hosts=("a", "b")) and far.nodes == 2
     assert command("hydra", far)[0] == ["-hosts", "a,b", "-ppn", "1", "-bind-to", "core:1",
                                         "-n", "2"]
     assert command("openmpi", far)[0][:2] == ["--host", "a:1,b:1"]
-    same_host = pingpong.pair("x", "custom", (0, 1), ("a", "a")).layout
+    same_host = pingpong_tasks.pair("x", "custom", (0, 1), ("a", "a")).layout
     assert same_host.hosts == ("a",) and same_host.per_node == 2
 
 
 def test_the_registry_is_what_the_parameters_accept():
-    assert set(launch.LAUNCHERS) == set(pingpong.LAUNCHERS)
+    assert set(launch.LAUNCHERS) == set(mpi.LAUNCHERS)
     with pytest.raises(params.ParamError, match="launcher 'srun' is not one of"):
         launch.launcher("srun")
 
@@ -207,7 +210,7 @@ def test_a_one_node_job_skips_the_ping_pong_across_nodes_with_a_note(monkeypatch
         monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        placements, notes = pingpong.resolve_placements(P)
+        placements, notes = pingpong_tasks.resolve_placements(P)
         assert [p.kind for p in placements] == ["same-socket"]
         assert "skipped pingpong_placements across-nodes: 2 nodes asked for, 1 host(s)" in \
             notes[-1]

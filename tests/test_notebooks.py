@@ -9,7 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import biccg, costreport, pingpong, report, triad
+from burstbench.benchmarks import biccg, pingpong, triad
+from burstbench.report import cost as costreport
+from burstbench.report import index as report_index
+from burstbench.report import sections as report_sections
 from kernels_ext.triad import _triad
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,10 +129,10 @@ def test_a_test_run_is_never_drawn_as_a_vm(smoke_run, tmp_path):
                 biccg.report_section(smoke_run, figures_dir=figs),
                 costreport.cost_report(smoke_run, figures_dir=figs)]
     for section in sections:
-        report.save_section(section, figs)
+        report_sections.save_section(section, figs)
     assert not list(figs.glob("*smoke*"))
     assert "smoke" not in set(pd.read_csv(figs / "triad_best.csv")["vm"])
-    index = report.write_index(figs).read_text()
+    index = report_index.write_index(figs).read_text()
     (run_dir,) = (smoke_run / "smoke").iterdir()
     assert f"{run_dir}: a test run (its params say `test: true`)" in index
 
@@ -145,8 +148,8 @@ def test_report_lists_a_damaged_run_and_still_builds(smoke_run, tmp_path, monkey
     section = triad.report_section(runs, ROOT / "data" / "reference", tmp_path / "figs")
     assert any("broken/r1" in p for p in section.problems)
     assert (tmp_path / "figs" / "triad_smoke.png").exists()
-    report.save_section(section, tmp_path / "figs")
-    assert "broken/r1" in report.write_index(tmp_path / "figs").read_text()
+    report_sections.save_section(section, tmp_path / "figs")
+    assert "broken/r1" in report_index.write_index(tmp_path / "figs").read_text()
 
 
 def _code_cells(notebook: str) -> list[str]:
@@ -286,7 +289,7 @@ def _first_difference(a: Path, b: Path) -> str | None:
 def test_make_figures_twice_gives_the_same_bytes(tmp_path, cli):
     """Two rebuilds of the report from the committed data write the same files, byte for
     byte (no date, no random SVG id, no order left to chance), and the warm kernels that
-    `report` shares between notebooks (burstbench/reportrun.py) draw exactly what a fresh
+    `report` shares between notebooks (burstbench/report/executor.py) draw exactly what a fresh
     kernel per notebook draws (the second build)."""
     first, second = tmp_path / "first", tmp_path / "second"
     proc = cli("-m", "burstbench", "report", "--figures-dir", str(first))

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from burstbench import params
+from burstbench.core import checks
 
 ROOT = Path(__file__).resolve().parents[1]
 YAMLS = sorted((ROOT / "papermill_params").glob("*.yaml"))
@@ -169,7 +170,7 @@ def test_a_custom_placement_sharing_one_cpu_needs_two_hosts():
     ("-.5", -0.5), ("1.5e3", 1500.0), ("1.0e-7", 1e-7), ("2.5", 2.5), ("1_000.5", 1000.5),
 ])
 def test_yaml_1_2_float_spellings_load_as_floats(text, value):
-    got = yaml.load(f"x: {text}\n", Loader=params.ParamsLoader)["x"]
+    got = yaml.load(f"x: {text}\n", Loader=checks.ParamsLoader)["x"]
     assert type(got) is float and got == value
 
 
@@ -179,12 +180,12 @@ def test_yaml_1_2_float_spellings_load_as_floats(text, value):
     ("~", None), ("abc", "abc"),
 ])
 def test_other_scalars_keep_their_type(text, value):
-    got = yaml.load(f"x: {text}\n", Loader=params.ParamsLoader)["x"]
+    got = yaml.load(f"x: {text}\n", Loader=checks.ParamsLoader)["x"]
     assert type(got) is type(value) and got == value
 
 
 def test_inf_and_nan_still_load_and_are_refused_where_a_number_goes():
-    got = yaml.load("a: .inf\nb: -.inf\nc: .nan\n", Loader=params.ParamsLoader)
+    got = yaml.load("a: .inf\nb: -.inf\nc: .nan\n", Loader=checks.ParamsLoader)
     assert got["a"] == math.inf and got["b"] == -math.inf and math.isnan(got["c"])
     for v in (got["a"], got["c"]):
         with pytest.raises(params.ParamError, match="biccg_tol must be a positive number"):
@@ -261,8 +262,8 @@ def test_a_params_file_that_is_not_a_mapping_is_an_error(tmp_path, text, kind):
 
 
 def test_empty_params_file_fails_in_params_and_run(tmp_path, capsys, monkeypatch):
-    from burstbench import __main__ as cli
-    from burstbench import store
+    from burstbench import cli
+    from burstbench.core import store
 
     def started(*args, **kwargs):
         raise AssertionError("a run was started from an empty params file")

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import OMPI_MPICC, OMPI_MPIEXEC, needs_openmpi
 
-from burstbench import params, pingpong, sweep
+from burstbench import params
+from burstbench.benchmarks import pingpong
+from burstbench.benchmarks.pingpong.results import extremes
+from burstbench.core import sweep
 from kernels_ext import pingpong as kp
 from kernels_ext.common import mpi as kernel_mpi
 
@@ -223,7 +226,7 @@ def test_sweep_stores_rows_and_validation_checks(tmp_path):
     assert (table["ranks"] == 2).all() and set(table["placement"]) == {"same-socket"}
     sec = run.section("pingpong")
     assert sec["status"] == "complete" and sec["variants"][0]["mpi_library_version"]
-    ext = pingpong.extremes(pingpong.spread(table))
+    ext = extremes(pingpong.spread(table))
     assert set(ext["test"]) == {"latency", "bw"} and (ext["value"] > 0).all()
 
 

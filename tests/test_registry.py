@@ -1,4 +1,4 @@
-"""The benchmark registry: each benchmark declared in one module, everything else asks it."""
+"""The benchmark registry: each benchmark declared in its package, everything else asks it."""
 
 from __future__ import annotations
 
@@ -7,15 +7,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import params, report, sweep
-from burstbench.params import Param, ParamError, check_count
+from burstbench import params, registry
+from burstbench.core.checks import Param, ParamError, check_count
+from burstbench.core.sweep import Plan
+from burstbench.report import index, sections
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_built_in_benchmarks_in_the_reports_order():
-    specs = sweep.benchmarks()
-    assert list(specs) == ["triad", "pingpong", "biccg"]
+    specs = registry.benchmarks()
+    assert list(specs) == list(registry.BENCHMARKS)
     for name, spec in specs.items():
         assert spec.name == name
         assert (ROOT / "notebooks" / spec.notebook).is_file()
@@ -28,13 +30,13 @@ def test_the_built_in_benchmarks_in_the_reports_order():
 def test_a_fourth_benchmark_is_one_registration(monkeypatch):
     """What a new module does (declare its parameters and entry points, register) is all
     params.py needs: its keys are known, checked and fingerprinted, its notebook listed."""
-    monkeypatch.setattr(sweep, "_REGISTRY", dict(sweep._REGISTRY))
-    demo = sweep.register(sweep.Benchmark(
-        "demo", (Param("demo_size", 8, "elements", check_count("demo_size", 1)),),
-        "050_measure_demo.ipynb", "150_report_demo.ipynb", plan=lambda P: sweep.Plan([], []),
+    monkeypatch.setattr(registry, "_EXTRA", {})
+    demo = registry.register(registry.Benchmark(
+        "demo", (Param("demo_size", 8, "elements", check_count("demo_size", 1)),), ("size",),
+        "050_measure_demo.ipynb", "150_report_demo.ipynb", plan=lambda P: Plan([], []),
         parse=lambda task, out, err: ([], [], ""), spread=lambda table: pd.DataFrame(),
-        report=lambda *a, **k: report.Section("demo"), title="Demo", labels="Labels: `d`."))
-    assert list(sweep.benchmarks())[-1] == "demo"
+        report=lambda *a, **k: sections.Section("demo"), title="Demo", labels="Labels: `d`."))
+    assert list(registry.benchmarks())[-1] == "demo"
     assert params.docs().endswith("## Demo: `demo_*` (050_measure_demo.ipynb)\n\n"
                                   "| key | default | meaning |\n|---|---|---|\n"
                                   "| `demo_size` | `8` | elements |\n\nLabels: `d`.\n")
@@ -46,8 +48,8 @@ def test_a_fourth_benchmark_is_one_registration(monkeypatch):
     assert params.digest(params.validate({}, "demo"), "demo") != params.digest(
         params.validate({"demo_size": 9}, "demo"), "demo")
     with pytest.raises(ValueError, match="two benchmarks are named 'demo'"):
-        sweep.register(sweep.Benchmark("demo", (), "x", "y", demo.plan, demo.parse, demo.spread,
-                                       demo.report))
+        registry.register(registry.Benchmark("demo", (), (), "x", "y", demo.plan, demo.parse,
+                                             demo.spread, demo.report))
 
 
 def test_unknown_benchmark_names_the_known_ones():
@@ -58,7 +60,8 @@ def test_unknown_benchmark_names_the_known_ones():
 
 def test_the_report_index_follows_the_registry(tmp_path):
     for name in ("cost", "biccg", "triad", "pingpong"):
-        report.save_section(report.Section(name), tmp_path)
-    index = report.write_index(tmp_path).read_text()
-    heads = [line[3:] for line in index.splitlines() if line.startswith("## ")]
-    assert heads == ["triad", "pingpong", "biccg", "cost"]
+        sections.save_section(sections.Section(name), tmp_path)
+    text = index.write_index(tmp_path).read_text()
+    heads = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert heads == [n for n in registry.BENCHMARKS if n in ("triad", "pingpong", "biccg")] \
+        + ["cost"]

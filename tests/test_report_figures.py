@@ -15,7 +15,11 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
-from burstbench import biccg, costreport, pingpong, plots, report, triad
+from burstbench.benchmarks import biccg, pingpong, triad
+from burstbench.benchmarks.biccg.report import time_vs_cores
+from burstbench.benchmarks.triad.report import _overview
+from burstbench.report import cost as costreport
+from burstbench.report import sections, style, tables
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +29,7 @@ RUNS = ROOT / "data" / "runs"
 def _capture(monkeypatch, module) -> dict:
     """Keep every figure `module` saves (by stem), still saving it as before."""
     figures: dict = {}
-    original = report.figure_entry
+    original = sections.figure_entry
 
     def keep(fig, fig_dir, stem, *args, **kwargs):
         fig.canvas.draw()  # tick labels exist only once drawn
@@ -53,7 +57,7 @@ def test_markdown_table_gives_one_number_format_per_column():
                        "solve_s": [3.4304, 0.1676, 12.5, float("nan")],
                        "threads": [2, 24, 16, None],
                        "label": ["a", "b|c", "d", "e"]})
-    rows = _cells(report.markdown_table(df))
+    rows = _cells(tables.markdown_table(df))
     body = rows[2:]
     for j, col in enumerate(df.columns[:4]):
         cells = [r[j] for r in body if r[j]]
@@ -70,7 +74,7 @@ def test_markdown_headers_carry_units_and_numbers_align_right():
     df = pd.DataFrame({"vm": ["x"], "jpy_per_node_hour": [522.0], "solve_min_s": [0.5],
                        "best_median_gbs": [40.1], "spmv_ms_per_it": [9.1],
                        "payg East US (JPY/h)": [522.0]})
-    head, sep = report.markdown_table(df).splitlines()[:2]
+    head, sep = tables.markdown_table(df).splitlines()[:2]
     assert _cells(head)[0] == ["vm", "price (JPY/node-h)", "solve min (s)", "best median (GB/s)",
                                "spmv (ms per iteration)", "payg East US (JPY/h)"]
     assert sep == "|---|---:|---:|---:|---:|---:|"
@@ -115,7 +119,7 @@ def test_cost_triad_draws_no_bar_lengths_from_an_arbitrary_edge(monkeypatch, tmp
                   & drawn["gbs_per_1000_jpy_h"].notna()]
     labels = {t.get_text() for t in ax.texts}
     for v in drawn["gbs_per_1000_jpy_h"]:  # every value drawn is written beside its mark
-        assert plots.plain_number(v) in labels, v
+        assert style.plain_number(v) in labels, v
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     # the local VMs have no price: nothing measured here is drawn, so none is promised
     assert not any("measured here" in t for t in legend + [ax.get_title()])
@@ -132,7 +136,7 @@ def test_cost_performance_legend_names_only_what_is_drawn():
             {"system": "B", "bandwidth": "measured here", "billing": "payg", "region": "(run)",
              "gbs_per_1000_jpy_h": 1200.0}]
     fig, ax = plt.subplots()
-    plots.cost_performance(rows, ax)
+    costreport.cost_performance(rows, ax)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert len(legend) == 3 and any("measured here" in t for t in legend)
     assert not any("Flow" in t or "node-hour fee" in t for t in legend)
@@ -155,7 +159,7 @@ def _biccg_stats() -> pd.DataFrame:
 
 def test_biccg_ticks_are_plain_numbers_at_the_core_counts():
     fig, ax = plt.subplots()
-    plots.time_vs_cores(_biccg_stats(), ax, "t")
+    time_vs_cores(_biccg_stats(), ax, "t")
     fig.canvas.draw()
     xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     yt = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
@@ -169,7 +173,7 @@ def test_biccg_ticks_are_plain_numbers_at_the_core_counts():
 
 def test_biccg_layouts_at_one_core_count_are_dodged_evenly_in_log_space():
     fig, ax = plt.subplots()
-    plots.time_vs_cores(_biccg_stats(), ax)
+    time_vs_cores(_biccg_stats(), ax)
     xs = {}
     for bars in ax.containers:  # one ErrorbarContainer per series, its data line first
         if bars.get_label() in ("1x2", "2x1", "1x4"):
@@ -193,7 +197,7 @@ def test_pingpong_figure_fits_a_laptop_screen(tmp_path):
 def test_first_figure_of_a_fresh_process_has_the_shared_style(monkeypatch, tmp_path):
     """The report functions run first in a fresh notebook: the style must be in place
     before their first figure is made, not after."""
-    figs = _capture(monkeypatch, report)
+    figs = _capture(monkeypatch, sections)
     with matplotlib.rc_context():
         matplotlib.rcdefaults()
         biccg.report_section(RUNS, figures_dir=tmp_path)
@@ -203,13 +207,13 @@ def test_first_figure_of_a_fresh_process_has_the_shared_style(monkeypatch, tmp_p
 
 def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(monkeypatch,
                                                                             tmp_path):
-    figs = _capture(monkeypatch, report)
+    figs = _capture(monkeypatch, sections)
     table = pd.DataFrame([
         {"vm": "HC44rs", "source": "the study", "label": "icc", "threads": 32,
          "best_median_gbs": 203.0, "theoretical_gbs": 256.0, "data": "ref"},
         {"vm": "D96s_v5", "source": "the study", "label": "icc", "threads": 48,
          "best_median_gbs": 310.4, "theoretical_gbs": 409.6, "data": "ref"}])
-    triad._overview(table, tmp_path, False)
+    _overview(table, tmp_path, False)
     (ax,) = figs["triad_overview"].axes
     assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
     legend = [t.get_text() for t in ax.get_legend().get_texts()]

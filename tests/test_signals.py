@@ -31,7 +31,8 @@ import pandas as pd
 import pytest
 from test_batch import ROOT, write_params
 
-from burstbench import biccg, runner, store
+from burstbench.benchmarks import biccg
+from burstbench.core import runner, signals, store
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="scans /proc for the processes a run leaves"),
@@ -102,7 +103,7 @@ def kill_all(tag: str) -> None:
 def default_stop_signals() -> None:
     """A shell starts `nohup` and background jobs with SIGHUP / SIGINT ignored, which a run
     rightly respects; the child of a test must take them as a terminal's job does."""
-    for signum in runner.STOP_SIGNALS:
+    for signum in signals.STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
 
 
@@ -174,7 +175,7 @@ def test_a_configuration_dies_with_the_kernel_that_started_it(tmp_path):
     tag = uuid.uuid4().hex
     mpiexec, _ = held_mpiexec(tmp_path)
     kernel = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from burstbench import runner; "
+        [sys.executable, "-c", "import sys; from burstbench.core import runner; "
          "runner.launch(runner.Task('k', {}, tuple(sys.argv[1:]), timeout_s=120))",
          str(mpiexec), "-n", "2", sys.executable, "-m", "kernels_ext.biccg", "--poisson", HELD,
          HELD, HELD, "--threads", "1"], cwd=ROOT, env=os.environ | {MARKER: tag})
@@ -243,15 +244,15 @@ def test_a_stop_signal_whose_exception_was_dropped_still_stops_the_wait():
                             text=True)
     start = time.monotonic()
     try:
-        with pytest.raises(runner.Interrupted) as caught:
-            with runner.stop_signals():
+        with pytest.raises(signals.Interrupted) as caught:
+            with signals.stop_signals():
                 _DropsExceptions()  # dropped at once (no reference): the handler ran, in vain
                 runner.wait(proc, timeout=30)
         assert caught.value.signum == signal.SIGINT
         assert time.monotonic() - start < 10  # not the child's 60 s, nor the 30 s timeout
-        with pytest.raises(runner.Interrupted):  # a block closed inside leaves the outer's
-            with runner.stop_signals():
-                with runner.stop_signals():
+        with pytest.raises(signals.Interrupted):  # a block closed inside leaves the outer's
+            with signals.stop_signals():
+                with signals.stop_signals():
                     pass
                 _DropsExceptions()
                 runner.wait(proc, timeout=30)

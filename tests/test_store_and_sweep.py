@@ -9,7 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import params, runner, store, sweep, triad
+from burstbench import params, registry
+from burstbench.benchmarks import triad
+from burstbench.benchmarks.triad.results import METRICS
+from burstbench.core import runner, store, sweep
 
 SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
          "triad_places": ["cores"], "triad_bind": ["close", "spread"],
@@ -128,7 +131,7 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
     assert run2.root == run_dir
     assert table["key"].nunique() == 10
     # configurations x functions x metrics; NumPy's (2 of 10) without a traffic model
-    assert len(table) == (8 * len(triad.METRICS) + 2 * (len(triad.METRICS) - 1)) * 4
+    assert len(table) == (8 * len(METRICS) + 2 * (len(METRICS) - 1)) * 4
     assert run2.section("triad")["status"] == "complete"
     # a finished run is not resumed: the next identical sweep starts a new run
     assert store.find_resumable(tmp_path, "t", "triad", params.digest(p, "triad")) == ""
@@ -163,7 +166,7 @@ def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
              triad.COLUMNS)
     # ... and the process died here, before finalize: the part is on disk
     loaded = triad.SPEC.load(tmp_path)
-    assert len(loaded.table) == 4 * len(triad.METRICS)  # functions x metrics
+    assert len(loaded.table) == 4 * len(METRICS)  # functions x metrics
     assert any("not finalized" in msg for msg in loaded.problems)
     assert run.done_keys("triad") == {task.key}
 
@@ -297,11 +300,11 @@ ONE_CONFIGURATION = {
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("name", list(sweep.benchmarks()))
+@pytest.mark.parametrize("name", list(registry.benchmarks()))
 def test_every_key_a_benchmark_parses_survives_the_store(name, tmp_path):
     """A real configuration of each registered benchmark, parsed as a sweep parses it,
     stored, folded and loaded: every key of its rows is a column with the row's value."""
-    spec = sweep.benchmarks()[name]
+    spec = registry.benchmarks()[name]
     P = params.validate(ONE_CONFIGURATION[name] | {"vm": "t", "runs_dir": str(tmp_path)}, name)
     run, _ = spec.open_run(P)
     task = spec.plan(P).tasks[0]

@@ -10,7 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from burstbench import params, report, store, triad
+from burstbench import params
+from burstbench.benchmarks import triad
+from burstbench.core import store
+from burstbench.report import index as report_index
+from burstbench.report import sections as report_sections
 
 SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1],
          "triad_places": ["cores"], "triad_bind": ["close", "spread"],
@@ -110,8 +114,8 @@ def test_the_report_captions_a_damaged_run_incomplete(copy, tmp_path):
     (entry,) = [e for e in section.entries if e.title.endswith("on t")]
     assert "incomplete: triad.csv is shorter than written" in entry.caption
     assert any("shorter than written" in p for p in section.problems)
-    report.save_section(section, tmp_path / "figs")
-    index = report.write_index(tmp_path / "figs").read_text()
+    report_sections.save_section(section, tmp_path / "figs")
+    index = report_index.write_index(tmp_path / "figs").read_text()
     assert "incomplete: triad.csv is shorter" in index  # the caption
     assert index.count("triad.csv is shorter than written") >= 2  # and the notes
 

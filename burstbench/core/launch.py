@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from burstbench.params import ParamError
+from burstbench.core.checks import ParamError
 from kernels_ext.common import sysinfo
 
 #: The batch schedulers' variables that name a job's hosts, in the order they are asked.

@@ -1,25 +1,22 @@
 """What every benchmark's sweep shares: the plan, the run it writes to, and running it.
 
-A benchmark module (``burstbench.triad``, ``burstbench.pingpong``) turns
-validated parameters into a :class:`Plan` of tasks and parses one task's
-output into tidy rows; :func:`execute` runs the plan into a run folder,
-finalizes the tables and records the outcome in the provenance.
+A benchmark (burstbench.benchmarks.<name>) turns validated parameters into a
+:class:`Plan` of tasks and parses one task's output into tidy rows; :func:`execute`
+runs the plan into a run folder, finalizes the tables and records the outcome in the
+provenance.  Nothing here knows a benchmark.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
-from burstbench import paths, provenance, runner, store
-from burstbench.params import digest
+from burstbench.core import paths, provenance, runner, store
 
 
 @dataclass
@@ -56,11 +53,12 @@ def task_key(label: str, parts: str, ident: object) -> str:
     return f"{slug(label)}-{parts}-{h}"
 
 
-def open_run(P: dict, benchmark: str) -> tuple[store.Run, bool]:
-    """The run a sweep writes to (resuming an unfinished one with the same parameters)."""
+def open_run(P: dict, benchmark: str, digest: str,
+             system: Callable[[], dict]) -> tuple[store.Run, bool]:
+    """The run a sweep writes to (resuming an unfinished one with the same parameter
+    `digest`); `system` gives a new run's provenance."""
     run, resumed = store.open_run(
-        paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest(P, benchmark),
-        P["run_id"], system=lambda: provenance.collect(paths.project_root()))
+        paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest, P["run_id"], system)
     # the source this benchmark measured with (a run's notebooks may span commits)
     run.set_section(benchmark, git=provenance.git(paths.project_root()))
     print(("resumed" if resumed else "new") + f" run {run.root}")
@@ -149,86 +147,3 @@ def over_repetitions(df: pd.DataFrame, group: list[str],
         return pd.DataFrame(columns=group + list(MEDIAN_MIN_MAX))
     return (typed(df, group, ints).groupby(group, sort=True)["value"]
             .agg(**MEDIAN_MIN_MAX).reset_index())
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """A benchmark, declared once in its own module (``SPEC = register(Benchmark(...))``):
-    what params.py, the CLI, the report and the notebooks need of it.
-
-    name       the section: ``<name>_*`` parameters, data/runs/<vm>/<run>/<name>.csv
-    params     its parameters (the common ones are params.COMMON)
-    notebook   its measurement notebook (notebooks/), report_notebook its report one
-    plan       validated parameters -> Plan (probe() the machine, then expand())
-    parse      one task's output -> tidy rows, raw records, a one-line summary
-    spread     the results table -> one row per configuration over its repetitions
-    report     (runs_dir, reference_dir, figures_dir, show) -> its report.Section of
-               figures/ (the report notebook calls it)
-    columns    the configuration columns its rows carry besides store.HEAD and
-               store.TAIL: the store keeps each of them and refuses any other
-    title      its name in papermill_params/README.md (params.docs() writes it), and
-    labels     what that page says of its labels (Markdown)
-    """
-
-    name: str
-    params: tuple
-    notebook: str
-    report_notebook: str
-    plan: Callable[[dict], Plan]
-    parse: runner.Parser
-    spread: Callable[..., pd.DataFrame]
-    report: Callable[..., object]
-    columns: tuple[str, ...] = ()
-    title: str = ""
-    labels: str = ""
-
-    def open_run(self, P: dict) -> tuple[store.Run, bool]:
-        """The run this sweep writes to (resuming an unfinished one with these parameters)."""
-        return open_run(P, self.name)
-
-    def sweep(self, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
-        """Measure every planned configuration not yet stored; finalize, return the table."""
-        return execute(run, the_plan, self.name, self.parse, self.columns, progress)
-
-    def load(self, runs_dir: Path | str, include_tests: bool | None = None) -> store.Loaded:
-        """Every run's table of this benchmark under `runs_dir` (store.load), with its
-        declared columns."""
-        return store.load(Path(runs_dir), self.name, include_tests, self.columns)
-
-    def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
-        """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""
-        run, _ = self.open_run(P)
-        return run, self.sweep(run, self.plan(P), progress)
-
-
-_REGISTRY: dict[str, Benchmark] = {}
-_DISCOVERED: list[bool] = []  # set once every registering module was imported
-#: The report's order of the benchmarks it knows; any other comes after them, by name.
-ORDER = ("triad", "pingpong", "biccg")
-
-
-def register(spec: Benchmark) -> Benchmark:
-    """Add a benchmark to the registry (its module does, when imported); return it."""
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
-        raise ValueError(f"two benchmarks are named {spec.name!r}")
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def _discover() -> None:
-    """Import every module of this package that registers a benchmark (its source has a
-    line ``SPEC = register(``): a new benchmark is one new module, listed nowhere else."""
-    if _DISCOVERED:
-        return
-    package = Path(__file__).resolve().parent
-    for path in sorted(package.glob("*.py")):
-        if re.search(r"^SPEC = register\(", path.read_text(), re.M):
-            importlib.import_module(f"{__package__}.{path.stem}")
-    _DISCOVERED.append(True)
-
-
-def benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark by name, in ORDER, then any other by name."""
-    _discover()
-    return dict(sorted(_REGISTRY.items(), key=lambda kv: (
-        ORDER.index(kv[0]) if kv[0] in ORDER else len(ORDER), kv[0])))

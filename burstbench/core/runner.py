@@ -22,15 +22,16 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
+from burstbench.core.signals import Interrupted, raise_if_stopped, signal_name, stop_signals
 
-from burstbench.store import Run
+if TYPE_CHECKING:  # annotations only: a plan needs no store
+    from burstbench.core.store import Run
 
 #: Variables a configuration sets itself: inherited values would leak into it.
 CLEARED_ENV = ("OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY", "GOMP_CPU_AFFINITY",
@@ -60,72 +61,6 @@ class TaskFailed(Exception):
     """A configuration gave no result; the message is one line saying why."""
 
 
-class Interrupted(KeyboardInterrupt):
-    """A stop signal (SIGINT, SIGTERM, SIGHUP) taken like Ctrl-C; `signum` says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
-        self.signum = signum
-
-
-#: The signals that stop a sweep or a run like Ctrl-C.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-#: The signals received by each open stop_signals block, innermost last.
-_RECEIVED: list[list[int]] = []
-
-
-@contextlib.contextmanager
-def stop_signals(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
-    """Within the block the first of `signums` raises Interrupted; later ones are absorbed.
-
-    Absorbing the rest lets the clean-up that follows run to its end when a
-    scheduler signals every process of a job, or Ctrl-C is pressed twice.
-    Signals that are ignored (``nohup``, a background job's SIGINT) stay
-    ignored; outside the main thread nothing changes (Python allows handlers
-    only there).
-
-    Python runs a handler between any two bytecodes, also inside a callback
-    whose exceptions it prints and drops ("Exception ignored in": the at-fork
-    hooks that every ``subprocess`` start runs, finalizers).  The signal is
-    therefore also recorded, and the waits of this module (wait, run_tasks)
-    raise it again when it was lost: see raise_if_stopped.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    fired: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        if not fired:
-            fired.append(signum)
-            raise Interrupted(signum)
-
-    previous = {}
-    for signum in signums:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            previous[signum] = signal.signal(signum, handler)
-    _RECEIVED.append(fired)
-    try:
-        yield
-    finally:
-        _RECEIVED.pop()  # this block's: blocks close in the reverse order they open
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-def raise_if_stopped() -> None:
-    """Raise Interrupted if the innermost stop_signals block got a stop signal.
-
-    Code still running inside the block after the signal means that the
-    handler's exception was dropped (or is being handled in the block): either
-    way the block is stopping.
-    """
-    if _RECEIVED and _RECEIVED[-1]:
-        raise Interrupted(_RECEIVED[-1][0])
-
-
 #: Seconds between two looks at a lost stop signal while a child runs.
 POLL_S = 0.25
 
@@ -145,14 +80,6 @@ def wait(proc: subprocess.Popen, timeout: float | None = None) -> tuple[str, str
             raise_if_stopped()
             if deadline is not None and time.monotonic() >= deadline:
                 raise
-
-
-def signal_name(signum: int) -> str:
-    """'SIGKILL' for 9; 'signal 64' for a number without a name."""
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 @dataclass
@@ -362,6 +289,8 @@ class Progress:
         self.mode = _progress_mode() if enabled else "off"
         self.total, self.count, self.start_count = total, done, done
         self.start = time.monotonic()
+        from tqdm import tqdm  # a bar only where one is drawn
+
         self.bar = tqdm(total=total, initial=done, file=sys.stdout, desc=desc, unit="run",
                         ascii=True, ncols=90, mininterval=1.0) if self.mode == "bar" else None
 

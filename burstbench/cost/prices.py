@@ -1,4 +1,4 @@
-"""Cost model: prices as data, job cost, spot evictions, cost-performance, break-even.
+"""Prices as data, in yen per node-hour, and the cost of a job on them.
 
 Prices come from ``data/reference/prices_vm.csv`` (the study's Table 4: per VM,
 region and billing) and ``prices_onprem.csv`` (the supercomputer's node-hour
@@ -17,10 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from burstbench.reference import read_table, vm_key
+from burstbench.core.reference import read_table, vm_key
 
 CURRENCIES = ("JPY", "USD")
+
+
 VM_PRICE_COLUMNS = ["vm", "region", "billing", "price_per_hour", "currency", "source"]
+
+
 ONPREM_COLUMNS = ["system", "price_per_node_hour", "currency", "source"]
 
 
@@ -102,55 +106,3 @@ def job_cost(jpy_per_node_hour: float, nodes: int, hours: float, storage_jpy_mon
         raise ValueError("nodes, hours and price must not be negative")
     return (nodes * hours * jpy_per_node_hour + storage_share * storage_jpy_month
             + transfer_tb * transfer_jpy_per_tb)
-
-
-def spot_expected(work_h: float, interval_h: float, rate_per_h: float,
-                  restart_h: float = 5 / 60, checkpoint_h: float = 0.0) -> dict:
-    """Expected wall time, billed time and evictions of a checkpointed job on spot VMs.
-
-    The job's `work_h` hours are cut into segments of `interval_h` of work plus
-    `checkpoint_h` to save it; an eviction (Poisson, `rate_per_h`) loses the
-    segment in progress and costs `restart_h` before the requeued job runs
-    again (not billed: no VM is up).  A segment of length s then takes
-    (1/rate + restart) (e^{rate s} - 1) in expectation; rate 0 gives s.
-    """
-    if work_h < 0 or interval_h <= 0 or rate_per_h < 0 or restart_h < 0 or checkpoint_h < 0:
-        raise ValueError("work, restart and checkpoint times must be >= 0, the interval > 0, "
-                         "the eviction rate >= 0")
-    full, rest = divmod(work_h, interval_h)
-    segments = [interval_h + checkpoint_h] * int(full) + ([rest] if rest > 1e-12 else [])
-    time = billed = evictions = 0.0
-    for s in segments:
-        if rate_per_h == 0:
-            t, e = s, 0.0
-        else:
-            e = math.expm1(rate_per_h * s)  # expected evictions before the segment completes
-            t = (1.0 / rate_per_h + restart_h) * e
-        time += t
-        evictions += e
-        billed += t - e * restart_h
-    return {"time_h": time, "billed_h": billed, "evictions": evictions}
-
-
-def spot_simulate(work_h: float, interval_h: float, rate_per_h: float, restart_h: float = 5 / 60,
-                  checkpoint_h: float = 0.0, samples: int = 4000,
-                  seed: int = 0) -> dict[str, np.ndarray]:
-    """Monte Carlo of the same model: arrays of wall and billed hours, one per sample."""
-    spot_expected(work_h, interval_h, rate_per_h, restart_h, checkpoint_h)  # checks arguments
-    rng = np.random.default_rng(seed)
-    full, rest = divmod(work_h, interval_h)
-    segments = [interval_h + checkpoint_h] * int(full) + ([rest] if rest > 1e-12 else [])
-    wall = np.zeros(samples)
-    billed = np.zeros(samples)
-    for s in segments:
-        done = np.zeros(samples, bool)
-        while not done.all():
-            n = int((~done).sum())
-            up = rng.exponential(1 / rate_per_h, n) if rate_per_h > 0 else np.full(n, np.inf)
-            ok = up >= s
-            ran = np.where(ok, s, up)
-            idx = np.flatnonzero(~done)
-            wall[idx] += ran + np.where(ok, 0.0, restart_h)
-            billed[idx] += ran
-            done[idx[ok]] = True
-    return {"time_h": wall, "billed_h": billed}

@@ -1,9 +1,13 @@
-"""The cost report: the study's tables, cost-performance, cost per solve, spot, break-even.
+"""The cost section of the report: the study's tables, cost-performance, cost per solve,
+spot, break-even.
 
 Built from data/ alone (the reference tables and every run's results), like
 the benchmark reports; every table is CSV + Markdown, every figure PNG + SVG
 with a caption naming its data, all listed in figures/README.md.  A VM
-without a known price appears in every table, with "no price known".
+without a known price appears in every table, with "no price known".  It reads the
+benchmarks' figures of merit (burstbench.core.merits) by merit name: memory bandwidth
+(``memory_bandwidth_gbs``) and solve times (``solve_time_s``), whichever benchmark gives
+them.
 """
 
 from __future__ import annotations
@@ -15,9 +19,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from burstbench import biccg, cost, paths, plots, store, triad
-from burstbench.reference import read_reference, vm_key
-from burstbench.report import Section, figure_entry, latest_runs, rel_path, table_entry
+from burstbench.core import paths
+from burstbench.core.merits import Merits
+from burstbench.core.reference import read_reference, vm_key
+from burstbench.cost import prices as cost
+from burstbench.cost.spot import spot_expected, spot_simulate
+from burstbench.registry import benchmarks
+from burstbench.report import style
+from burstbench.report.sections import Section, figure_entry, table_entry
 
 NO_PRICE = "no price known"
 
@@ -64,10 +73,11 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
             "the data transfer prices used for job costs.")
 
 
-def _run_prices(loaded: store.Loaded) -> list[dict]:
-    """Prices runs give for themselves (vm_price), as price rows."""
+def _run_prices(runs: list[dict]) -> list[dict]:
+    """Prices runs give for themselves (vm_price), as price rows: one per run, however many
+    benchmarks list it."""
     rows = []
-    for r in loaded.runs:
+    for r in {(r["vm"], r["run_id"]): r for r in runs}.values():
         vp = r["params"].get("vm_price") or {}
         for billing in ("payg", "spot"):
             if billing in vp:
@@ -83,24 +93,13 @@ def _prices_for(prices: cost.Prices, vm: str) -> pd.DataFrame:
     return t[t["key"] == vm_key(vm)]
 
 
-def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, ref_dir: Path,
-                 fig_dir: Path, region: str, show: bool) -> list[dict]:
-    """Triad GB/s per 1,000 JPY per hour, per VM, billing and region; Flow at its fee."""
+def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: cost.Prices,
+                 ref_dir: Path, fig_dir: Path, region: str, show: bool) -> list[dict]:
+    """Memory bandwidth (Triad) GB/s per 1,000 JPY per hour, per VM, billing and region;
+    Flow at its fee."""
     rows = []
-    best: dict[str, tuple[float, str, str]] = {}
-    stats = triad.spread(loaded.table)
-    for vm, run in latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
-        if len(s):
-            top = s.loc[s["median_gbs"].idxmax()]
-            best[vm] = (round(float(top["median_gbs"]), 2), "measured here",
-                        rel_path(Path(run["path"]), paths.project_root()))
-    study = read_reference(ref_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
-                           section.problems)
-    for r in study.itertuples():
-        if str(r.source).startswith("study") and r.vm not in best:
-            best[r.vm] = (float(r.best_triad_gbs), "the study", "data/reference/triad_best.csv")
-    for vm, (gbs, source, data) in best.items():
+    for m in bandwidth.itertuples():
+        vm, gbs, source, data = m.vm, m.value, m.source, m.data
         pr = _prices_for(prices, vm)
         if pr.empty:
             rows.append({"system": vm, "bandwidth": source, "triad_gbs": gbs, "region": "",
@@ -137,9 +136,9 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
               if r["system"] not in in_region]
     unpriced = list(dict.fromkeys(r["system"] for r in rows if r["billing"] == NO_PRICE))
     if shown:
-        plots.apply_style()
+        style.apply_style()
         fig, ax = plt.subplots(figsize=(10, 0.42 * len(shown) + 1.9))
-        plots.cost_performance(shown, ax)
+        cost_performance(shown, ax)
         ax.set_title(f"Cost-performance of memory bandwidth, {region} prices",
                      fontsize=12)
         caption = ("Data: figures/cost_triad.csv (Triad: runs under data/runs and "
@@ -155,28 +154,20 @@ def _triad_costs(section: Section, loaded: store.Loaded, prices: cost.Prices, re
     return rows
 
 
-def _biccg_costs(section: Section, prices: cost.Prices, runs_dir: Path, fig_dir: Path,
-                 root: Path) -> list[dict]:
-    """Time and cost of one BICCG solve per VM, problem, layout and node count."""
-    loaded = biccg.SPEC.load(runs_dir, include_tests=False)  # test runs are no VM
-    section.problems += [p for p in loaded.problems if p not in section.problems]
-    stats = biccg.spread(loaded.table)
+def _biccg_costs(section: Section, solves: pd.DataFrame, prices: cost.Prices,
+                 fig_dir: Path) -> list[dict]:
+    """Time and cost of one solve per VM, problem, layout and node count."""
     rows = []
-    for vm, run in latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
-                  & (stats["metric"] == "solve_time")]
-        pr = _prices_for(prices, vm)
-        for r in s.itertuples():
-            base = {"vm": vm, "problem": r.problem, "solver": r.label, "nodes": r.nodes,
-                    "cores": r.cores, "solve_s": round(r.median, 4),
-                    "data": rel_path(Path(run["path"]), root)}
-            if pr.empty:
-                rows.append(base | {"billing": NO_PRICE, "region": "", "jpy_per_solve":
-                                    math.nan})
-            for p in pr.itertuples():
-                rows.append(base | {"billing": p.billing, "region": p.region,
-                                    "jpy_per_solve": round(cost.job_cost(
-                                        p.jpy_per_hour, r.nodes, r.median / 3600), 4)})
+    for r in solves.itertuples():
+        pr = _prices_for(prices, r.vm)
+        base = {"vm": r.vm, "problem": r.problem, "solver": r.label, "nodes": r.nodes,
+                "cores": r.cores, "solve_s": round(r.value, 4), "data": r.data}
+        if pr.empty:
+            rows.append(base | {"billing": NO_PRICE, "region": "", "jpy_per_solve": math.nan})
+        for p in pr.itertuples():
+            rows.append(base | {"billing": p.billing, "region": p.region,
+                                "jpy_per_solve": round(cost.job_cost(
+                                    p.jpy_per_hour, r.nodes, r.value / 3600), 4)})
     table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
                  "Median solve time of each VM's newest run, per problem, layout and node "
                  "count, and its cost: nodes x hours x price per node-hour for each billing and "
@@ -192,8 +183,8 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
     payg = prices.lookup(vm, "payg", region)
     rows = []
     for lam in rates:
-        e = cost.spot_expected(work_h, interval_h, lam, restart_h)
-        sim = cost.spot_simulate(work_h, interval_h, lam, restart_h, samples=4000)
+        e = spot_expected(work_h, interval_h, lam, restart_h)
+        sim = spot_simulate(work_h, interval_h, lam, restart_h, samples=4000)
         cost_of = lambda h: nodes * h * spot  # noqa: E731
         rows.append({"vm": vm, "region": region, "nodes": nodes, "work_h": work_h,
                      "checkpoint_every_h": interval_h, "restart_h": round(restart_h, 4),
@@ -215,7 +206,7 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
                  f"percentiles from 4,000 simulated runs; spot and pay-as-you-go prices of "
                  f"{vm} in {region} (data/reference/prices_vm.csv).")
     if rows and not math.isnan(spot):
-        plots.apply_style()
+        style.apply_style()
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         x = [r["evictions_per_h"] for r in rows]
         a1.plot(x, [r["expected_time_h"] for r in rows], "-o", label="expected")
@@ -281,11 +272,11 @@ def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict]
             "workload": f"BICCG solve, {prob}",
             "cheapest": (f"{cheap['vm']} {cheap['billing']} {cheap['region']}, {cheap['solver']} "
                          f"x {cheap['nodes']} node(s): "
-                         f"{plots.plain_number(cheap['jpy_per_solve'])} JPY per solve")
+                         f"{style.plain_number(cheap['jpy_per_solve'])} JPY per solve")
                         if cheap else f"unknown: {NO_PRICE} for "
                                       f"{', '.join(sorted({r['vm'] for r in ours}))}",
             "fastest": f"{fast['vm']}, {fast['solver']} x {fast['nodes']} node(s): "
-                       f"{plots.plain_number(fast['solve_s'])} s",
+                       f"{style.plain_number(fast['solve_s'])} s",
             "on_premise": f"{onprem} s" if onprem else "unknown (set onprem_times)",
             "table3_item7": ("OK" if fast["solve_s"] <= onprem else "NG") if onprem else
                             "unknown: no on-premise time given",
@@ -298,6 +289,24 @@ def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict]
                  "onprem_times, seconds per workload).")
 
 
+def _merits(section: Section, runs: Path, ref_dir: Path) -> list[Merits]:
+    """Every benchmark's figures of merit (registry hooks), their problems noted once."""
+    out = []
+    for spec in benchmarks().values():
+        if spec.merits is not None:
+            m = spec.merits(runs, ref_dir)
+            section.problems += [p for p in m.problems if p not in section.problems]
+            out.append(m)
+    return out
+
+
+def _of(merits: list[Merits], name: str) -> pd.DataFrame:
+    """The rows of merit `name`, whichever benchmarks give it, in the registry's order."""
+    parts = [m.of(name) for m in merits if len(m.of(name))]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["vm", "merit", "value", "unit", "source", "data"])
+
+
 def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 figures_dir: Path | str = "", usd_jpy: float = 145.0, region: str = "East US",
                 spot_vm: str = "HB120rs_v3", job_nodes: int = 4, job_hours: float = 10.0,
@@ -308,20 +317,72 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     section = Section("cost")
     runs = paths.runs_dir(runs_dir)
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
-    fig_dir, root = paths.figures_dir(figures_dir), paths.project_root()
-    loaded = triad.SPEC.load(runs, include_tests=False)  # test runs are never priced
-    section.problems += loaded.problems
+    fig_dir = paths.figures_dir(figures_dir)
+    merits = _merits(section, runs, ref_dir)  # test runs are never priced
     _published_tables(section, ref_dir, fig_dir)
-    biccg_runs = biccg.SPEC.load(runs, include_tests=False)
-    prices = cost.load_prices(ref_dir, usd_jpy, _run_prices(loaded) + _run_prices(biccg_runs))
+    measured = [r for m in merits for r in m.runs]
+    prices = cost.load_prices(ref_dir, usd_jpy, _run_prices(measured))
     section.problems += prices.problems
-    for vm in sorted({r["vm"] for r in loaded.runs + biccg_runs.runs}):
+    for vm in sorted({r["vm"] for r in measured}):
         if _prices_for(prices, vm).empty:
             section.problems.append(f"VM '{vm}' has no known price: give vm_price in its "
                                     "parameters or add it to data/reference/prices_vm.csv")
-    triad_rows = _triad_costs(section, loaded, prices, ref_dir, fig_dir, region, show)
-    biccg_rows = _biccg_costs(section, prices, runs, fig_dir, root)
+    triad_rows = _triad_costs(section, _of(merits, "memory_bandwidth_gbs"), prices, ref_dir,
+                              fig_dir, region, show)
+    biccg_rows = _biccg_costs(section, _of(merits, "solve_time_s"), prices, fig_dir)
     _spot(section, prices, fig_dir, spot_vm, region, job_nodes, job_hours, checkpoint_h,
           restart_h, eviction_rates or [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], show)
     _break_even(section, triad_rows, biccg_rows, fig_dir, onprem_times or {})
     return section
+
+
+#: Cost-performance dots: colour per where the bandwidth comes from, marker per billing.
+SOURCE_COLORS = {"measured here": "#0072B2", "the study": "0.35",
+                 "theoretical (not measured)": "#E69F00"}
+
+
+SOURCE_NAMES = {"measured here": "VM measured here", "the study": "VM of the study",
+                "theoretical (not measured)": "Flow (theoretical bandwidth)"}
+
+
+BILLING_MARKERS = {"payg": "o", "spot": "v", "onprem_fee": "s"}
+
+
+BILLING_NAMES = {"payg": "pay-as-you-go", "spot": "spot", "onprem_fee": "node-hour fee"}
+
+
+def cost_performance(rows: list[dict], ax: plt.Axes, value: str = "gbs_per_1000_jpy_h",
+                     xlabel: str = "Triad GB/s per 1,000 JPY per node-hour") -> plt.Axes:
+    """One dot per system and billing on a log axis, each labelled with its value.
+
+    Dots, not bars: on a log axis a bar's length from an arbitrary left edge says
+    nothing, while the distance between dots reads as a ratio.  The legend names only
+    the sources and billings drawn.  `rows` are the cost table's rows with a price.
+    """
+    style.apply_style()
+    rows = sorted(rows, key=lambda r: r[value])
+    ys = range(len(rows))
+    seen = set()
+    for y, r in zip(ys, rows):
+        src, bill = r["bandwidth"], r["billing"]
+        label = f"{SOURCE_NAMES.get(src, src)}, {BILLING_NAMES.get(bill, bill)}"
+        ax.plot([r[value]], [y], ls="none", marker=BILLING_MARKERS.get(bill, "D"), ms=8,
+                color=SOURCE_COLORS.get(src, "#CC79A7"), zorder=3,
+                label=None if label in seen else label)
+        seen.add(label)
+        ax.annotate(style.plain_number(r[value]), (r[value], y), xytext=(7, 0),
+                    textcoords="offset points", va="center", fontsize=9)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([f"{r['system']} ({BILLING_NAMES.get(r['billing'], r['billing'])})"
+                        for r in rows], fontsize=9)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xscale("log")
+    if rows:
+        lo, hi = rows[0][value], rows[-1][value]
+        ax.set_xlim(lo / 1.6, hi * 2.2)  # room for the value labels right of the dots
+        style.plain_log_axis(ax.xaxis, lo, hi)
+    ax.set_xlabel(xlabel + " (log scale; higher is better)", fontsize=10)
+    ax.tick_params(axis="x", labelsize=9)
+    ax.grid(axis="y", color="0.92")
+    ax.legend(loc="upper left", fontsize=9, frameon=True)
+    return ax

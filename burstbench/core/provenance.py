@@ -119,10 +119,11 @@ def packages() -> dict:
     return out
 
 
-def environment() -> dict:
-    """The environment variables that change what is measured, or where."""
+def environment(prefixes: tuple[str, ...] = ()) -> dict:
+    """The environment variables that change what is measured, or where: ENV_PREFIXES,
+    ENV_NAMES and the `prefixes` the benchmarks declare (registry.env_prefixes)."""
     return {k: v for k, v in sorted(os.environ.items())
-            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+            if k.startswith(ENV_PREFIXES + tuple(prefixes)) or k in ENV_NAMES}
 
 
 def git(root: Path) -> dict:
@@ -142,13 +143,13 @@ def git(root: Path) -> dict:
             "dirty": bool(status), "changed_files": status.splitlines()[:50]}
 
 
-def collect(root: Path) -> dict:
-    """Everything recorded once per run."""
+def collect(root: Path, env_prefixes: tuple[str, ...] = ()) -> dict:
+    """Everything recorded once per run (`env_prefixes`: see environment)."""
     return {
         "system": {"hostname": socket.gethostname(), "fqdn": socket.getfqdn(), "cpu": cpu(),
                    "numa": numa(), "memory": memory(), "os": operating_system()},
         "software": {"python": sys.version.split()[0], "python_executable": sys.executable,
                      "packages": packages(), "compilers": compilers()},
-        "environment": environment(),
+        "environment": environment(env_prefixes),
         "git": git(root),
     }

@@ -48,3 +48,12 @@ def figures_dir(value: str | os.PathLike = "") -> Path:
 
 def notebooks_dir() -> Path:
     return project_root() / "notebooks"
+
+
+def rel_path(p: Path, root: Path) -> str:
+    """`p` relative to `root` where it is under it (as figures and tables name files),
+    else as given."""
+    try:
+        return str(Path(p).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(p)

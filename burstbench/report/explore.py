@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from burstbench import paths, store
-
-BENCHMARKS = ("triad", "pingpong", "biccg")
+from burstbench.core import paths, store
+from burstbench.registry import benchmarks as registered
 
 #: Provenance columns added to every row: what a reader filters and groups by.
 PROVENANCE = ["vm", "run_id", "benchmark", "status", "verified", "test", "date", "host",
@@ -61,18 +60,17 @@ def _run_facts(run: dict, benchmark: str) -> dict:
             "folder": str(folder)}
 
 
-def load_runs(*folders: str | Path, benchmarks: Iterable[str] = BENCHMARKS,
+def load_runs(*folders: str | Path, benchmarks: Iterable[str] | None = None,
               include_tests: bool = False) -> Runs:
     """Every run under `folders` (default: data/runs of the project) as one DataFrame.
 
     Each row keeps its table's columns (compiler and flags per row) and gains the run's
     provenance: VM, CPU model, sockets, cores, MPI library, git commit, date, status.
     Test runs (`test: true`) are named in ``problems`` unless `include_tests`.
+    `benchmarks`: their names (default: every registered one).
     """
-    from burstbench.sweep import benchmarks as registered
-
     registry = registered()
-    benchmarks = list(benchmarks)
+    benchmarks = list(registry if benchmarks is None else benchmarks)
     frames, facts, problems = [], [], []
     for folder in folders or (paths.runs_dir(),):
         folder = paths.runs_dir(folder)
@@ -116,27 +114,17 @@ def pick(table: pd.DataFrame, vms: Iterable[str] | None = None,
 
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
-    """The value each benchmark is judged by, one row per measurement, in common columns:
-    Triad's best rate (GB/s) per label and thread count; the ping-pong's latency (us) and
-    bandwidth (GB/s) per label, test and message size; BICCG's solve time (s) per problem,
-    solver or layout and node count."""
+    """The value each benchmark is judged by, one row per measurement, in common columns
+    (config, x_name, x, quantity, higher_is_better, value): each registered benchmark's
+    ``headline`` hook on its own rows (Triad's best rate per label and thread count, the
+    ping-pong's latency and bandwidth per message size, BICCG's solve time per node count)."""
     parts = []
-    t = table[(table["benchmark"] == "triad") & (table["function"] == "Triad")
-              & (table["metric"] == "best_rate")]
-    if len(t):
-        parts.append(t.assign(config=t["label"], x_name="threads", x=t["threads"],
-                              quantity="Triad bandwidth", higher_is_better=True))
-    p = table[(table["benchmark"] == "pingpong") & table["metric"].isin(["latency",
-                                                                         "bandwidth"])]
-    if len(p):
-        parts.append(p.assign(config=p["label"] + " " + p["function"].astype(str),
-                              x_name="message_size", x=p["message_size"],
-                              quantity=p["metric"], higher_is_better=p["metric"] == "bandwidth"))
-    b = table[(table["benchmark"] == "biccg") & (table["metric"] == "solve_time")]
-    if len(b):
-        parts.append(b.assign(config=b["problem"].astype(str) + " " + b["label"].astype(str),
-                              x_name="nodes", x=b["nodes"], quantity="solve time",
-                              higher_is_better=False))
+    for name, spec in registered().items():
+        rows = table[table["benchmark"] == name]
+        if spec.headline is not None and len(rows):
+            part = spec.headline(rows)
+            if len(part):
+                parts.append(part)
     if not parts:
         return pd.DataFrame(columns=PROVENANCE + HEADLINE + ["value", "repetition"])
     out = pd.concat(parts, ignore_index=True)
@@ -235,51 +223,23 @@ def plot_comparison(cmp: pd.DataFrame, title: str = ""):
 
 def against_study(table: pd.DataFrame, vm: str,
                   reference_dir: str | Path = "") -> pd.DataFrame:
-    """A VM's newest run against the study's published values (data/reference/).
-
-    Triad: its best median bandwidth against each study VM's best (triad_best.csv).
-    Ping-pong: its smallest median latency and largest median bandwidth against each
-    study VM's (osu.csv; the study's are inter-node, so a same-node run is marked so).
-    The study published no BICCG numbers (its Figures 12-13 are curves): none is compared.
+    """A VM's newest run against the study's published values (data/reference/), by each
+    registered benchmark's ``against_study`` hook: Triad's best median bandwidth against
+    each study VM's best; the ping-pong's smallest median latency and largest median
+    bandwidth against each study VM's (inter-node, so a same-node run is marked so).  The
+    study published no BICCG numbers (its Figures 12-13 are curves): none is compared.
     """
     ref = Path(reference_dir) if reference_dir else paths.reference_dir()
     rows = headline(pick(table, vms=[vm]))
-    if rows.empty:
-        raise ValueError(f"VM {vm!r} has no Triad or ping-pong measurement")
+    hooks = {n: s.against_study for n, s in registered().items() if s.against_study}
+    if rows.empty or not set(rows["benchmark"]) & set(hooks):
+        raise ValueError(f"VM {vm!r} has no measurement the study published numbers for "
+                         f"({', '.join(hooks)})")
     out = []
     for bench, d in rows.groupby("benchmark"):
-        newest = d[d["run_id"] == d["run_id"].max()]
-        s = _side(newest)
-        if bench == "triad":
-            ours = float(s["median"].max())
-            best = s.loc[s["median"].idxmax()]
-            study = pd.read_csv(ref / "triad_best.csv")
-            for r in study.itertuples():
-                out.append({"quantity": "best Triad bandwidth", "unit": "GB/s", "vm": vm,
-                            "ours": ours, "our_config": f"{best['config']}, {best['x']:g} "
-                            "threads", "study_vm": r.vm, "study": float(r.best_triad_gbs),
-                            "ratio": ours / float(r.best_triad_gbs), "higher_is_better": True,
-                            "note": str(r.source)})
-        elif bench == "pingpong":
-            placements = set(newest["placement"].astype(str))
-            where = "inter-node" if "across-nodes" in placements else "same node only"
-            study = pd.read_csv(ref / "osu.csv")
-            for quantity, what, col, higher in (("latency", "smallest latency",
-                                                 "latency_min_us", False),
-                                                ("bandwidth", "largest bandwidth",
-                                                 "bandwidth_max_gbs", True)):
-                q = s[s["quantity"] == quantity]
-                if q.empty:
-                    continue
-                best = q.loc[q["median"].idxmax() if higher else q["median"].idxmin()]
-                for r in study.itertuples():
-                    ref_value = float(getattr(r, col))
-                    out.append({"quantity": what, "unit": best["unit"], "vm": vm,
-                                "ours": float(best["median"]), "our_config": best["config"],
-                                "study_vm": r.vm, "study": ref_value,
-                                "ratio": float(best["median"]) / ref_value,
-                                "higher_is_better": higher,
-                                "note": f"ours {where}; the study's inter-node"})
+        if bench in hooks:
+            newest = d[d["run_id"] == d["run_id"].max()]
+            out += hooks[bench](newest, _side(newest), vm, ref)
     result = pd.DataFrame(out)
     if len(result):
         result = result[result["study"].map(lambda x: not math.isnan(x))]

@@ -1,0 +1,90 @@
+"""A BICCG solve's output as tidy rows, the spread of its repetitions, and the values it is
+judged by (explore's headline, the cost model's solve times)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from burstbench.core import paths, runner, store
+from burstbench.core.merits import Merits, frame
+from burstbench.core.sweep import over_repetitions
+
+#: (JSON key, metric, unit) of each measured value.
+METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
+           ("iterations", "iterations", "1"), ("relative_residual", "relative_residual", "1"))
+
+
+SPLIT = ("spmv", "precond", "dots", "halo", "vector")
+
+
+def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
+    """One solve's JSON line -> tidy rows (times, iterations, residual, time split)."""
+    try:
+        rec = json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
+    except (ValueError, IndexError) as exc:
+        raise runner.TaskFailed(f"no result from the solver ({exc})") from exc
+    if not rec.get("converged"):
+        raise runner.TaskFailed(f"not converged: relative residual "
+                                f"{rec.get('relative_residual')} after {rec.get('iterations')} "
+                                "iterations")
+    extra = {"host": rec.get("host"), "size": rec.get("n"), "timestamp": store.now_iso(),
+             "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
+    rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
+            for key, metric, unit in METRICS if key in rec]
+    for part, v in rec.get("per_iteration_s", {}).items():
+        rows.append(task.config | extra | {"metric": f"per_iteration_{part}", "value": v,
+                                           "unit": "s"})
+    if rec.get("peak_rss_bytes"):
+        rows.append(task.config | extra | {"metric": "peak_rss", "value": rec["peak_rss_bytes"],
+                                           "unit": "B"})
+    rec["stderr"] = stderr.strip()[-2000:]
+    summary = (f"{rec['iterations']} iterations, solve {rec['solve_s']:.3f} s, "
+               f"setup {rec.get('setup_s', 0):.3f} s, residual {rec['relative_residual']:.2e}")
+    return rows, [rec], summary
+
+
+GROUP = ["vm", "run_id", "problem", "label", "impl", "nodes", "ranks", "threads", "metric",
+         "unit"]
+
+
+def spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Median, min and max over repetitions per configuration and metric, with cores used."""
+    if table.empty:
+        return pd.DataFrame(columns=GROUP + ["cores", "median", "min", "max", "n"])
+    out = over_repetitions(table, GROUP, ints=("nodes", "ranks", "threads"))
+    out["cores"] = out["ranks"] * out["threads"]
+    return out
+
+
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """Solve time (s) per problem, solver or layout and node count, in explore's common
+    columns."""
+    b = table[table["metric"] == "solve_time"]
+    return b.assign(config=b["problem"].astype(str) + " " + b["label"].astype(str),
+                    x_name="nodes", x=b["nodes"], quantity="solve time",
+                    higher_is_better=False)
+
+
+def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
+    """``solve_time_s``: the median solve time of the newest run of each VM measured here,
+    per problem, solver or layout (``label``) and node count, with the cores used.  The
+    study published curves, not numbers: nothing of it here."""
+    from burstbench.benchmarks.biccg import COLUMNS
+
+    loaded = store.load(Path(runs_dir), "biccg", False, COLUMNS)
+    stats = spread(loaded.table)
+    rows = []
+    for vm, run in store.latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
+                  & (stats["metric"] == "solve_time")]
+        data = paths.rel_path(Path(run["path"]), paths.project_root())
+        for r in s.itertuples():
+            rows.append({"vm": vm, "merit": "solve_time_s", "value": float(r.median),
+                         "unit": "s", "source": "measured here", "data": data,
+                         "label": r.label, "problem": r.problem, "nodes": int(r.nodes),
+                         "ranks": int(r.ranks), "threads": int(r.threads),
+                         "cores": int(r.cores), "run_id": run["run_id"]})
+    return Merits(frame(rows), loaded.runs, list(loaded.problems))

@@ -1,0 +1,151 @@
+"""A Triad configuration's output as tidy rows, the spread of its repetitions, and the
+values Triad is judged by (explore's headline, the cost model's memory bandwidth)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from burstbench.core import paths, runner, store
+from burstbench.core.merits import Merits, frame
+from burstbench.core.reference import read_reference
+from burstbench.core.sweep import typed
+from kernels_ext import triad as triad_kernel
+from kernels_ext.triad import BASELINE_STORES
+
+METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s"),
+           ("min_time_s", "min_time", "s"), ("max_time_s", "max_time", "s"),
+           ("traffic_rate_gbs", "traffic_rate", "GB/s"))
+
+
+def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
+    """Kernel JSON lines -> tidy rows (one per function and metric) and raw records."""
+    try:
+        records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise runner.TaskFailed(f"unreadable kernel output ({exc})") from exc
+    if {r.get("function") for r in records} != {"Copy", "Scale", "Add", "Triad"}:
+        raise runner.TaskFailed("kernel output lacks some of Copy/Scale/Add/Triad")
+    rows = []
+    for rec in records:
+        if not rec.get("validated"):
+            raise runner.TaskFailed(f"{rec['function']} not validated")
+        binding = rec.get("binding", [])
+        extra = {"host": rec.get("host"), "function": rec["function"],
+                 "bound_cpus": ",".join(str(b["cpu_first"]) for b in binding),
+                 "moved_threads": sum(1 for b in binding
+                                      if b["moves"] or b["cpu_first"] != b["cpu_last"]),
+                 "timestamp": store.now_iso()}
+        if rec.get("stores", "normal") != task.config.get("stores", "normal"):
+            raise runner.TaskFailed(f"asked for {task.config['stores']} stores, the kernel "
+                                    f"used {rec.get('stores')}")
+        for field_, metric, unit in METRICS:
+            if rec.get(field_) is not None:  # no traffic model for NumPy's memmove
+                rows.append(task.config | extra | {"metric": metric, "value": rec[field_],
+                                                   "unit": unit})
+        rec["stderr"] = stderr.strip()
+    triad = next(r for r in records if r["function"] == "Triad")
+    summary = f"Triad {triad['best_rate_gbs']:.1f} GB/s on CPUs [{rows[-1]['bound_cpus']}]"
+    runtime_msgs = [ln for ln in stderr.strip().splitlines()
+                    if ln.strip() and not ln.startswith("warning: ")]  # ours are in the records
+    if runtime_msgs:
+        summary += f" (stderr: {runtime_msgs[-1][:80]})"
+    return rows, records, summary
+
+
+GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "stores", "places", "bind",
+         "kmp_affinity", "threads", "function"]
+
+
+def spread(table: pd.DataFrame, function: str | None = "Triad",
+           metric: str = "best_rate") -> pd.DataFrame:
+    """Median and spread of the best rate (STREAM's count; "traffic_rate": the bytes moved)
+    over repetitions, per configuration.
+
+    Columns: median_gbs, min_gbs, max_gbs, cv (standard deviation / mean),
+    n (repetitions) and bound_cpus (every distinct binding seen).
+    """
+    df = table[table["metric"] == metric].copy()
+    if "stores" not in df:
+        df["stores"] = pd.NA
+    # runs from before the policy was recorded: the baselines' own, normal for the C kernels
+    df["stores"] = df["stores"].fillna(df["impl"].map(BASELINE_STORES)).fillna("normal")
+    if function:
+        df = df[df["function"] == function]
+    if df.empty:
+        return pd.DataFrame(columns=GROUP + ["median_gbs", "min_gbs", "max_gbs", "cv", "n",
+                                             "bound_cpus"])
+    g = typed(df, GROUP, ints=("threads",)).groupby(GROUP, sort=True)
+    out = g["value"].agg(median_gbs="median", min_gbs="min", max_gbs="max", mean="mean",
+                         std="std", n="size").reset_index()
+    out["cv"] = (out["std"].fillna(0.0) / out["mean"]).round(4)
+    cpus = g["bound_cpus"].agg(lambda s: " | ".join(sorted({str(x) for x in s})))
+    out = out.merge(cpus.rename("bound_cpus").reset_index(), on=GROUP)
+    return out.drop(columns=["mean", "std"])
+
+
+def triad_traffic_factor(stores: str) -> float:
+    """Bytes the memory moves per byte STREAM counts, for Triad under a store policy
+    (runs from before the policy was recorded: normal stores); nan where no model applies
+    (NumPy's memmove)."""
+    t = triad_kernel.TRAFFIC_BYTES.get(stores or "normal")
+    return t["Triad"] / triad_kernel.BYTES_PER_ELEMENT["Triad"] if t else math.nan
+
+
+def headline(table: pd.DataFrame) -> pd.DataFrame:
+    """Triad's best rate (GB/s) per label and thread count, in explore's common columns."""
+    t = table[(table["function"] == "Triad") & (table["metric"] == "best_rate")]
+    return t.assign(config=t["label"], x_name="threads", x=t["threads"],
+                    quantity="Triad bandwidth", higher_is_better=True)
+
+
+def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
+                  reference_dir: Path) -> list[dict]:
+    """The best median bandwidth of a VM's newest run against each study VM's best
+    (data/reference/triad_best.csv)."""
+    ours = float(summary["median"].max())
+    best = summary.loc[summary["median"].idxmax()]
+    out = []
+    for r in pd.read_csv(Path(reference_dir) / "triad_best.csv").itertuples():
+        out.append({"quantity": "best Triad bandwidth", "unit": "GB/s", "vm": vm,
+                    "ours": ours, "our_config": f"{best['config']}, {best['x']:g} threads",
+                    "study_vm": r.vm, "study": float(r.best_triad_gbs),
+                    "ratio": ours / float(r.best_triad_gbs), "higher_is_better": True,
+                    "note": str(r.source)})
+    return out
+
+
+def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
+    """``memory_bandwidth_gbs``: the best median Triad bandwidth (STREAM's count) of the
+    newest run of each VM measured here (test runs never), then the study's published best
+    of each VM not measured (data/reference/triad_best.csv, its rows whose source is the
+    study)."""
+    from burstbench.benchmarks.triad import COLUMNS
+
+    loaded = store.load(Path(runs_dir), "triad", False, COLUMNS)
+    problems = list(loaded.problems)
+    stats = spread(loaded.table)
+    rows = []
+    for vm, run in store.latest_runs(loaded).items():
+        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
+        if len(s):
+            top = s.loc[s["median_gbs"].idxmax()]
+            rows.append({"vm": vm, "merit": "memory_bandwidth_gbs",
+                         "value": round(float(top["median_gbs"]), 2), "unit": "GB/s",
+                         "source": "measured here",
+                         "data": paths.rel_path(Path(run["path"]), paths.project_root()),
+                         "label": top["label"], "threads": int(top["threads"]),
+                         "run_id": run["run_id"]})
+    study = read_reference(reference_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
+                           problems)
+    for r in study.itertuples():
+        if str(r.source).startswith("study") and r.vm not in {x["vm"] for x in rows}:
+            rows.append({"vm": r.vm, "merit": "memory_bandwidth_gbs",
+                         "value": float(r.best_triad_gbs), "unit": "GB/s", "source": "the study",
+                         "data": "data/reference/triad_best.csv",
+                         "label": getattr(r, "label", ""),
+                         "threads": getattr(r, "threads", math.nan), "run_id": ""})
+    return Merits(frame(rows), loaded.runs, problems)

@@ -1,0 +1,177 @@
+"""What a Triad sweep runs: probe() this machine (build each compiler variant, size the
+arrays, count the CPUs), then expand() the parameters into tasks, one fresh process per
+configuration with its affinity set at launch, each with its estimated time."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+
+from burstbench.core import runner
+from burstbench.core.checks import ParamError
+from burstbench.core.sweep import Plan, task_key
+from kernels_ext.common import sysinfo, variants
+from kernels_ext.triad import BASELINE_STORES, check_size
+from kernels_ext.triad.affinity import Affinity
+
+BENCHMARK = "triad"
+
+
+def _affinities(places: list[str], binds: list[str], kmps: list[str]) -> list[Affinity]:
+    out = [Affinity(p, b) for p in places for b in binds]
+    return out + [Affinity(kmp_affinity=k) for k in kmps]
+
+
+def _variant_info(spec: dict) -> dict:
+    """Build the variant (if needed) and ask a fresh process what it runs on."""
+    args = [sys.executable, "-m", "kernels_ext.triad", "--info"]
+    if spec["compiler"] != "installed":
+        v = variants.build(spec["compiler"], spec["flags"], spec["tag"])
+        args += ["--compiler", v.compiler.path, f"--flags={v.flags}", "--tag", v.tag]
+    out, _ = runner.launch(runner.Task("info", {}, tuple(args), timeout_s=300))
+    info = json.loads(out.strip().splitlines()[-1])
+    info["cli_args"] = args[4:]
+    return info
+
+
+@dataclass
+class Machine:
+    """What a Triad plan needs to know of this machine, found by probe()."""
+
+    cpus: int                  # CPUs this process may use
+    size: int                  # elements per array (triad_size, 'auto' resolved)
+    variants: list[dict]       # each buildable C variant's --info, its spec under 'spec'
+    versions: dict[str, str]   # the baselines' package versions
+    notes: list[str] = field(default_factory=list)
+
+
+def probe(P: dict) -> Machine:
+    """Build each compiler variant (cached) and ask a fresh process what it runs on; size
+    the arrays and count the CPUs.  A compiler this machine lacks is a note; one that fails
+    to compile is a ParamError, before anything is measured."""
+    size, notes = check_size(P["triad_size"])
+    infos = []
+    for spec in P["triad_variants"]:
+        try:
+            infos.append(_variant_info(spec) | {"spec": spec})
+        except variants.CompilerNotFound as exc:
+            notes.append(f"skipped variant {spec['compiler']} '{spec['flags']}': {exc}")
+        except variants.BuildFailed as exc:
+            raise ParamError(f"triad_variants: {exc}") from exc
+        except (variants.VariantError, runner.TaskFailed) as exc:
+            raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
+    return Machine(sysinfo.available_cpus(), size, infos,
+                   {b: metadata.version(b) for b in P["triad_baselines"]}, notes)
+
+
+def expand(P: dict, m: Machine) -> Plan:
+    """The tasks of a sweep, from the parameters and what probe() found; runs nothing.
+
+    KMP_AFFINITY given to a runtime that ignores it, or two variants with one label, are
+    errors (ParamError); streaming stores asked of a variant without them, threads beyond
+    the CPUs and a variant without OpenMP are notes."""
+    threads = list(range(1, m.cpus + 1)) if P["triad_threads"] == "all" else \
+        list(P["triad_threads"])
+    notes = list(m.notes)
+    if max(threads) > m.cpus:
+        notes.append(f"threads up to {max(threads)} on {m.cpus} CPUs oversubscribe them: "
+                     "those points time badly")
+    default_aff = _affinities(P["triad_places"], P["triad_bind"], P["triad_kmp_affinity"])
+    groups: list[tuple[dict, list[Affinity], list[int]]] = []
+    built: list[dict] = []
+    for info in m.variants:
+        spec = info["spec"]
+        if "places" in spec or "bind" in spec or "kmp_affinity" in spec:
+            affs = _affinities(spec.get("places", []), spec.get("bind", []),
+                               spec.get("kmp_affinity", []))
+            if not affs:  # places without bind (or the reverse): cross with the default
+                affs = _affinities(spec.get("places", P["triad_places"]),
+                                   spec.get("bind", P["triad_bind"]), [])
+        else:
+            affs = default_aff
+        if "libgomp" in info.get("openmp_library", "") and any(a.kmp_affinity for a in affs):
+            raise ParamError(f"triad_variants: {info['variant']} runs on GNU libgomp, which "
+                             "ignores KMP_AFFINITY: give this variant places/bind instead")
+        if not info.get("openmp_version"):
+            notes.append(f"variant {info['variant']} was built without OpenMP (its flags lack "
+                         "-fopenmp/-qopenmp/-mp): it runs one thread whatever is asked")
+        built.append(info)
+        for stores in P["triad_stores"]:
+            if stores == "streaming" and not info.get("streaming_isa"):
+                notes.append(f"variant {info['variant']} has no streaming stores (its flags "
+                             "allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): its "
+                             "streaming points are skipped")
+                continue
+            groups.append((info | {"stores": stores}, affs, threads))
+    labels = [i["variant"] for i in built]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ParamError(f"triad_variants: two variants are labelled {dupes[0]}: give each a "
+                         "different 'tag'")
+    for base in P["triad_baselines"]:
+        version = m.versions[base]
+        info = {"impl": base, "variant": f"{base}{version}", "compiler": base,
+                "compiler_version": version, "flags": "", "cli_args": ["--impl", base]}
+        if base == "numpy":  # one thread, no OpenMP: one configuration
+            groups.append((info, [Affinity()], [1]))
+        else:
+            groups.append((info, [a for a in default_aff if not a.kmp_affinity] or [Affinity()],
+                           threads))
+        built.append(info)
+    if not groups:
+        raise ParamError("nothing to measure: every variant was skipped and no baseline asked")
+
+    tasks = []
+    for rep in range(1, P["triad_repetitions"] + 1):
+        for info, affs, counts in groups:
+            for aff in affs:
+                for t in counts:
+                    tasks.append(_task(P, info, aff, t, rep, m.size))
+    return Plan(tasks, built, notes)
+
+
+def plan(P: dict) -> Plan:
+    """Turn validated parameters into tasks: probe() this machine, then expand()."""
+    return expand(P, probe(P))
+
+
+def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int) -> runner.Task:
+    impl = info.get("impl", "c")
+    stores = info.get("stores") or BASELINE_STORES.get(impl, "normal")
+    name = info["variant"] + ("-streaming" if stores == "streaming" else "")
+    label = name if impl == "numpy" else f"{name}+{aff.label}"
+    config = {"benchmark": BENCHMARK, "label": label, "impl": impl, "variant": info["variant"],
+              "stores": stores,
+              "compiler": info["compiler"], "compiler_version": info["compiler_version"],
+              "flags": info["flags"], "places": aff.places if not aff.kmp_affinity else "",
+              "bind": aff.bind if not aff.kmp_affinity else "",
+              "kmp_affinity": aff.kmp_affinity, "threads": threads, "size": size,
+              "repetition": rep}
+    key = task_key(label, f"t{threads}-r{rep}",
+                          [config, P["triad_ntimes"], info.get("variant_key", "")])
+    argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
+            str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"],
+            *(("--stores", stores) if impl == "c" else ()))
+    env = dict(aff.env())
+    env["OMP_NUM_THREADS"] = str(threads)
+    if impl == "numba":
+        env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
+    return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
+                       float(P["triad_timeout_s"]), estimate_s(size, P["triad_ntimes"]))
+
+
+#: The work model of estimate_s: a fresh process's start, then its three arrays touched
+#: first (page faults: about 1.5 GB/s here) and STREAM's passes over them at an assumed
+#: 20 GB/s. Within about 30% of what one to two threads take on the 2-core VMs measured
+#: (16.8M elements: 0.73 s; 136M: 11 s on a VM with 260 MiB of L3).
+START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
+
+
+def estimate_s(size: int, ntimes: int) -> float:
+    """About how long one configuration takes: its arrays' first touch, then NTIMES passes
+    of Copy, Scale (2 arrays each), Add and Triad (3 each) and the validation (3)."""
+    array = 8.0 * size
+    return START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9) + \
+        array * (10 * ntimes + 3) / (ASSUMED_GBS * 1e9)

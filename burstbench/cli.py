@@ -1,0 +1,373 @@
+"""``python -m burstbench`` (also installed as ``burstbench``): run notebooks, rebuild the report.
+
+Every command is a thin wrapper over what a notebook or a Makefile target
+does, so a batch job, a terminal and JupyterLab all measure the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from burstbench import params
+from burstbench.core import paths
+
+REPORT_NOTEBOOKS = "1[0-9][0-9]_report_*.ipynb"
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+
+
+
+
+
+
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Execute the measurement notebooks for one params file into one run folder."""
+    from burstbench import supervise
+    from burstbench.core import provenance, runner, signals, store
+    from burstbench.registry import env_prefixes
+
+    try:
+        values = params.load_file(args.params)
+    except params.ParamError as exc:
+        return _fail(str(exc))
+    known = params.known_names()
+    has = [n for n in params.notebooks() if any(known.get(k) == n for k in values)]
+    only = args.only.split(",") if args.only else (has or list(params.notebooks()))
+    for name in only:
+        if name not in params.notebooks():
+            return _fail(f"--only: unknown benchmark '{name}' (known: "
+                         f"{', '.join(params.notebooks())})")
+        if has and name not in has:
+            return _fail(f"{args.params} has no {name}_* keys: it is a parameter file for "
+                         f"{', '.join(has)} (use --only {','.join(has)})")
+    checked = {}
+    try:  # every notebook's values, checked before anything runs
+        for name in only:
+            checked[name] = params.validate(values, name, where=str(args.params))
+    except params.ParamError as exc:
+        return _fail(str(exc))
+    first = checked[only[0]]
+    runs_dir = paths.runs_dir(args.runs_dir or first["runs_dir"])
+    vm = first["vm"]
+    digests = {name: params.digest(checked[name], name) for name in only}
+    run_id = (args.run_id or first["run_id"] or store.find_resumable_many(runs_dir, vm, digests)
+              or store.new_run_id())
+    try:
+        run_dir = store.plan_run(
+            runs_dir, vm, run_id, {name: (digests[name], checked[name]) for name in only},
+            system=lambda: provenance.collect(paths.project_root(), env_prefixes())).root
+    except store.StoreError as exc:
+        return _fail(str(exc))
+    print(f"run folder: {run_dir}")
+    os.environ.setdefault("BURSTBENCH_PROGRESS", "lines")  # the kernel inherits it
+    import signal
+
+    runner.adopt_orphans()  # a kernel whose papermill died stays ours to stop
+    failed = []
+    try:
+        with signals.stop_signals():  # Ctrl-C, SIGTERM (scancel, time limit), SIGHUP alike
+            for name in only:
+                nb = paths.notebooks_dir() / params.notebooks()[name]
+                if not nb.exists():
+                    failed.append(f"{name}: notebook {nb} is missing")
+                    continue
+                passed = params.for_section(values, name) | {"run_id": run_id,
+                                                              "runs_dir": str(runs_dir)}
+                print(f"== {name}: {nb.name}")
+                why = supervise.execute_notebook(nb, run_dir / nb.name, passed,
+                                                 log=not args.quiet, timeout=args.timeout)
+                if why:
+                    failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
+    except KeyboardInterrupt as exc:
+        runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)  # none, normally
+        return _interrupted(args, run_dir, run_id, only, exc)
+    if failed:
+        print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "
+              f"{run_dir}; re-run the same command to resume:", file=sys.stderr)
+        for f in failed:
+            print(f"FAILED {f}", file=sys.stderr)
+        return 1
+    print(f"done: {run_dir}")
+    return 0
+
+
+def _resume_command(args: argparse.Namespace, run_id: str) -> str:
+    """The command as it was run (same Python, params, options), plus --run-id."""
+    import shlex
+
+    argv = [sys.executable, "-m", "burstbench", "run", "--params", str(args.params)]
+    for flag, value in (("--only", args.only), ("--runs-dir", args.runs_dir),
+                        ("--timeout", f"{args.timeout:g}" if args.timeout else "")):
+        argv += [flag, value] if value else []
+    return shlex.join(argv + ["--run-id", run_id] + (["--quiet"] if args.quiet else []))
+
+
+def _interrupted(args: argparse.Namespace, run_dir: Path, run_id: str, only: list[str],
+                 exc: KeyboardInterrupt) -> int:
+    """Mark what was running interrupted, say what is kept and how to resume; 128 + signal."""
+    import signal
+
+    from burstbench.core import signals, store
+
+    signum = exc.signum if isinstance(exc, signals.Interrupted) else signal.SIGINT
+    run = store.Run(run_dir)
+
+    def mark(prov: dict) -> None:  # a kernel killed before it could say so left 'running'
+        for name in only:
+            sec = prov.get("benchmarks", {}).get(name, {})
+            if sec.get("status") == "running":
+                sec["status"] = "interrupted"
+
+    try:
+        secs = run.update_provenance(mark).get("benchmarks", {})
+        counts = []
+        for name in only:
+            sec = secs.get(name, {})
+            planned = f" of {sec['planned']}" if "planned" in sec else ""
+            counts.append(f"{name} {len(run.done_keys(name))}{planned} "
+                          f"({sec.get('status', 'not started')})")
+        kept = ", ".join(counts)
+    except (OSError, ValueError, store.StoreError) as err:
+        kept = f"unknown ({err})"
+    print(f"\ninterrupted by {signals.signal_name(signum)}: what was measured is kept in "
+          f"{run_dir} (configurations stored: {kept}); resume with: "
+          f"{_resume_command(args, run_id)}", file=sys.stderr)
+    return 128 + signum
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    """Write (and optionally submit) a PBS Pro or Slurm job script for a params file."""
+    from burstbench import jobs
+    from burstbench.core import store
+
+    try:
+        values = params.load_file(args.params)
+        checked = {name: params.validate(values, name, where=str(args.params))
+                   for name in params.notebooks()}
+        first = next(iter(checked.values()))  # the common keys are alike in each
+        vm = first["vm"]
+        only = args.only.split(",") if args.only else list(params.notebooks())
+        need, key = jobs.nodes_needed({k: v for k, v in checked.items() if k in only})
+        if need > args.nodes >= 1:
+            raise jobs.JobError(f"{args.params} asks for {need} nodes ({key}), but the job "
+                                f"has --nodes {args.nodes}")
+        runs = paths.runs_dir(args.runs_dir or first["runs_dir"])
+        text = jobs.render(args.scheduler, Path(args.params).resolve(), args.nodes, vm,
+                           paths.project_root(), args.walltime, args.queue, args.only, runs)
+    except (params.ParamError, jobs.JobError) as exc:
+        return _fail(str(exc))
+    try:  # the scheduler opens the output file before the script runs: it must exist
+        jobs.log_dir(runs, vm).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(f"cannot create the job's log folder {jobs.log_dir(runs, vm)}: "
+                     f"{exc.strerror}")
+    if not args.output:
+        sys.stdout.write(text)
+        if args.submit:
+            return _fail("--submit needs --output (the script must be a file)")
+        return 0
+    out = Path(args.output)
+    try:
+        store.atomic_write(out, text)
+        out.chmod(0o755)
+    except OSError as exc:
+        return _fail(f"cannot write {out}: {exc.strerror}")
+    print(f"job script: {out}")
+    if args.submit:
+        try:
+            print(f"submitted: {jobs.submit(args.scheduler, out)}")
+        except jobs.JobError as exc:
+            return _fail(str(exc), 1)
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    """Merge run folders brought back from VMs into the runs folder."""
+    from burstbench.core import store
+
+    added, dupes, refused = store.collect([Path(d) for d in args.dirs],
+                                          paths.runs_dir(args.runs_dir))
+    for a in added:
+        print(f"added {a}")
+    for d in dupes:
+        print(f"skipped {d}: already collected")
+    for r in refused:
+        print(f"refused {r}", file=sys.stderr)
+    print(f"{len(added)} added, {len(dupes)} duplicates skipped, {len(refused)} refused")
+    return 1 if refused else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Execute every report notebook (figures and tables from data/ alone), then the index.
+
+    The notebooks run in a few warm kernels at once (burstbench/report/executor.py: one per core,
+    each running its share one after another, its namespace reset in between), not one
+    papermill process and kernel each: a rebuild no longer pays for Jupyter, matplotlib and
+    pandas once per notebook.  A notebook that fails does not stop the others: it is kept in
+    build/report/, executed up to its error, named at the end, and the exit status is 1.
+    """
+    from burstbench.report import executor
+
+    fig_dir = paths.figures_dir(args.figures_dir)
+    if args.include_test_runs:  # read by report.sections in the notebooks' kernels
+        os.environ["BURSTBENCH_INCLUDE_TEST_RUNS"] = "1"
+    notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
+    if not notebooks:
+        return _fail(f"no report notebooks ({REPORT_NOTEBOOKS}) in {paths.notebooks_dir()}")
+    parameters = {"runs_dir": str(paths.runs_dir(args.runs_dir)),
+                  "reference_dir": str(args.reference_dir or paths.reference_dir()),
+                  "figures_dir": str(fig_dir)}
+    try:
+        results, index_why = executor.run(
+            notebooks, paths.project_root() / "build" / "report", parameters,
+            cwd=paths.project_root(), env=dict(os.environ), log=args.verbose,
+            after=_index_code(fig_dir), on_start=lambda nb, kernel: print(f"== {nb.name}",
+                                                                          flush=True))
+    except ValueError as exc:  # BURSTBENCH_REPORT_KERNELS set to something else
+        return _fail(str(exc))
+    if index_why:  # no kernel was left to write it: here (importing matplotlib, pandas)
+        from burstbench.report import index
+
+        index.write_index(fig_dir)
+    print(f"index: {fig_dir / 'README.md'}")
+    failed = [f"{r.notebook.name}: {r.error}" for r in results if r.error]
+    for f in failed:
+        print(f"FAILED {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _index_code(fig_dir: Path) -> str:
+    """figures/README.md written by a kernel that has the report's modules imported already."""
+    return f"from burstbench.report import index as _index\n_index.write_index({str(fig_dir)!r})\n"
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    """Check parameter files against every notebook's parameters; --write-docs: rewrite the
+    keys' documentation from the code."""
+    if args.write_docs:
+        readme = paths.project_root() / "papermill_params" / "README.md"
+        changed = params.write_docs(readme)
+        print(f"{'rewrote' if changed else 'already current:'} {readme}")
+    elif not args.files:
+        return _fail("params: give parameter files to check (or --write-docs)")
+    bad = 0
+    for f in args.files:
+        try:
+            values = params.load_file(f)
+            for name in params.notebooks():
+                params.validate(values, name, where=str(f))
+        except params.ParamError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            bad += 1
+        else:
+            print(f"ok: {f}")
+    return 2 if bad else 0
+
+
+def _command(sub, name: str, func, summary: str, description: str,
+             example: str) -> argparse.ArgumentParser:
+    """One subcommand: its one-line help, its description and an example."""
+    c = sub.add_parser(name, help=summary, description=description,
+                       epilog="example:\n  " + example,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.set_defaults(func=func)
+    return c
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="burstbench", description="Cloud-burst benchmark notebooks: measure a VM with "
+        "papermill, rebuild the report's figures and tables from data/, run it all as batch "
+        "jobs.", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  burstbench run --params papermill_params/local.yaml\n"
+               "  burstbench report\n  burstbench params papermill_params/*.yaml\n"
+               "  burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
+               "--nodes 8\n  burstbench collect /mnt/results")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = _command(sub, "run", cmd_run, "measure: execute the measurement notebooks for a VM",
+                 "Execute the measurement notebooks with papermill into one run folder "
+                 "(data/runs/<vm>/<run-id>/), keeping each executed notebook there: those the "
+                 "params file has keys for, or --only. A notebook that fails is kept, executed "
+                 "up to its error, and the others still run; the exit status is 1 at the end. "
+                 "An interrupted run resumes when run again with the same parameters (or "
+                 "--run-id).", "burstbench run --params papermill_params/local.yaml --only triad")
+    r.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
+    r.add_argument("--only", default="", help=f"comma list of {', '.join(params.notebooks())}")
+    r.add_argument("--runs-dir", default="", help="where run folders go (default data/runs)")
+    r.add_argument("--run-id", default="", help="write into (or resume) this run")
+    r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")
+    r.add_argument("--timeout", type=float, default=None,
+                   help="seconds any one notebook cell may run (default: no limit)")
+
+    j = _command(sub, "jobs", cmd_jobs, "write a PBS Pro or Slurm job script that runs `run`",
+                 "Write a job script that requests the nodes, enters this project's "
+                 "environment and runs `burstbench run --params ...`; MPI runs across nodes "
+                 "take their hosts from $PBS_NODEFILE or $SLURM_JOB_NODELIST. Printed, or "
+                 "written to --output and, with --submit, handed to qsub / sbatch (where "
+                 "installed; otherwise the script is kept and said not submitted).",
+                 "burstbench jobs --scheduler pbs --params papermill_params/hc44rs.yaml "
+                 "--nodes 8 --output hc44rs.pbs --submit")
+    j.add_argument("--scheduler", required=True, choices=("pbs", "slurm"))
+    j.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
+    j.add_argument("--nodes", type=int, required=True, help="nodes to request")
+    j.add_argument("--walltime", default="04:00:00", help="HH:MM:SS (default 04:00:00)")
+    j.add_argument("--queue", default="", help="PBS queue / Slurm partition")
+    j.add_argument("--only", default="", help="comma list of benchmarks to run")
+    j.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
+    j.add_argument("--output", default="", help="write the script here (default: print it)")
+    j.add_argument("--submit", action="store_true", help="submit it with qsub / sbatch")
+
+    c = _command(sub, "collect", cmd_collect, "merge run folders brought back from VMs",
+                 "Copy each run folder found in DIR (a run folder, or a tree of "
+                 "<vm>/<run-id>/ folders) into the runs folder, after checking it; runs "
+                 "already there (same VM and run id) are skipped, damaged ones (a file "
+                 "missing, shorter or changed since its manifest was written, fewer "
+                 "configurations than measured) are refused by name; interrupted runs are "
+                 "added and said to be incomplete. Exit status 1 when any was refused.",
+                 "burstbench collect /mnt/results/hc44rs /mnt/results/hb120rs_v3")
+    c.add_argument("dirs", nargs="+", metavar="DIR")
+    c.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
+
+    rep = _command(sub, "report", cmd_report, "rebuild every figure and table from data/ alone",
+                   "Execute the report notebooks (notebooks/1xx_report_*) and write "
+                   "figures/README.md, the index of figures and tables.",
+                   "burstbench report --figures-dir /tmp/figs")
+    rep.add_argument("--runs-dir", default="", help="runs to read (default data/runs)")
+    rep.add_argument("--reference-dir", default="", help="default data/reference")
+    rep.add_argument("--figures-dir", default="", help="output folder (default figures/)")
+    rep.add_argument("--verbose", action="store_true", help="echo the notebooks' output")
+    rep.add_argument("--include-test-runs", action="store_true",
+                     help="also draw runs whose params say `test: true` (smoke.yaml), labelled "
+                     "as test runs; by default they are left out and named in the notes")
+
+    pc = _command(sub, "params", cmd_params, "check parameter files",
+                  "Check that every key of each file is known to a notebook and every value "
+                  "is valid. With --write-docs, rewrite the keys' documentation in "
+                  "papermill_params/README.md from the code (each key's text is declared with "
+                  "its check: params.COMMON and each benchmark's PARAMS).",
+                  "burstbench params papermill_params/*.yaml")
+    pc.add_argument("files", nargs="*")
+    pc.add_argument("--write-docs", action="store_true",
+                    help="rewrite the keys' tables of papermill_params/README.md")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

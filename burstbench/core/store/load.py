@@ -1,0 +1,98 @@
+"""Loading many runs: every run's table of a benchmark as one DataFrame, with each run's
+state, and nothing skipped without saying so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from burstbench.core.store.files import StoreError
+from burstbench.core.store.run import Run
+from burstbench.core.store.tables import ordered, read_table, table_columns
+from burstbench.core.store.verify import verify
+
+
+@dataclass
+class Loaded:
+    """Everything under a runs folder: the tables, the runs and what could not be read."""
+
+    table: pd.DataFrame
+    runs: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def is_test_run(prov: dict) -> bool:
+    """True when the run was measured with a params file marked `test: true` (smoke.yaml)."""
+    return any(bool(sec.get("params", {}).get("test"))
+               for sec in prov.get("benchmarks", {}).values())
+
+
+def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
+         columns: tuple[str, ...] | list[str] = ()) -> Loaded:
+    """Load every run's `benchmark` table (finished or not) into one DataFrame, with the
+    columns table_columns(`columns`) first (empty where a run lacks one) and every other
+    column any run holds after them.
+
+    Nothing is skipped silently: an unreadable provenance, table or part file, a
+    file that does not match the run's manifest, a run that holds fewer
+    configurations than planned and a test run left out (`test: true` in its
+    params; drawn only with `include_tests`) are
+    reported by name in ``problems``, and each run's ``status`` says how complete
+    it is ("complete", or "incomplete: why").
+    """
+    frames, runs, problems = [], [], []
+    for prov_path in sorted(Path(runs_dir).glob("*/*/provenance.json")):
+        run = Run(prov_path.parent)
+        try:
+            prov = run.provenance()
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        sec = prov.get("benchmarks", {}).get(benchmark)
+        if sec is None:
+            continue
+        test = is_test_run(prov)
+        if test and not include_tests:
+            problems.append(f"{run.root}: a test run (its params say `test: true`), not a VM "
+                            f"measurement: {benchmark} not drawn")
+            continue
+        check = verify(run, benchmark, prov)
+        problems += [f"{run.root}: {d}" for d in check.damage]
+        part_problems: list[str] = []
+        rows, _ = run._read_parts(benchmark, part_problems)
+        problems += part_problems
+        table = None
+        if run.table_path(benchmark).exists():
+            try:
+                table = read_table(run.table_path(benchmark), columns)
+            except StoreError as exc:
+                problems.append(str(exc))
+                continue
+        parts = ordered(pd.DataFrame(rows), columns) if rows else None
+        got = [t for t in (table, parts) if t is not None and len(t)]
+        if rows:
+            problems.append(f"{run.root}: {benchmark} was not finalized (interrupted?); "
+                            f"{len(rows)} stored values used")
+        if not got:
+            continue
+        frame = pd.concat(got, ignore_index=True)
+        frames.append(frame[frame["key"].notna() & frame["value"].notna()])
+        runs.append({"vm": run.vm, "run_id": run.run_id, "path": str(run.root),
+                     "status": check.label + (" (a test run, not a VM)" if test else ""),
+                     "verified": check.verified, "damage": check.damage, "test": test,
+                     "started": sec.get("started"), "finished": sec.get("finished"),
+                     "params": sec.get("params", {}),
+                     "host": prov.get("system", {}).get("hostname", "")})
+    table = ordered(pd.concat(frames, ignore_index=True), columns) if frames \
+        else pd.DataFrame(columns=table_columns(columns))
+    return Loaded(table, runs, problems)
+
+
+def latest_runs(loaded: Loaded) -> dict[str, dict]:
+    """Per VM, the newest run with data (run ids sort by start time)."""
+    latest: dict[str, dict] = {}
+    for r in sorted(loaded.runs, key=lambda r: r["run_id"]):
+        latest[r["vm"]] = r
+    return latest

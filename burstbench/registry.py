@@ -1,0 +1,141 @@
+"""The benchmark registry: what each benchmark declares of itself, and the list of them.
+
+A benchmark is a package ``burstbench.benchmarks.<name>`` whose ``__init__`` declares its
+:class:`Benchmark` as ``SPEC``: its parameters and the columns its rows carry (light, read
+by ``burstbench params`` and ``--help``), and its heavy parts as :func:`lazy` references
+(its plan, parse, spread, report section and hooks), imported only when called.
+:data:`BENCHMARKS` lists the packages in the report's order: a new benchmark is one line
+there.  The shared modules (params, the CLI, the report index, the cost section, explore,
+the job scripts, provenance) ask :func:`benchmarks` and name no benchmark.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from burstbench.core.checks import Param
+
+if TYPE_CHECKING:  # annotations only: importing these here would make --help slow
+    import pandas as pd
+
+    from burstbench.core import store
+    from burstbench.core.sweep import Plan
+
+#: The benchmarks, by package name under burstbench.benchmarks, in the report's order.
+BENCHMARKS = ("triad", "pingpong", "biccg")
+
+
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """A stand-in for `module`.`name` that imports the module when first called: a
+    benchmark's plan, parse and report (pandas, matplotlib) load only when used."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{module}.{name}, imported when first called."
+    call.target = f"{module}:{name}"  # type: ignore[attr-defined]
+    return call
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark, declared once in its package (``SPEC = Benchmark(...)``): what params,
+    the CLI, the report and the notebooks need of it.
+
+    name        the section: ``<name>_*`` parameters, data/runs/<vm>/<run>/<name>.csv
+    params      its parameters (the common ones are params.COMMON)
+    columns     the configuration columns its rows carry besides store.HEAD and
+                store.TAIL: the store keeps each of them and refuses any other
+    notebook    its measurement notebook (notebooks/), report_notebook its report one
+    plan        validated parameters -> Plan (probe() the machine, then expand())
+    parse       one task's output -> tidy rows, raw records, a one-line summary
+    spread      the results table -> one row per configuration over its repetitions
+    report      (runs_dir, reference_dir, figures_dir, show) -> its report Section of
+                figures/ (the report notebook calls it)
+    title       its name in papermill_params/README.md (params.docs() writes it), and
+    labels      what that page says of its labels (Markdown)
+    env_prefixes  environment variables that change what it measures (provenance records
+                them: ``ROMIO_``, ``GFARM_``)
+    nodes       validated parameters -> (nodes it needs, the key that asks) for the job
+                scripts; None: one node
+    headline    its table -> the value it is judged by, in explore's common columns
+    against_study  (headline rows of one run, vm, reference_dir) -> rows comparing them
+                with the study's published values (explore)
+    merits      (runs_dir, reference_dir, problems) -> its figures of merit per VM, measured
+                (newest run) and published: the cost and burst-decision models read them
+                by merit name, never by benchmark
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    columns: tuple[str, ...]
+    notebook: str
+    report_notebook: str
+    plan: Callable[[dict], Plan]
+    parse: Callable[..., tuple[list[dict], list[dict], str]]
+    spread: Callable[..., pd.DataFrame]
+    report: Callable[..., Any]
+    title: str = ""
+    labels: str = ""
+    env_prefixes: tuple[str, ...] = ()
+    nodes: Callable[[dict], tuple[int, str]] | None = None
+    headline: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    against_study: Callable[..., list[dict]] | None = None
+    merits: Callable[..., pd.DataFrame] | None = None
+
+    def open_run(self, P: dict) -> tuple[store.Run, bool]:
+        """The run this sweep writes to (resuming an unfinished one with these parameters)."""
+        from burstbench.core import paths, provenance, sweep
+        from burstbench.params import digest
+
+        return sweep.open_run(P, self.name, digest(P, self.name),
+                              lambda: provenance.collect(paths.project_root(), env_prefixes()))
+
+    def sweep(self, run: store.Run, the_plan: Plan, progress: bool = True) -> pd.DataFrame:
+        """Measure every planned configuration not yet stored; finalize, return the table."""
+        from burstbench.core import sweep
+
+        return sweep.execute(run, the_plan, self.name, self.parse, self.columns, progress)
+
+    def measure(self, P: dict, progress: bool = True) -> tuple[store.Run, pd.DataFrame]:
+        """Open (or resume) the run, plan, sweep: the whole measurement, for scripts and tests."""
+        run, _ = self.open_run(P)
+        return run, self.sweep(run, self.plan(P), progress)
+
+    def load(self, runs_dir: Path | str, include_tests: bool = False) -> store.Loaded:
+        """Every run's table of this benchmark under `runs_dir` (store.load), with its
+        declared columns."""
+        from burstbench.core import store
+
+        return store.load(Path(runs_dir), self.name, include_tests, self.columns)
+
+
+_EXTRA: dict[str, Benchmark] = {}  # benchmarks added at run time (register): tests
+
+
+def register(spec: Benchmark) -> Benchmark:
+    """Add a benchmark besides BENCHMARKS (a test's demo); return it."""
+    if spec.name in benchmarks() and benchmarks()[spec.name] is not spec:
+        raise ValueError(f"two benchmarks are named {spec.name!r}")
+    _EXTRA[spec.name] = spec
+    return spec
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every benchmark by name: BENCHMARKS in their order, then any registered, by name."""
+    out = {}
+    for name in BENCHMARKS:
+        spec = importlib.import_module(f"burstbench.benchmarks.{name}").SPEC
+        if spec.name != name:
+            raise ValueError(f"burstbench.benchmarks.{name} declares {spec.name!r}")
+        out[name] = spec
+    return out | dict(sorted(_EXTRA.items()))
+
+
+def env_prefixes() -> tuple[str, ...]:
+    """The environment variables every benchmark declares as changing its measurement."""
+    return tuple(dict.fromkeys(p for spec in benchmarks().values() for p in spec.env_prefixes))
