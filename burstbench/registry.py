@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # annotations only: importing these here would make --help sl
     from burstbench.core.sweep import Plan
 
 #: The benchmarks, by package name under burstbench.benchmarks, in the report's order.
-BENCHMARKS = ("triad", "pingpong", "biccg")
+BENCHMARKS = ("triad", "pingpong", "biccg", "storage")
 
 
 def lazy(module: str, name: str) -> Callable[..., Any]:

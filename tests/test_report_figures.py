@@ -70,6 +70,11 @@ def test_markdown_table_gives_one_number_format_per_column():
     assert body[1][4] == "b\\|c"
 
 
+def test_storage_units_read_as_units_not_seconds():
+    assert tables.column_header("write_mib_s") == "write (MiB/s)"
+    assert tables.column_header("solve_min_s") == "solve min (s)"
+
+
 def test_markdown_headers_carry_units_and_numbers_align_right():
     df = pd.DataFrame({"vm": ["x"], "jpy_per_node_hour": [522.0], "solve_min_s": [0.5],
                        "best_median_gbs": [40.1], "spmv_ms_per_it": [9.1],

@@ -279,3 +279,35 @@ def test_a_sweep_stops_at_a_stop_signal_whose_exception_was_dropped(tmp_path):
     result = runner.run_tasks(tasks, run, "triad", parse, progress=False)
     assert result.interrupted and result.measured == 1
     assert run.done_keys("triad") == {"k0"}  # the first is kept, the others never started
+
+
+def test_a_task_s_clean_up_runs_when_it_fails_times_out_or_is_stopped_never_on_success(
+        tmp_path):
+    """What a killed configuration leaves (a storage benchmark's half-written files) is
+    removed by its clean-up, after its processes are gone; a clean run keeps it."""
+    left = tmp_path / "left.dat"
+
+    def task(code: str, timeout: float = 30) -> runner.Task:
+        left.write_text("half written")
+        return runner.Task("k", {"label": "k"}, (sys.executable, "-c", code), (), timeout,
+                           cleanup=left.unlink)
+
+    runner.launch(task("pass"))
+    assert left.exists()
+    with pytest.raises(runner.TaskFailed, match="exit status 1"):
+        runner.launch(task("raise SystemExit(1)"))
+    assert not left.exists()
+    with pytest.raises(runner.TaskFailed, match="no result within the timeout of 0.5 s"):
+        runner.launch(task("import time; time.sleep(60)", timeout=0.5))
+    assert not left.exists()
+    t = task("import time; time.sleep(60)")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    with signals.stop_signals(), pytest.raises(signals.Interrupted):
+        timer.start()
+        runner.launch(t)
+    assert not left.exists()
+    gone = task("raise SystemExit(1)")
+    left.unlink()  # the clean-up will not find it: the failure says so, beside its reason
+    with pytest.raises(runner.TaskFailed, match=r"exit status 1 \(and its clean-up failed: "
+                                                r".*left.dat"):
+        runner.launch(gone)

@@ -48,6 +48,9 @@ class Task:
     env: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     estimate_s: float = 0.0  # the planner's guess of its seconds (a work model); 0: unknown
+    #: Removes what the configuration leaves behind when it does not end by itself (files
+    #: of a write killed by its timeout, a stop signal or a dead rank); None: nothing to.
+    cleanup: Callable[[], None] | None = field(default=None, compare=False)
 
     @property
     def title(self) -> str:
@@ -170,13 +173,25 @@ def launch(task: Task) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         kill_tree(proc)
         raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped"
-                         ) from None
+                         + _clean_up(task)) from None
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the whole tree down with us
         kill_tree(proc)
+        _clean_up(task)
         raise
     if proc.returncode != 0:
-        raise TaskFailed(_failure(out, err, proc.returncode))
+        raise TaskFailed(_failure(out, err, proc.returncode) + _clean_up(task))
     return out, err
+
+
+def _clean_up(task: Task) -> str:
+    """Run the task's clean-up once its processes are gone; '' or what it could not do."""
+    if task.cleanup is None:
+        return ""
+    try:
+        task.cleanup()
+    except Exception as exc:  # a clean-up that fails must not hide why the task failed
+        return f" (and its clean-up failed: {exc})"
+    return ""
 
 
 def _parents() -> dict[int, int]:

@@ -27,9 +27,9 @@ COLUMN_HEADERS = {
 
 
 #: Unit suffixes of snake_case column names, longest first.
-UNIT_SUFFIXES = (("_ms_per_it", "ms per iteration"), ("_bytes", "bytes"), ("_gbps", "Gbit/s"),
-                 ("_gbs", "GB/s"), ("_gib", "GiB"), ("_gb", "GB"), ("_jpy", "JPY"),
-                 ("_us", "µs"), ("_s", "s"), ("_h", "h"))
+UNIT_SUFFIXES = (("_ms_per_it", "ms per iteration"), ("_mib_s", "MiB/s"), ("_bytes", "bytes"),
+                 ("_gbps", "Gbit/s"), ("_gbs", "GB/s"), ("_gib", "GiB"), ("_gb", "GB"),
+                 ("_jpy", "JPY"), ("_us", "µs"), ("_s", "s"), ("_h", "h"))
 
 
 def column_header(name: str) -> str:
