@@ -296,15 +296,19 @@ ONE_CONFIGURATION = {
                  "pingpong_iterations": 5, "pingpong_skip": 1, "pingpong_repetitions": 1},
     "biccg": {"biccg_problems": [{"poisson": [8, 8, 8]}], "biccg_ranks_per_node": [1],
               "biccg_threads": [1], "biccg_baselines": [], "biccg_repetitions": 1},
+    "storage": {"storage_targets": [{"name": "t", "path": "$BURSTBENCH_TEST_IO"}],
+                "storage_access": ["file-per-process"], "storage_ranks_per_node": [1],
+                "storage_block_size": "1M", "storage_repetitions": 1},
 }
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("name", list(registry.benchmarks()))
-def test_every_key_a_benchmark_parses_survives_the_store(name, tmp_path):
+def test_every_key_a_benchmark_parses_survives_the_store(name, tmp_path, monkeypatch):
     """A real configuration of each registered benchmark, parsed as a sweep parses it,
     stored, folded and loaded: every key of its rows is a column with the row's value."""
     spec = registry.benchmarks()[name]
+    monkeypatch.setenv("BURSTBENCH_TEST_IO", str(tmp_path / "io"))  # storage's folder
     P = params.validate(ONE_CONFIGURATION[name] | {"vm": "t", "runs_dir": str(tmp_path)}, name)
     run, _ = spec.open_run(P)
     task = spec.plan(P).tasks[0]

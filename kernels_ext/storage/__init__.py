@@ -1,5 +1,4 @@
-"""File system bandwidth by IOR's method: Python API and ``[mpiexec -n P] python -m
-kernels_ext.storage``.
+"""File system bandwidth by IOR's method: Python API and ``python -m kernels_ext.storage``.
 
 Write and read bandwidth of a folder through POSIX (pwrite/pread), MPI-IO
 (MPI_File_write_at[_all]) or libgfarm, in IOR's segmented layout: one shared

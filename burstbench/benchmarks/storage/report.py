@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from burstbench.benchmarks.storage.results import NOT_STORAGE, spread
+from burstbench.benchmarks.storage.results import from_memory, spread
 from burstbench.core.reference import read_reference
 from burstbench.report import sections, style
 
@@ -92,7 +92,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "Measured here: median over repetitions (fresh mpiexec runs) of IOR's bandwidth, bytes "
         "of all ranks / (latest close - earliest open), fsync inside the timed write, every "
         "byte read checked; cache says how each read avoided the page cache ('may be cached': "
-        "it may not have, so it is no storage bandwidth). Published: Flow's IOR aggregate per "
+        "it may not have; '...; servers may cache': this node's cache was avoided, the file "
+        "servers' could not be: neither is storage bandwidth). Published: Flow's IOR aggregate per "
         "client (data/reference/flow_ior.csv), Gfarm on Azure per I/O server "
         "(data/reference/gfarm_azure_io.csv, MB/s converted to MiB/s).")
     _replication_table(section, stats, loaded, ref_dir, fig_dir, root)
@@ -105,8 +106,7 @@ def _figure(vm: str, run: dict, ours: pd.DataFrame, refs: pd.DataFrame, fig_dir:
     per client or per I/O server, each group labelled with its source."""
     style.apply_style()
     groups = [(f"measured here ({vm}, one node)", ours.assign(
-        ylabel=lambda d: d["target"] + " " + d["api"] + "\n" + d["access"] + ", "
-        + d["ranks"].astype(str) + " rank(s)"))]
+        ylabel=lambda d: d["target"] + " " + d["api"] + "\n" + d["access"]))]
     for source, d in refs.groupby("source", sort=False):
         groups.append((f"{source}, {d['per'].iloc[0]}", d.rename(columns={"mib_s": "median"})
                        .assign(ylabel=d["label"].str.replace(", ", "\n", n=1))))
@@ -122,7 +122,7 @@ def _figure(vm: str, run: dict, ours: pd.DataFrame, refs: pd.DataFrame, fig_dir:
                 if hit.empty:
                     continue
                 r = hit.iloc[0]
-                cached = str(r.get("cache", "")) in NOT_STORAGE
+                cached = from_memory(r.get("cache"))
                 err = None
                 if "min" in r and pd.notna(r.get("min")):
                     err = [[r["median"] - r["min"]], [r["max"] - r["median"]]]
@@ -131,7 +131,11 @@ def _figure(vm: str, run: dict, ours: pd.DataFrame, refs: pd.DataFrame, fig_dir:
                         else "0.3", xerr=err, capsize=2, ecolor="0.3",
                         label=f"{op}" + (" (from memory, maybe: no storage bandwidth)"
                                          if cached else ""))
-                ax.annotate(f"{r['median']:,.0f}", (r["median"], y + dy), xytext=(4, 0),
+                ranks = f" ({int(r['ranks'])} rank{'s' * (int(r['ranks']) > 1)})" if (
+                    pd.notna(r.get("ranks"))) else ""
+                ax.annotate(f"{r['median']:,.0f}{ranks}",  # right of the bar or its max
+                            (r["max"] if err is not None else r["median"], y + dy),
+                            xytext=(4, 0),
                             textcoords="offset points", va="center", fontsize=7)
             yticks.append(y)
             ylabels.append(ylabel)
@@ -141,6 +145,7 @@ def _figure(vm: str, run: dict, ours: pd.DataFrame, refs: pd.DataFrame, fig_dir:
     ax.set_xscale("log")
     style.plain_log_axis(ax.xaxis, float(np.nanmin([d["median"].min() for _, d in groups])),
                          float(np.nanmax([d["median"].max() for _, d in groups])))
+    ax.set_xlim(right=ax.get_xlim()[1] * 1.8)  # room for the last labels
     ax.set_yticks(yticks)
     ax.set_yticklabels(ylabels, fontsize=7)
     ax.invert_yaxis()
@@ -153,14 +158,14 @@ def _figure(vm: str, run: dict, ours: pd.DataFrame, refs: pd.DataFrame, fig_dir:
                  "beside the published numbers")
     caches = sorted(set(ours.loc[ours["operation"] == "read", "cache"].astype(str)))
     caption = (f"Data: {run_rel} ({run['status']}); median of {int(ours['n'].max())} fresh "
-               "runs, bars min-max; the best layout of each target, API and access pattern "
-               "(its ranks named). Reads avoided the page cache by: "
-               f"{', '.join(c for c in caches if c) or 'n/a'}; hatched: a read that may have "
-               "come from memory (no storage bandwidth). Flow: IOR aggregate divided by its "
-               "144-576 clients (data/reference/flow_ior.csv); Gfarm on Azure: aggregate "
-               "divided by its I/O servers, MB/s as MiB/s (data/reference/gfarm_azure_io.csv). "
-               "One node here "
-               "against one client or server there: a cloud burst's data moves through one.")
+               "runs, bars min-max; the best layout of each target, API, access pattern and "
+               "operation (its ranks named). Reads avoided the page cache by: "
+               f"{', '.join(repr(c) for c in caches if c) or 'n/a'}; hatched: a read that may "
+               "have come from this node's or the servers' memory (no storage bandwidth). "
+               "Flow: IOR aggregate divided by its 144-576 clients (data/reference/"
+               "flow_ior.csv); Gfarm on Azure: aggregate divided by its I/O servers, MB/s as "
+               "MiB/s (data/reference/gfarm_azure_io.csv). One node here against one client "
+               "or server there: a cloud burst's data moves through one.")
     return sections.figure_entry(fig, fig_dir, f"storage_{vm}",
                                  f"Storage bandwidth on {vm} beside Flow and Gfarm on Azure",
                                  caption, [run_rel], show)

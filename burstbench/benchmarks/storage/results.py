@@ -3,7 +3,6 @@ values storage is judged by (explore's headline; the burst decision's staging ba
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -21,22 +20,35 @@ METRICS = (("bandwidth_mib_s", "bandwidth", "MiB/s"), ("total_s", "total_time", 
 #: memory file system's reads are memory by nature.
 MAYBE_CACHED = "may be cached"
 NOT_STORAGE = (MAYBE_CACHED, "in memory (tmpfs)")
+#: Added to how a read avoided this node's cache where the file servers' cache could not be
+#: dropped (Gfarm's I/O servers, NFS, a FUSE mount): O_DIRECT or a drop speaks for the
+#: client only, and data just written may be read back from the servers' memory.
+SERVERS_MAY_CACHE = "; servers may cache"
+
+
+def from_memory(cache: object) -> bool:
+    """Whether a read so labelled may have come from memory, not the storage."""
+    c = "" if pd.isna(cache) else str(cache)
+    return c in NOT_STORAGE or c.endswith(SERVERS_MAY_CACHE)
+
+
+def cache_label(rec: dict) -> str:
+    """A read's ``cache`` as stored: the kernel's, with SERVERS_MAY_CACHE where its note
+    says the servers' cache was out of reach."""
+    cache = rec.get("cache") or ""
+    if cache and rec.get("cache_note") and cache not in NOT_STORAGE:
+        return cache + SERVERS_MAY_CACHE
+    return cache
 
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
     """The kernel's JSON lines (one per phase) or a replication's -> tidy rows."""
-    try:
-        records = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
-    except ValueError as exc:
-        raise runner.TaskFailed(f"unreadable output ({exc})") from exc
-    if not records:
-        raise runner.TaskFailed("no result" + (f": {stderr.strip().splitlines()[-1]}"
-                                               if stderr.strip() else ""))
+    records = runner.json_records(stdout, stderr)
     rows, c = [], task.config
     for rec in records:
         extra = {"host": ",".join(rec.get("hosts", [])) or rec.get("host"),
                  "operation": rec["operation"], "fs_type": rec.get("fs_type", "gfarm"),
-                 "cache": rec.get("cache") or "", "iteration": rec.get("iteration", 1),
+                 "cache": cache_label(rec), "iteration": rec.get("iteration", 1),
                  "size": rec["bytes"], "timestamp": store.now_iso()}
         if rec["operation"] == "replicate":
             rows += [c | extra | {"metric": "replication_time", "value": rec["seconds"],
@@ -87,7 +99,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                   & (stats["metric"] == "bandwidth") & (stats["access"] != "replication")]
         data = paths.rel_path(Path(run["path"]), paths.project_root())
         for (target, op), d in s.groupby(["target", "operation"], sort=True):
-            honest = d[~d["cache"].isin(NOT_STORAGE)]
+            honest = d[~d["cache"].map(from_memory)]
             best = (honest if len(honest) else d).sort_values("median").iloc[-1]
             rows.append({"vm": vm, "merit": f"storage_{op}_mib_s", "value": float(best["median"]),
                          "unit": "MiB/s", "source": "measured here", "data": data,

@@ -174,6 +174,9 @@ def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Targ
             return missing("Gfarm is not configured here (no config given, no "
                            "$GFARM_CONFIG_FILE, no /etc/gfarm2.conf)")
         env["GFARM_CONFIG_FILE"] = config
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # the probe says why
+            subprocess.run(["gfmkdir", "-p", path], capture_output=True, timeout=GFARM_CLEANUP_S,
+                           env=os.environ | env)
     else:
         folder = Path(path)
         if not folder.parent.is_dir():
