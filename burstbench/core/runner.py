@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import re
 import signal
@@ -62,6 +63,19 @@ class Task:
 
 class TaskFailed(Exception):
     """A configuration gave no result; the message is one line saying why."""
+
+
+def json_records(stdout: str, stderr: str) -> list[dict]:
+    """The JSON lines a kernel printed (the lines starting with '{'); TaskFailed where one
+    is unreadable or there is none (with the last line of stderr, the likely reason)."""
+    try:
+        records = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
+    except ValueError as exc:
+        raise TaskFailed(f"unreadable kernel output ({exc})") from exc
+    if not records:
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+        raise TaskFailed("the kernel printed no result" + (f": {last}" if last else ""))
+    return records
 
 
 #: Seconds between two looks at a lost stop signal while a child runs.

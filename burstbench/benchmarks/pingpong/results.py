@@ -3,7 +3,6 @@ values it is judged by (explore's headline, the cost model's latency and bandwid
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -18,14 +17,7 @@ UNITS = {"latency": ("latency", "us"), "bw": ("bandwidth", "GB/s"), "bibw": ("ba
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
     """Kernel JSON lines (one per message size) -> tidy rows and raw records."""
-    try:
-        records = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
-    except ValueError as exc:
-        raise runner.TaskFailed(f"unreadable kernel output ({exc})") from exc
-    if not records:
-        raise runner.TaskFailed("the kernel printed no results"
-                                + (f": {stderr.strip().splitlines()[-1]}" if stderr.strip()
-                                   else ""))
+    records = runner.json_records(stdout, stderr)
     c = task.config
     metric, unit = UNITS[c["function"]]
     rows = []
