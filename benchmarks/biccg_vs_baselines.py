@@ -103,13 +103,13 @@ def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
 
 
 def bytes_per_iteration(grid: list[int], factor: str = "double") -> float:
-    """The model in the module docstring, for the 7-point Poisson matrix."""
+    """The solver's byte model (kernels_ext.biccg.bytes_per_iteration) for the 7-point
+    Poisson matrix of `grid`."""
+    from kernels_ext.biccg import bytes_per_iteration as model
+
     nx, ny, nz = grid
     n = nx * ny * nz
-    nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
-    nlu = nnz - n  # strictly lower plus strictly upper
-    f = 8 if factor == "double" else 4
-    return 12 * nnz + 24 * n + (4 + f) * nlu + (72 + f) * n + 40 * n
+    return model(n, 7 * n - 2 * (nx * ny + ny * nz + nx * nz), factor)
 
 
 def paired_child(rounds: int, threads: int) -> None:

@@ -131,10 +131,61 @@ def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
     assert "VM 'smoke' has no known price" in text
     for name in ("table_1_vm_sizes.md", "table_3_requirements.md", "table_4_prices.md",
                  "table_5_storage.md", "cost_triad.png", "cost_triad.csv", "cost_biccg.csv",
-                 "cost_spot.png", "cost_spot.csv", "break_even.csv"):
+                 "cost_spot.png", "cost_spot.csv"):
         assert (figs / name).exists(), name
     biccg_cost = pd.read_csv(figs / "cost_biccg.csv")
     assert set(biccg_cost["billing"]) == {costreport.NO_PRICE}
     spot = pd.read_csv(figs / "cost_spot.csv")
     assert spot.loc[spot["evictions_per_h"] == 0, "expected_cost_jpy"].iloc[0] == \
         pytest.approx(4 * 10 * reference_price("HB120rs_v3", "spot", "East US"))  # no eviction
+
+
+def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
+    """The smoke run as a VM: the time model fitted on one of its solves and validated on
+    the others; a user's job priced on every VM with a Triad and a price, each refusal said
+    (no Triad, no InfiniBand for two nodes, no price); the choices written from the table."""
+    from burstbench.report import decision
+
+    figs = tmp_path / "figs"
+    sec = decision.decision_report(
+        vm_run, figures_dir=figs, model_reference={"vm": "smoke", "problem":
+                                                   "poisson16x16x16", "layout": "2x1"},
+        user_job={"name": "mine", "problem": {"poisson": [64, 64, 64], "iterations": 70},
+                  "solves": 1000, "nodes": [1, 2], "input_gb": 2, "output_gb": 5})
+    val = pd.read_csv(figs / "biccg_model_validation.csv")
+    assert val["fitted_here"].sum() == 1
+    assert val.loc[val["fitted_here"], "error"].abs().max() < 1e-9  # fitted: exact
+    assert (figs / "biccg_model_validation.png").exists() and (figs / "burst_decision.png").exists()
+    rows = pd.read_csv(figs / "burst_decision.csv")
+    mine = rows[rows["job"].str.startswith("mine")]
+    priced = mine[mine["status"] == "priced"]
+    assert {"HB120rs_v3", "HB120-16rs_v3", "HC44rs"} <= set(priced["vm"])
+    assert (priced["time_low_h"] <= priced["time_h"]).all()
+    assert (priced["time_h"] <= priced["time_high_h"]).all()
+    assert (priced["jpy"] > 0).all() and (priced["egress_jpy"] > 0).all()
+    two = mine[mine["nodes"] == 2].set_index("vm")["status"]
+    assert two["D96s_v5"] == "no InfiniBand: 2 nodes not offered"
+    assert two["NC24ads_A100_v4"] == "no Triad measured or published: no prediction"
+    assert mine.set_index(["vm", "nodes"]).loc[("smoke", 1), "status"] == "no price known"
+    study = rows[rows["job"].str.startswith("Poisson 256x256x512")]
+    assert set(study["status"]) == {"no prediction: poisson256x256x512: no iteration count"}
+    choices = (figs / "burst_decision_choices.md").read_text()
+    assert "**mine, 1 node(s)**: the fastest is " in choices
+    assert "Poisson 256x256x512, 1 node(s)**: nothing priced" in choices
+    assert not sec.problems or all("no price" not in p for p in sec.problems)
+
+
+@pytest.mark.parametrize("user_job,message", [
+    ({"name": "x", "nodes": [1]}, "job x, 1 node(s): no size (give a problem, or its "
+                                  "node-hours on Flow)"),
+    ({"name": "x", "problem": {"poisson": [8, 8, 8]}, "output_gb": 0},
+     "output_gb must be a positive number, not 0"),
+    ({"name": "x", "problem": {"poisson": [8, 8, 8]}, "input_gb": -1},
+     "input_gb must be a positive number, not -1")])
+def test_a_job_described_wrong_is_one_line(vm_run, tmp_path, user_job, message):
+    from burstbench.report import decision
+
+    with pytest.raises(ValueError) as err:
+        decision.decision_report(vm_run, figures_dir=tmp_path, model_reference={
+            "vm": "smoke", "problem": "poisson16x16x16", "layout": "2x1"}, user_job=user_job)
+    assert str(err.value) == message

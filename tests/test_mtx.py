@@ -259,3 +259,21 @@ def test_check_command(tmp_path, capsys):
     f.write_text("hello\n")
     assert mtx.main(["--check", str(f)]) == 2
     assert "not a Matrix Market header" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["p.mtx", "p.mtx.gz"])
+def test_a_poisson_matrix_written_as_a_file_reads_back_the_same(tmp_path, name):
+    from kernels_ext.biccg import poisson_matrix
+
+    out = mtx.write_poisson((5, 4, 1), tmp_path / name)
+    A = read_mtx(out)
+    assert (A != poisson_matrix(5, 4, 1)).nnz == 0 and A.shape == (20, 20)
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # no part file left
+
+
+def test_write_poisson_refuses_what_it_cannot_write(tmp_path, cli):
+    proc = cli("-m", "kernels_ext.biccg.mtx", "--write-poisson", "4", "0", "1", "--dest",
+               str(tmp_path / "x.mtx"))
+    assert proc.returncode == 2 and proc.stderr == (
+        "error: --write-poisson needs three positive sizes and a --dest file ending in .mtx "
+        "or .mtx.gz\n")

@@ -1,6 +1,7 @@
 """Figures of merit: the values a benchmark is judged by, per VM, measured here (the newest
-run of each VM, test runs never) or published (the study's tables), in one table that the
-cost section and the burst decision read by merit name, never by benchmark.
+runs of each VM, test runs never; ``newest`` marks its newest run) or published (the study's
+tables), in one table that the cost section and the burst decision read by merit name, never
+by benchmark.
 
 A benchmark's ``merits`` hook (burstbench.registry) returns :class:`Merits`.  Each row is one
 value: ``vm``, ``merit`` (e.g. ``memory_bandwidth_gbs``, ``solve_time_s``), ``value``,
@@ -36,3 +37,11 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     """Merit rows as a table with at least COLUMNS, in the order given."""
     return pd.DataFrame(rows, columns=list(dict.fromkeys(
         COLUMNS + [k for r in rows for k in r])))
+
+
+def newest(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each VM's newest run, and every published row (they carry no ``newest``):
+    what a price or a machine is taken from, where older runs only validate."""
+    if "newest" not in rows:
+        return rows
+    return rows[rows["newest"].map(lambda v: True if pd.isna(v) else bool(v))]

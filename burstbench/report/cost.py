@@ -1,5 +1,6 @@
 """The cost section of the report: the study's tables, cost-performance, cost per solve,
-spot, break-even.
+spot.  (The burst decision, time and whole cost of a job against Flow's queue, is its own
+section: burstbench/report/decision.py.)
 
 Built from data/ alone (the reference tables and every run's results), like
 the benchmark reports; every table is CSV + Markdown, every figure PNG + SVG
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from burstbench.core import paths
-from burstbench.core.merits import Merits
+from burstbench.core.merits import Merits, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost import prices as cost
 from burstbench.cost.spot import spot_expected, spot_simulate
@@ -44,8 +45,9 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
     table_entry(section, t3.assign(data="data/reference/requirements.csv").to_dict("records"),
                  fig_dir, "table_3_requirements",
                  "Table 3: requirements for joining a supercomputer with a public cloud",
-                 "The study's Table 3 (item 7, execution time, is the one the break-even table "
-                 "checks), from data/reference/requirements.csv.")
+                 "The study's Table 3 (item 7, execution time, is the one the burst decision "
+                 "answers: figures/burst_decision_choices.md), from "
+                 "data/reference/requirements.csv.")
     t4 = read_reference(ref_dir, "prices_vm.csv", cost.VM_PRICE_COLUMNS, p)
     if len(t4):
         wide = t4.pivot_table(index="vm", columns=["billing", "region"],
@@ -234,61 +236,6 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
     return rows
 
 
-def _break_even(section: Section, triad_rows: list[dict], biccg_rows: list[dict],
-                fig_dir: Path, onprem_times: dict[str, float]) -> None:
-    """Cheapest and fastest option per workload, and Table 3 item 7 where it can be judged."""
-    rows = []
-    priced = [r for r in triad_rows if not math.isnan(r["gbs_per_1000_jpy_h"])
-              and r["region"] != "on-premise"]
-    flow = [r for r in triad_rows if r["region"] == "on-premise"]
-    if priced:
-        cheap = max(priced, key=lambda r: r["gbs_per_1000_jpy_h"])
-        fast = max(triad_rows, key=lambda r: r["triad_gbs"] if r["region"] != "on-premise"
-                   else -1)
-        best_flow = max(flow, key=lambda r: r["triad_gbs"]) if flow else None
-        rows.append({
-            "workload": "memory-bandwidth bound (STREAM Triad), one node",
-            "cheapest": f"{cheap['system']} {cheap['billing']} {cheap['region']} "
-                        f"({cheap['gbs_per_1000_jpy_h']:,.0f} GB/s per 1,000 JPY/node-h)",
-            "fastest": f"{fast['system']} ({fast['triad_gbs']:.1f} GB/s, {fast['bandwidth']})",
-            "on_premise": f"{best_flow['system']}: {best_flow['triad_gbs']:,.0f} GB/s theoretical"
-                          if best_flow else "unknown",
-            "table3_item7": "not judged: Flow's bandwidth is theoretical, not a STREAM result; "
-                            "the cloud VMs' measured Triad is below it"
-                            if best_flow else "unknown",
-            "data": "figures/cost_triad.csv"})
-    by_problem: dict[str, list[dict]] = {}
-    for r in biccg_rows:
-        by_problem.setdefault(r["problem"], []).append(r)
-    for prob, rs in sorted(by_problem.items()):
-        ours = [r for r in rs if r["solver"][0].isdigit()]  # layouts, not baselines
-        if not ours:
-            continue
-        fast = min(ours, key=lambda r: r["solve_s"])
-        priced = [r for r in ours if not math.isnan(r["jpy_per_solve"])]
-        cheap = min(priced, key=lambda r: r["jpy_per_solve"]) if priced else None
-        onprem = onprem_times.get(prob)
-        rows.append({
-            "workload": f"BICCG solve, {prob}",
-            "cheapest": (f"{cheap['vm']} {cheap['billing']} {cheap['region']}, {cheap['solver']} "
-                         f"x {cheap['nodes']} node(s): "
-                         f"{style.plain_number(cheap['jpy_per_solve'])} JPY per solve")
-                        if cheap else f"unknown: {NO_PRICE} for "
-                                      f"{', '.join(sorted({r['vm'] for r in ours}))}",
-            "fastest": f"{fast['vm']}, {fast['solver']} x {fast['nodes']} node(s): "
-                       f"{style.plain_number(fast['solve_s'])} s",
-            "on_premise": f"{onprem} s" if onprem else "unknown (set onprem_times)",
-            "table3_item7": ("OK" if fast["solve_s"] <= onprem else "NG") if onprem else
-                            "unknown: no on-premise time given",
-            "data": "figures/cost_biccg.csv"})
-    table_entry(section, rows, fig_dir, "break_even",
-                 "Break-even: cheapest and fastest option per workload",
-                 "For each workload with data: the cheapest VM, billing and region, the "
-                 "fastest option, and Table 3 item 7 (execution time the same or shorter than "
-                 "on-premise) where an on-premise time is known (report parameter "
-                 "onprem_times, seconds per workload).")
-
-
 def _merits(section: Section, runs: Path, ref_dir: Path) -> list[Merits]:
     """Every benchmark's figures of merit (registry hooks), their problems noted once."""
     out = []
@@ -311,8 +258,7 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 figures_dir: Path | str = "", usd_jpy: float = 145.0, region: str = "East US",
                 spot_vm: str = "HB120rs_v3", job_nodes: int = 4, job_hours: float = 10.0,
                 checkpoint_h: float = 1.0, restart_h: float = 5 / 60,
-                eviction_rates: list[float] | None = None,
-                onprem_times: dict[str, float] | None = None, show: bool = False) -> Section:
+                eviction_rates: list[float] | None = None, show: bool = False) -> Section:
     """Every cost table and figure (see the module docstring)."""
     section = Section("cost")
     runs = paths.runs_dir(runs_dir)
@@ -327,12 +273,12 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         if _prices_for(prices, vm).empty:
             section.problems.append(f"VM '{vm}' has no known price: give vm_price in its "
                                     "parameters or add it to data/reference/prices_vm.csv")
-    triad_rows = _triad_costs(section, _of(merits, "memory_bandwidth_gbs"), prices, ref_dir,
-                              fig_dir, region, show)
-    biccg_rows = _biccg_costs(section, _of(merits, "solve_time_s"), prices, fig_dir)
+    _triad_costs(section, _of(merits, "memory_bandwidth_gbs"), prices, ref_dir, fig_dir,
+                 region, show)
+    solves = _of(merits, "solve_time_s")
+    _biccg_costs(section, newest(solves), prices, fig_dir)
     _spot(section, prices, fig_dir, spot_vm, region, job_nodes, job_hours, checkpoint_h,
           restart_h, eviction_rates or [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], show)
-    _break_even(section, triad_rows, biccg_rows, fig_dir, onprem_times or {})
     return section
 
 

@@ -13,8 +13,8 @@ from burstbench.benchmarks.biccg.params import LABELS, PARAMS
 from burstbench.registry import Benchmark, lazy
 
 #: The configuration columns of its rows (besides store.HEAD and store.TAIL).
-COLUMNS = ("problem", "nodes", "ranks", "threads", "block_size", "colors", "size", "function",
-           "blocking", "factor_precision")
+COLUMNS = ("problem", "nodes", "ranks", "threads", "block_size", "colors", "size", "nnz",
+           "function", "blocking", "factor_precision")
 
 SPEC = Benchmark(
     "biccg", tuple(PARAMS), COLUMNS, "030_measure_biccg.ipynb", "130_report_biccg.ipynb",

@@ -30,7 +30,8 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
         raise runner.TaskFailed(f"not converged: relative residual "
                                 f"{rec.get('relative_residual')} after {rec.get('iterations')} "
                                 "iterations")
-    extra = {"host": rec.get("host"), "size": rec.get("n"), "timestamp": store.now_iso(),
+    extra = {"host": rec.get("host"), "size": rec.get("n"), "nnz": rec.get("nnz"),
+             "timestamp": store.now_iso(),
              "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
     rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
             for key, metric, unit in METRICS if key in rec]
@@ -69,22 +70,34 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
-    """``solve_time_s``: the median solve time of the newest run of each VM measured here,
-    per problem, solver or layout (``label``) and node count, with the cores used.  The
-    study published curves, not numbers: nothing of it here."""
+    """``solve_time_s`` and ``iterations``: the medians of every run of each VM measured here
+    (test runs never; ``newest`` marks each VM's newest run), per problem (``size`` rows,
+    ``nnz``, the factor's precision), solver or layout (``label``) and node count, with the
+    ranks, threads and cores used.  The study published curves, not numbers: nothing of it
+    here."""
     from burstbench.benchmarks.biccg import COLUMNS
 
     loaded = store.load(Path(runs_dir), "biccg", False, COLUMNS)
     stats = spread(loaded.table)
+    newest = {r["run_id"] for r in store.latest_runs(loaded).values()}
+    facts = loaded.table.groupby(["run_id", "problem"], sort=False).agg(
+        size=("size", "max"), nnz=("nnz", "max"),
+        factor=("factor_precision", lambda s: s.dropna().iloc[0] if s.notna().any()
+                else "double"))  # runs from before it was recorded used a double factor
     rows = []
-    for vm, run in store.latest_runs(loaded).items():
-        s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
-                  & (stats["metric"] == "solve_time")]
+    for run in sorted(loaded.runs, key=lambda r: r["run_id"]):
+        s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
+                  & stats["metric"].isin(["solve_time", "iterations"])]
         data = paths.rel_path(Path(run["path"]), paths.project_root())
         for r in s.itertuples():
-            rows.append({"vm": vm, "merit": "solve_time_s", "value": float(r.median),
-                         "unit": "s", "source": "measured here", "data": data,
-                         "label": r.label, "problem": r.problem, "nodes": int(r.nodes),
+            f = facts.loc[(r.run_id, r.problem)]
+            rows.append({"vm": run["vm"], "merit": "solve_time_s" if r.metric == "solve_time"
+                         else "iterations", "value": float(r.median),
+                         "unit": "s" if r.metric == "solve_time" else "1",
+                         "source": "measured here", "data": data, "label": r.label,
+                         "impl": r.impl, "problem": r.problem, "nodes": int(r.nodes),
                          "ranks": int(r.ranks), "threads": int(r.threads),
-                         "cores": int(r.cores), "run_id": run["run_id"]})
+                         "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
+                         "factor": f["factor"], "run_id": run["run_id"],
+                         "newest": run["run_id"] in newest})
     return Merits(frame(rows), loaded.runs, list(loaded.problems))

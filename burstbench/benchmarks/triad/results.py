@@ -122,7 +122,10 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``memory_bandwidth_gbs``: the best median Triad bandwidth (STREAM's count) of the
     newest run of each VM measured here (test runs never), then the study's published best
     of each VM not measured (data/reference/triad_best.csv, its rows whose source is the
-    study)."""
+    study); ``memory_bandwidth_gbs_at_threads``: per thread count of every run (``newest``
+    marks each VM's newest), the best median of the C kernel with normal stores over its
+    variants and affinities (a layout's bandwidth depends on the cores it uses, and this
+    VM's bandwidth changes between runs; solvers write through the cache)."""
     from burstbench.benchmarks.triad import COLUMNS
 
     loaded = store.load(Path(runs_dir), "triad", False, COLUMNS)
@@ -139,6 +142,19 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "data": paths.rel_path(Path(run["path"]), paths.project_root()),
                          "label": top["label"], "threads": int(top["threads"]),
                          "run_id": run["run_id"]})
+    newest = {r["run_id"] for r in store.latest_runs(loaded).values()}
+    for run in sorted(loaded.runs, key=lambda r: r["run_id"]):  # the model's B(cores)
+        # the C kernel with normal stores: the solvers it stands for write through the cache
+        s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
+                  & (stats["impl"] == "c") & (stats["stores"] == "normal")]
+        for threads, d in s.groupby("threads", sort=True):
+            at = d.loc[d["median_gbs"].idxmax()]
+            rows.append({"vm": run["vm"], "merit": "memory_bandwidth_gbs_at_threads",
+                         "value": round(float(at["median_gbs"]), 2), "unit": "GB/s",
+                         "source": "measured here",
+                         "data": paths.rel_path(Path(run["path"]), paths.project_root()),
+                         "label": at["label"], "threads": int(threads),
+                         "run_id": run["run_id"], "newest": run["run_id"] in newest})
     study = read_reference(reference_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
                            problems)
     for r in study.itertuples():
