@@ -228,6 +228,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     parameters = {"runs_dir": str(paths.runs_dir(args.runs_dir)),
                   "reference_dir": str(args.reference_dir or paths.reference_dir()),
                   "figures_dir": str(fig_dir)}
+    if args.params:
+        try:
+            parameters = params.report_parameters(notebooks, args.params) | parameters
+        except params.ParamError as exc:
+            return _fail(str(exc))
     try:
         results, index_why = executor.run(
             notebooks, paths.project_root() / "build" / "report", parameters,
@@ -343,10 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep = _command(sub, "report", cmd_report, "rebuild every figure and table from data/ alone",
                    "Execute the report notebooks (notebooks/1xx_report_*) and write "
                    "figures/README.md, the index of figures and tables.",
-                   "burstbench report --figures-dir /tmp/figs")
+                   "burstbench report --figures-dir /tmp/figs\n"
+                   "  burstbench report --params myjob.yaml --figures-dir /tmp/myjob")
     rep.add_argument("--runs-dir", default="", help="runs to read (default data/runs)")
     rep.add_argument("--reference-dir", default="", help="default data/reference")
     rep.add_argument("--figures-dir", default="", help="output folder (default figures/)")
+    rep.add_argument("--params", default="", metavar="FILE",
+                     help="a YAML file of the report notebooks' parameters, e.g. your job for "
+                     "the burst decision (user_job: {name: mine, problem: {poisson: [512, 512, "
+                     "512]}, nodes: [2, 4]}) or region: Japan East; a key no report notebook "
+                     "has is refused")
     rep.add_argument("--verbose", action="store_true", help="echo the notebooks' output")
     rep.add_argument("--include-test-runs", action="store_true",
                      help="also draw runs whose params say `test: true` (smoke.yaml), labelled "

@@ -148,12 +148,11 @@ def validate(values: dict[str, Any], section: str, where: str = "parameters") ->
     return out
 
 
-def load_file(path: str | Path) -> dict[str, Any]:
-    """Read a params YAML file with :class:`ParamsLoader`; check its keys.
+def read_mapping(path: str | Path) -> dict[str, Any] | None:
+    """A YAML file's top-level mapping (None where the file is empty or only comments).
 
-    Malformed YAML is a ParamError naming the line; an empty (or comment-only)
-    file and one whose top level is not a mapping are ParamErrors naming the file.
-    """
+    An unreadable file, malformed YAML (naming the line) and a top level that is not a
+    mapping are ParamErrors naming the file."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -166,11 +165,22 @@ def load_file(path: str | Path) -> dict[str, Any]:
         where = f" line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ParamError(f"malformed YAML in {p}{where}: {problem}") from exc
-    if data is None:
-        raise ParamError(f"{p} is empty: a params file needs at least `vm: <name>`")
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
         raise ParamError(f"{p}: expected a mapping of parameter names to values (`vm: <name>` "
                          f"and more, one a line), got {type(data).__name__}")
+    return data
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """Read a params YAML file with :class:`ParamsLoader`; check its keys.
+
+    Malformed YAML is a ParamError naming the line; an empty (or comment-only)
+    file and one whose top level is not a mapping are ParamErrors naming the file.
+    """
+    p = Path(path)
+    data = read_mapping(p)
+    if data is None:
+        raise ParamError(f"{p} is empty: a params file needs at least `vm: <name>`")
     check_keys([str(k) for k in data], str(p))
     return data
 
@@ -271,3 +281,30 @@ def write_docs(readme: Path) -> bool:
         return False
     atomic_write(readme, new)  # an interrupted rewrite leaves the old page, not half of it
     return True
+
+
+def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
+    """The report notebooks' parameters that a YAML file sets (`user_job`, `region`, ...):
+    a key that no report notebook's parameters cell assigns is refused, naming those that
+    do; the folders are the command's own options."""
+    import ast
+    import json
+
+    known: set[str] = set()
+    for nb in notebooks:
+        cells = json.loads(nb.read_text())["cells"]
+        cell = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])),
+                    None)
+        if cell:
+            tree = ast.parse("".join(cell["source"]))
+            known |= {t.id for node in tree.body if isinstance(node, ast.Assign)
+                      for t in node.targets if isinstance(t, ast.Name)}
+    known -= {"runs_dir", "reference_dir", "figures_dir"}
+    data = read_mapping(path) or {}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ParamError(
+            f"{path}: {', '.join(map(repr, unknown))} is not a parameter of any report notebook "
+            f"(they are: {', '.join(sorted(known))}; the folders are --runs-dir, "
+            "--reference-dir and --figures-dir)")
+    return dict(data)

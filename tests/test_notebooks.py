@@ -77,15 +77,19 @@ def test_smoke_run_holds_biccg_too(smoke_run):
 
 def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
     figs = tmp_path / "figures"
+    (tmp_path / "report.yaml").write_text("region: Japan East\n")  # a report parameter
     proc = cli("-m", "burstbench", "report", "--runs-dir", str(smoke_run), "--figures-dir",
-               str(figs), "--include-test-runs")  # smoke.yaml says `test: true`
+               str(figs), "--include-test-runs",  # smoke.yaml says `test: true`
+               "--params", str(tmp_path / "report.yaml"))
     assert proc.returncode == 0, proc.stderr
+    assert "Cost-performance of memory bandwidth, Japan East prices" in (
+        figs / "cost_triad.svg").read_text()
     index = (figs / "README.md").read_text()
     for name in ("triad_smoke.png", "triad_smoke.svg", "triad_best.csv", "triad_best.md",
                  "triad_overview.png", "pingpong_smoke.png", "pingpong_smoke.svg",
                  "pingpong_extremes.csv", "pingpong_extremes.md", "biccg_smoke.png",
                  "biccg_summary.csv", "biccg_summary.md", "table_4_prices.md", "cost_triad.png",
-                 "cost_spot.svg", "break_even.md",  # cost_biccg: no VM here (test_cost)
+                 "cost_spot.svg",  # cost_biccg, the decision: no VM here (test_cost)
                  *(("triad_stores_smoke.png", "triad_stores.csv", "triad_stores.md")
                    if _triad.info()["streaming_isa"] else ())):
         assert (figs / name).stat().st_size > 0
@@ -299,3 +303,19 @@ def test_make_figures_twice_gives_the_same_bytes(tmp_path, cli):
     assert proc.returncode == 0, proc.stderr
     assert len(list(first.glob("*.svg"))) >= 5 and len(list(first.glob("*.png"))) >= 5
     assert _first_difference(first, second) is None, _first_difference(first, second)
+
+
+def test_report_parameters_a_notebook_lacks_are_refused(tmp_path, cli):
+    """A typo in a report parameters file is named with the keys that exist, before any
+    notebook runs (nothing is written); so is a folder given as a parameter."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("user_jobb: {name: mine}\n")
+    figs = tmp_path / "figures"
+    proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
+    assert proc.returncode == 2 and not figs.exists()
+    assert proc.stderr.startswith(f"error: {bad}: 'user_jobb' is not a parameter of any report "
+                                  "notebook (they are: checkpoint_h, deploy_minutes, ")
+    assert "user_job, " in proc.stderr
+    bad.write_text("figures_dir: /tmp/elsewhere\n")
+    proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
+    assert proc.returncode == 2 and "the folders are --runs-dir" in proc.stderr
