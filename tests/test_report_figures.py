@@ -281,3 +281,20 @@ def test_the_committed_figures_rebuild_identically(tmp_path, cli):
     assert svgs and all(_svg_text(ROOT / "figures" / p) for p in svgs)  # texts are found
     assert all(_svg_text(out / p) == _svg_text(ROOT / "figures" / p) for p in svgs), [
         str(p) for p in svgs if _svg_text(out / p) != _svg_text(ROOT / "figures" / p)]
+
+
+def test_a_figure_the_report_no_longer_makes_is_removed_and_nothing_else(tmp_path):
+    """A section saved again without one of its files removes that file (a table renamed or
+    dropped does not linger in figures/); a file it never listed, another section's, stays."""
+    for name in ("keep.csv", "gone.csv", "gone.md", "mine.txt", "other.csv"):
+        (tmp_path / name).write_text(name)
+    other = sections.Section("other", [sections.Entry("o", ["other.csv"], "")])
+    sections.save_section(other, tmp_path)
+    first = sections.Section("cost", [sections.Entry("k", ["keep.csv"], ""),
+                                      sections.Entry("g", ["gone.csv", "gone.md"], "")])
+    sections.save_section(first, tmp_path)
+    assert (tmp_path / "gone.csv").exists()  # listed now: kept
+    sections.save_section(sections.Section("cost", [sections.Entry("k", ["keep.csv"], "")]),
+                          tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "keep.csv", "manifest-cost.json", "manifest-other.json", "mine.txt", "other.csv"]

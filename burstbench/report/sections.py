@@ -108,9 +108,20 @@ def each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path):
 
 
 def save_section(section: Section, figures_dir: Path | str = "") -> Path:
-    """Write the manifest of one report section (read by write_index)."""
+    """Write the manifest of one report section (read by write_index), then remove the files
+    its previous manifest listed and this one does not: a figure or table the report no
+    longer makes does not linger in figures/ (files it never listed are never touched)."""
     fig_dir = paths.figures_dir(figures_dir)
     fig_dir.mkdir(parents=True, exist_ok=True)
     path = fig_dir / f"manifest-{section.benchmark}.json"
+    try:
+        before = {f for e in json.loads(path.read_text()).get("entries", [])
+                  for f in e.get("files", [])}
+    except (OSError, ValueError, AttributeError):  # none yet, or not ours to read
+        before = set()
     store.atomic_write(path, json.dumps(asdict(section), indent=1) + "\n")
+    now = {f for e in section.entries for f in e.files}
+    for name in sorted(before - now):
+        if isinstance(name, str) and name == Path(name).name:  # a file of fig_dir, no path
+            (fig_dir / name).unlink(missing_ok=True)
     return path
