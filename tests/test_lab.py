@@ -35,6 +35,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -439,4 +440,33 @@ def test_bad_parameter_shows_its_one_line_error(lab):
         f"a traceback around the one line: {shown} (screenshot: {shot})")
     assert lab.saved_errors(BAD) == [message], lab.saved_errors(BAD)
     assert not any(runs.glob("*/*")), f"a bad parameter still made a run: {list(runs.rglob('*'))}"
+    lab.shutdown_kernels()
+
+
+def test_a_second_run_all_measures_with_the_edited_parameters(lab):
+    """The lost-work issue: edit a parameter, Run All, edit it again, Run All again in the
+    same kernel: the second run measures with the second edit (its own VM folder, its own
+    array size), not with the first edit or the defaults, and the first run is untouched."""
+    name = "010_twice.ipynb"
+    shutil.copy2(NOTEBOOKS / MEASURE, lab.root / name)
+    runs = lab.tmp / "twice-runs"
+    lab.open(name)
+    common = [f'runs_dir = "{runs}"', "test = True", "triad_ntimes = 2",
+              "triad_threads = [1]", 'triad_places = ["cores"]', 'triad_bind = ["close"]',
+              'triad_variants = [{"compiler": "gcc", "flags": "-O2 -fopenmp"}]',
+              "triad_baselines = []", "triad_repetitions = 1"]
+    lab.add_lines(name, common + ['vm = "first"', "triad_size = 200000"])
+    lab.check_ran_clean(name, lab.run_all(name, timeout=240))
+    (first,) = (runs / "first").iterdir()
+    before = (first / "triad.csv").read_bytes()
+    lab.add_lines(name, ['vm = "second"', "triad_size = 300000"])  # later lines win
+    st = lab.run_all(name, timeout=240)
+    shot = lab.screenshot(name)
+    lab.check_ran_clean(name, st)
+    (second,) = (runs / "second").iterdir()
+    sizes = {vm: set(pd.read_csv(d / "triad.csv")["size"]) for vm, d in
+             (("first", first), ("second", second))}
+    assert sizes == {"first": {200000}, "second": {300000}}, f"{sizes} (screenshot: {shot})"
+    assert sorted(p.name for p in runs.iterdir()) == ["first", "second"]
+    assert (first / "triad.csv").read_bytes() == before
     lab.shutdown_kernels()
