@@ -334,8 +334,8 @@ def _choices(rows: pd.DataFrame, jobs: list[decision.JobClass], region: str,
             lines.append(f"- **{jc.name}**: nothing priced ({'; '.join(why[:3])})."
                          + (f" {jc.note}." if jc.note else ""))
             continue
-        fast = d.loc[d["time_h"].idxmin()]
-        cheap = d.loc[d["jpy"].idxmin()]
+        fast = d.sort_values(["time_h", "jpy"], kind="stable").iloc[0]  # ties: the cheaper
+        cheap = d.sort_values(["jpy", "time_h"], kind="stable").iloc[0]
         flow_h, flow_jpy = float(d["flow_compute_h"].iloc[0]), float(d["flow_jpy"].iloc[0])
         be = fast["break_even_wait_h"]
         when = ("sooner than Flow even with no queue" if be < 0 else

@@ -73,10 +73,17 @@ def palette(n: int) -> list:
     return sns.color_palette("husl", n)
 
 
-def add_caption(fig: plt.Figure, caption: str) -> None:
-    """A small caption under the axes saying which data produced the figure."""
-    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(caption, 150)), fontsize=7, color="0.3",
-             ha="left", va="bottom")
+def caption_width(fig: plt.Figure) -> int:
+    """Characters per caption line: 150, fewer on a figure narrower than 8.8 inches (about
+    17 characters of 7-point text an inch), so that no line runs off its right edge."""
+    return min(150, int(fig.get_figwidth() * 17))
+
+
+def add_caption(fig: plt.Figure, caption: str) -> int:
+    """A small caption under the axes saying which data produced the figure; its lines."""
+    lines = textwrap.wrap(caption, caption_width(fig))
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, color="0.3", ha="left", va="bottom")
+    return len(lines)
 
 
 def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0) -> list[Path]:
@@ -85,8 +92,7 @@ def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0) -
     `legend_right` < 1 keeps that fraction of the width for the axes (a figure
     legend sits to the right).
     """
-    add_caption(fig, caption)
-    lines = caption.count("\n") + 1 + len(caption) // 150
+    lines = add_caption(fig, caption)
     fig.tight_layout(rect=(0, 0.03 + 0.022 * lines, legend_right, 1))
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
