@@ -319,3 +319,20 @@ def test_report_parameters_a_notebook_lacks_are_refused(tmp_path, cli):
     bad.write_text("figures_dir: /tmp/elsewhere\n")
     proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
     assert proc.returncode == 2 and "the folders are --runs-dir" in proc.stderr
+
+
+def test_the_report_takes_the_longest_notebook_first_by_the_last_build(tmp_path):
+    """The kernels share one queue, longest first by the last build's seconds; a notebook
+    the last build did not time goes first (it may be the longest), then name order; a
+    damaged timings file only loses the order."""
+    from burstbench.report import executor
+
+    nbs = [tmp_path / n for n in ("110_a.ipynb", "120_b.ipynb", "130_c.ipynb", "190_d.ipynb")]
+    p = executor.plan(nbs, "2", {"110_a.ipynb": 2.8, "120_b.ipynb": 0.9, "190_d.ipynb": 3.2})
+    assert p.kernels == 2 and [n.name for n in p.queue] == [
+        "130_c.ipynb", "190_d.ipynb", "110_a.ipynb", "120_b.ipynb"]
+    assert [n.name for n in executor.plan(nbs, "1").queue] == sorted(n.name for n in nbs)
+    (tmp_path / executor.TIMINGS).write_text('{"110_a.ipynb": 2.5}')
+    assert executor.last_seconds(tmp_path) == {"110_a.ipynb": 2.5}
+    (tmp_path / executor.TIMINGS).write_text('["not", "a mapping"')
+    assert executor.last_seconds(tmp_path) == {}

@@ -2,9 +2,11 @@
 
 papermill starts one process and one kernel per notebook, and each kernel imports matplotlib,
 pandas, seaborn (with scipy) and burstbench again: most of a rebuild was start-up, not
-drawing.  Here one process starts one kernel per core (at most one per notebook) and gives
-each a fixed share of the notebooks (round robin in name order, so that a rebuild always runs
-the same notebooks in the same kernel in the same order), run one after another.  Between two
+drawing.  Here one process starts one kernel per core (at most one per notebook); each takes
+the next notebook from one queue when it is free, the longest first by the seconds the last
+build took (TIMINGS in the output folder; name order where there are none), so that no kernel
+idles while another has two notebooks left.  Which kernel draws which notebook changes
+nothing in what is drawn (the tests compare shared kernels with fresh ones).  Between two
 notebooks the kernel's figures are closed, matplotlib's settings restored and its namespace
 emptied (RESET), so a notebook sees only what it defines itself, as in a fresh kernel; what
 stays is what was imported.  Each notebook still runs cell by cell in a Jupyter kernel with
@@ -46,11 +48,27 @@ class Result:
     kernel: int = 0
 
 
+#: Seconds each notebook took in the last build, in the output folder (a cache: deleting it
+#: changes only the order).
+TIMINGS = "timings.json"
+
+
 @dataclass
 class Plan:
     kernels: int
     fresh: bool
-    shares: list[list[Path]] = field(default_factory=list)
+    queue: list[Path] = field(default_factory=list)  # longest first
+
+
+def last_seconds(out_dir: Path) -> dict[str, float]:
+    """{notebook name: seconds} of the last build into `out_dir`; {} where none was kept."""
+    import json
+
+    try:
+        data = json.loads((Path(out_dir) / TIMINGS).read_text())
+        return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 def available_cpus() -> int:
@@ -60,8 +78,10 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def plan(notebooks: list[Path], setting: str | None = None) -> Plan:
-    """How many kernels, fresh or shared, and which notebooks each runs (in order)."""
+def plan(notebooks: list[Path], setting: str | None = None,
+         seconds: dict[str, float] | None = None) -> Plan:
+    """How many kernels, fresh or shared, and the order the notebooks are taken in: the
+    longest first by `seconds` (those not in it first, in name order, then by name)."""
     setting = (os.environ.get(KERNELS_ENV, "") if setting is None else setting).strip().lower()
     fresh = setting == "fresh"
     if setting and not fresh:
@@ -75,8 +95,9 @@ def plan(notebooks: list[Path], setting: str | None = None) -> Plan:
     else:
         wanted = available_cpus()
     n = max(1, min(wanted, len(notebooks)))
-    ordered = sorted(notebooks, key=lambda p: p.name)
-    return Plan(n, fresh, [ordered[i::n] for i in range(n)])
+    seconds = seconds or {}
+    return Plan(n, fresh, sorted(notebooks, key=lambda p: (-seconds.get(p.name, float("inf")),
+                                                           p.name)))
 
 
 def _skip_slow_imports() -> None:
@@ -192,19 +213,21 @@ async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: di
     return why
 
 
-async def _worker(number: int, share: list[Path], fresh: bool, out_dir: Path,
+async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
                   parameters: dict, cwd: Path, env: dict, log: bool, timeout: float | None,
                   results: list[Result], kernels: dict[int, _Kernel], on_start,
                   stopping) -> None:
-    """Run `share` in order in one kernel (a new one per notebook when `fresh`, or after one
-    died), left running in `kernels[number]` (the caller stops it); none after `stopping`
-    is set (nbclient turns the cancelling of a cell into DeadKernelError)."""
+    """Take notebooks from the front of `queue` (shared by the workers) until it is empty
+    and run each in one kernel (a new one per notebook when `fresh`, or after one died),
+    left running in `kernels[number]` (the caller stops it); none after `stopping` is set
+    (nbclient turns the cancelling of a cell into DeadKernelError)."""
     import time
 
     kernel = kernels.get(number)  # launched by the caller, not ready yet
-    for nb in share:
+    while queue:
         if stopping.is_set():
             return
+        nb = queue.pop(0)  # one event loop: no other worker runs between the test and this
         t0 = time.monotonic()
         try:
             if kernel is not None and kernel.kc is None:
@@ -233,7 +256,7 @@ async def _worker(number: int, share: list[Path], fresh: bool, out_dir: Path,
 async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
                    env: dict, log: bool, timeout: float | None, after: str | None,
                    setting: str | None, on_start, stopping) -> tuple[list[Result], str | None]:
-    p = plan(notebooks, setting)
+    p = plan(notebooks, setting, last_seconds(out_dir))
     results: list[Result] = []
     kernels: dict[int, _Kernel] = {}
     after_why = "not run"
@@ -246,9 +269,11 @@ async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: 
             except Exception:  # the worker tries again, and says why where it fails
                 await kernel.stop()
         import nbclient  # noqa: F401  (imported while the kernels start)
-        await asyncio.gather(*(_worker(i, share, p.fresh, out_dir, parameters, cwd, env, log,
+        queue = list(p.queue)
+        await asyncio.gather(*(_worker(i, queue, p.fresh, out_dir, parameters, cwd, env, log,
                                        timeout, results, kernels, on_start, stopping)
-                               for i, share in enumerate(p.shares)))
+                               for i in range(p.kernels)))
+        _keep_seconds(out_dir, results)
         live = [k for _, k in sorted(kernels.items()) if await k.alive()]
         if after and live and not stopping.is_set():
             after_why = await live[0].run_code(after)
@@ -256,6 +281,20 @@ async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: 
         await asyncio.gather(*(k.stop() for k in kernels.values()), return_exceptions=True)
     order = {nb: i for i, nb in enumerate(notebooks)}
     return sorted(results, key=lambda r: order.get(r.notebook, 0)), after_why
+
+
+def _keep_seconds(out_dir: Path, results: list[Result]) -> None:
+    """Write TIMINGS for the next build's order: this build's seconds where a notebook ran
+    to its end, the last build's for the others."""
+    import json
+
+    seconds = last_seconds(out_dir) | {r.notebook.name: round(r.seconds, 3) for r in results
+                                       if r.error is None}
+    path = Path(out_dir) / TIMINGS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{TIMINGS}.{os.getpid()}")  # whole or not at all (the store
+    part.write_text(json.dumps(seconds, indent=1, sort_keys=True) + "\n")  # imports pandas)
+    os.replace(part, path)
 
 
 def run(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
