@@ -65,3 +65,63 @@ def test_the_report_index_follows_the_registry(tmp_path):
     heads = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert heads == [n for n in registry.BENCHMARKS if n in ("triad", "pingpong", "biccg")] \
         + ["cost"]
+
+
+def _demo_plan(P: dict) -> Plan:
+    """Two configurations of a 'kernel' that is one line of Python printing a JSON record."""
+    import sys
+
+    from burstbench.core import runner
+
+    tasks = [runner.Task(f"demo-w{w}", {"label": f"w{w}", "impl": "python", "width": w,
+                                        "repetition": 1},
+                         (sys.executable, "-c", f"import json; print(json.dumps("
+                                            f"{{'ops': {w * P['demo_size']}}}))"))
+             for w in (1, 2)]
+    return Plan(tasks, [{"kernel": "demo"}])
+
+
+def _demo_parse(task, out: str, err: str):
+    from burstbench.core import runner
+
+    (rec,) = runner.json_records(out, err)
+    return ([task.config | {"metric": "ops", "value": rec["ops"], "unit": "1"}], [rec],
+            f"{rec['ops']} ops")
+
+
+def test_a_demo_benchmark_goes_through_store_explore_jobs_and_report(monkeypatch, tmp_path):
+    """A benchmark the shared code has never seen, declared in one place: its rows keep its
+    own column through the store, explore loads it and takes its headline, the job scripts
+    ask its nodes hook, the report index gives its section a place, and provenance records
+    its environment variables."""
+    from burstbench import jobs
+    from burstbench.report import explore
+
+    monkeypatch.setattr(registry, "_EXTRA", {})
+    monkeypatch.setenv("DEMO_KNOB", "3")
+    demo = registry.register(registry.Benchmark(
+        "demo", (Param("demo_size", 8, "elements", check_count("demo_size", 1)),
+                 Param("demo_nodes", 1, "nodes", check_count("demo_nodes", 1))), ("width",),
+        "050_measure_demo.ipynb", "150_report_demo.ipynb", plan=_demo_plan, parse=_demo_parse,
+        spread=lambda table: table, report=lambda *a, **k: sections.Section("demo"),
+        env_prefixes=("DEMO_",), nodes=lambda P: (P["demo_nodes"], "demo_nodes"),
+        headline=lambda t: t.assign(config=t["label"], x_name="width", x=t["width"],
+                                    quantity="ops", higher_is_better=True)))
+    P = params.validate({"vm": "demo-vm", "runs_dir": str(tmp_path), "demo_size": 5}, "demo")
+    run, table = demo.measure(P, progress=False)
+    assert sorted(zip(table["width"], table["value"])) == [(1, 5), (2, 10)]
+    loaded = demo.load(tmp_path)
+    assert not loaded.problems, loaded.problems
+    assert sorted(zip(loaded.table["width"], loaded.table["value"])) == [(1, 5), (2, 10)]
+    assert run.provenance()["environment"]["DEMO_KNOB"] == "3"  # its env_prefixes
+    runs = explore.load_runs(tmp_path, benchmarks=["demo"])
+    head = explore.headline(runs.table)
+    assert sorted(zip(head["x"], head["value"])) == [(1, 5), (2, 10)]
+    assert set(head["quantity"]) == {"ops"}
+    assert jobs.nodes_needed({"demo": params.validate({"demo_nodes": 4}, "demo")}) == (
+        4, "demo_nodes")
+    for name in ("cost", "demo", "triad"):
+        sections.save_section(sections.Section(name), tmp_path / "figs")
+    heads = [line[3:] for line in index.write_index(tmp_path / "figs").read_text().splitlines()
+             if line.startswith("## ")]
+    assert heads == ["triad", "demo", "cost"]

@@ -347,7 +347,8 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     """Run every task not yet stored in `run`; store each result as soon as it is parsed.
 
     `parse(task, stdout, stderr)` returns (rows, raw records, one-line summary)
-    or raises TaskFailed; its rows are stored with the table's `columns` (store.Run.save).
+    or raises TaskFailed; its rows are stored with the table's `columns` (store.Run.save),
+    with the benchmark's name and the task's key where a row does not carry them itself.
     A failed task is reported and the sweep goes on; a
     KeyboardInterrupt, SIGTERM or SIGHUP stops it with everything measured so far
     kept and the running configuration killed whole.
@@ -372,7 +373,8 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     result.failed.append((task.title, str(exc)))
                     bar.step(f"FAILED {task.title}: {exc}")
                 else:
-                    run.save(benchmark, task.key, [r | stamp for r in rows], raw, columns)
+                    run.save(benchmark, task.key, [{"benchmark": benchmark, "key": task.key}
+                                                   | r | stamp for r in rows], raw, columns)
                     result.measured += 1
                     bar.step(f"{task.title}: {summary}")
     except KeyboardInterrupt as exc:
