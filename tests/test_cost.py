@@ -175,6 +175,48 @@ def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
     assert not sec.problems or all("no price" not in p for p in sec.problems)
 
 
+def test_staging_is_capped_by_the_vms_own_storage(vm_run, tmp_path):
+    """A VM whose storage was measured stages no faster than it: with a WAN of 10^6 MiB/s
+    the smoke VM (given a price) stages at its slower measured storage bandwidth, said."""
+    import json
+
+    from burstbench.benchmarks.storage.results import merits as storage_merits
+    from burstbench.cost.decision import storage_rates
+    from burstbench.report import decision
+
+    for prov in vm_run.glob("*/*/provenance.json"):
+        doc = json.loads(prov.read_text())
+        for sec in doc["benchmarks"].values():
+            sec["params"]["vm_price"] = {"payg": 100, "spot": 10, "currency": "JPY",
+                                         "region": "East US"}
+        prov.write_text(json.dumps(doc, indent=1))
+    (rate, where), = storage_rates([storage_merits(vm_run, ROOT / "data" / "reference")]
+                                   ).values()
+    assert 0 < rate < 1e6 and where.startswith("local ")
+    figs = tmp_path / "figs"
+    decision.decision_report(
+        vm_run, figures_dir=figs, wan_mib_s=1e6,
+        model_reference={"vm": "smoke", "problem": "poisson16x16x16", "layout": "2x1"},
+        user_job={"name": "mine", "problem": {"poisson": [64, 64, 64], "iterations": 70},
+                  "nodes": [1], "input_gb": 2, "output_gb": 5})
+    rows = pd.read_csv(figs / "burst_decision.csv")
+    ours = rows[(rows["vm"] == "smoke") & (rows["status"] == "priced")]
+    assert len(ours) == 2  # payg and spot of the one job it can price (the study's: no iterations)
+    assert (ours["staging_mib_s"] == round(rate, 1)).all()
+    assert set(ours["staging_limit"]) == {f"this VM's storage ({where})"}
+    others = rows[(rows["vm"] == "HC44rs") & (rows["status"] == "priced")]
+    assert set(others["staging_limit"]) == {"the WAN"}  # not measured here: the WAN's rate
+
+
+def test_the_staging_rate_is_the_slower_of_the_wan_and_the_storage():
+    from burstbench.cost.decision import staging_rate
+
+    assert staging_rate(116.6, None) == (116.6, "the WAN")
+    assert staging_rate(116.6, (900.0, "local read, measured here")) == (116.6, "the WAN")
+    assert staging_rate(116.6, (50.0, "shared write, measured here")) == (
+        50.0, "this VM's storage (shared write, measured here)")
+
+
 @pytest.mark.parametrize("user_job,message", [
     ({"name": "x", "nodes": [1]}, "job x, 1 node(s): no size (give a problem, or its "
                                   "node-hours on Flow)"),

@@ -260,13 +260,39 @@ def compute_hours(jc: JobClass, m: Machine, model: Model,
     return jc.solves * p.solve_s / 3600, f"{n_it:g} iterations ({how}), layout {layout.label}"
 
 
+def storage_rates(merits: list[Merits]) -> dict[str, tuple[float, str]]:
+    """Per VM measured here, the slower of its best write and best read bandwidth (MiB/s)
+    over its storage targets, newest run, reads from memory never (storage's merits), and
+    where it was measured: what its staging cannot outrun."""
+    out: dict[str, tuple[float, str]] = {}
+    rows = newest(pd.concat([merit(merits, "storage_write_mib_s"),
+                             merit(merits, "storage_read_mib_s")], ignore_index=True))
+    for vm, d in rows.groupby("vm", sort=True):
+        best = {m: g.loc[g["value"].idxmax()] for m, g in d.groupby("merit")}
+        if len(best) == 2:
+            slow = min(best.values(), key=lambda r: r["value"])
+            out[str(vm)] = (float(slow["value"]), f"{slow['target']} "
+                            f"{slow['merit'].split('_')[1]}, measured here")
+    return out
+
+
+def staging_rate(wan_mib_s: float, storage: tuple[float, str] | None) -> tuple[float, str]:
+    """MiB/s a VM stages its data at, and what limits it: the WAN, or the VM's own storage
+    where it was measured slower."""
+    if storage is not None and storage[0] < wan_mib_s:
+        return storage[0], f"this VM's storage ({storage[1]})"
+    return wan_mib_s, "the WAN"
+
+
 def decide(jobs: list[JobClass], machine_of: dict[str, Machine], model: Model,
            prices: Prices, tiers: list[job.Tier], egress: dict[str, float],
            staging_mib_s: dict[str, float], flow_system: str,
-           flow_storage_jpy_per_tb_month: float, spot: dict, deploy_h: float) -> pd.DataFrame:
+           flow_storage_jpy_per_tb_month: float, spot: dict, deploy_h: float,
+           vm_storage: dict[str, tuple[float, str]] | None = None) -> pd.DataFrame:
     """One row per job class x VM x region x billing: time to result and cost with the
     model's error range, the same job on `flow_system`, the break-even queue wait and the
-    extra cost.  `egress` and `staging_mib_s` per region: JPY per GB out, MiB/s in and out.
+    extra cost.  `egress` and `staging_mib_s` per region: JPY per GB out, MiB/s in and out
+    over the WAN, capped by a VM's own storage (`vm_storage`, storage_rates) where slower.
     A VM with no price, no Triad or no interconnect for the nodes is listed, not priced;
     a region with no transfer price is listed, never priced at zero."""
     lo, hi = model.error_range
@@ -308,9 +334,11 @@ def decide(jobs: list[JobClass], machine_of: dict[str, Machine], model: Model,
                     rows.append(base | {"vm": vm, "region": region, "billing": p.billing,
                                         "status": f"no transfer price or bandwidth for {region}"})
                     continue
+                rate, limit = staging_rate(staging_mib_s[region], (vm_storage or {}).get(vm))
                 rows.append(base | _priced(jc, hours, how, p, region, tiers, egress,
-                                           staging_mib_s, spot, deploy_h, flow_h, flow_jpy,
-                                           lo, hi) | {"vm": vm})
+                                           {region: rate}, spot, deploy_h, flow_h, flow_jpy,
+                                           lo, hi) | {"vm": vm, "staging_mib_s": rate,
+                                                      "staging_limit": limit})
     return pd.DataFrame(rows)
 
 

@@ -164,7 +164,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                            flow_system, flow_tb, {"checkpoint_h": checkpoint_h,
                                                   "restart_h": restart_h,
                                                   "evictions_per_h": spot_evictions_per_h},
-                           deploy_minutes / 60)
+                           deploy_minutes / 60, decision.storage_rates(merits))
     _decision_tables(section, rows, model, jobs, fig_dir, flow_system, wan_mib_s,
                      deploy_minutes, spot_evictions_per_h)
     section.entries.append(_decision_figure(rows, jobs, region, flow_system,
@@ -241,7 +241,7 @@ ROUND = {"compute_h": 3, "time_h": 3, "time_low_h": 3, "time_high_h": 3, "jpy": 
          "jpy_low": 0, "jpy_high": 0, "flow_compute_h": 3, "flow_jpy": 0,
          "break_even_wait_h": 3, "break_even_low_h": 3, "break_even_high_h": 3,
          "extra_jpy": 0, "storage_jpy": 0, "egress_jpy": 0, "compute_jpy": 0,
-         "staging_h": 3, "price_per_node_h": 1}
+         "staging_h": 3, "staging_mib_s": 1, "price_per_node_h": 1}
 
 
 def _decision_tables(section: Section, rows: pd.DataFrame, model: decision.Model,
@@ -249,7 +249,8 @@ def _decision_tables(section: Section, rows: pd.DataFrame, model: decision.Model
                      wan_mib_s: float, deploy_minutes: float, evictions: float) -> None:
     cols = ["job", "nodes", "vm", "region", "billing", "status", "time_h", "time_low_h",
             "time_high_h", "jpy", "jpy_low", "jpy_high", "compute_jpy", "storage",
-            "storage_jpy", "egress_jpy", "staging_h", "flow_compute_h", "flow_jpy",
+            "storage_jpy", "egress_jpy", "staging_h", "staging_mib_s", "staging_limit",
+            "flow_compute_h", "flow_jpy",
             "break_even_wait_h", "break_even_low_h", "break_even_high_h", "extra_jpy", "how"]
     out = rows.reindex(columns=cols).copy()
     for c, d in ROUND.items():
@@ -259,7 +260,9 @@ def _decision_tables(section: Section, rows: pd.DataFrame, model: decision.Model
     table_entry(section, out.to_dict("records"), fig_dir, "burst_decision",
                 "Burst decision: time to result and whole cost per job, VM, region and billing",
                 f"Per job class: the predicted time to result on each VM (deployment "
-                f"{deploy_minutes:g} min, staging in and out at {wan_mib_s:g} MiB/s, the "
+                f"{deploy_minutes:g} min, staging in and out at {wan_mib_s:g} MiB/s over the "
+                "WAN or the VM's own storage bandwidth where it was measured slower "
+                "(staging_limit), the "
                 f"solves, spot with {evictions:g} evictions per hour) and its whole cost in JPY "
                 "(node-hours, Azure NetApp Files sized for the staging throughput, egress of "
                 f"the output), each with the range of the time model's error ({lo:+.0%} to "
