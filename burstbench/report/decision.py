@@ -259,7 +259,8 @@ def _decision_tables(section: Section, rows: pd.DataFrame, model: decision.Model
     lo, hi = model.error_range
     table_entry(section, out.to_dict("records"), fig_dir, "burst_decision",
                 "Burst decision: time to result and whole cost per job, VM, region and billing",
-                f"Per job class: the predicted time to result on each VM (deployment "
+                f"Predicted, none of it measured: per job class, the time to result on "
+                f"each VM by the time model (deployment "
                 f"{deploy_minutes:g} min, staging in and out at {wan_mib_s:g} MiB/s over the "
                 "WAN or the VM's own storage bandwidth where it was measured slower "
                 "(staging_limit), the "
@@ -314,9 +315,11 @@ def _decision_figure(rows: pd.DataFrame, jobs: list[decision.JobClass], region: 
         ax.legend(fontsize=6, loc="upper left", frameon=True)
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
-    fig.suptitle(f"When bursting pays: pay-as-you-go in {region} against {flow_system}'s "
-                 "queue", fontweight="bold")
-    caption = ("Data: figures/burst_decision.csv. A VM's time to result is flat (it does not "
+    fig.suptitle(f"When bursting pays (predicted): pay-as-you-go in {region} against "
+                 f"{flow_system}'s queue", fontweight="bold")
+    caption = ("Data: figures/burst_decision.csv. Every time here is predicted by the time "
+               "model (figures/biccg_model_validation.png), none measured. A VM's time to "
+               "result is flat (it does not "
                "wait in Flow's queue: deployment, staging and computing), its band the time "
                "model's error; Flow's is the queue wait plus its predicted computing. A dot "
                "marks the break-even wait. Both axes are logarithmic, from a minute to "
