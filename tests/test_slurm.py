@@ -20,6 +20,8 @@ import yaml
 from conftest import ROOT, run_cli
 from slurm_cluster import ClusterError, SlurmCluster, missing_programs
 
+from burstbench.registry import BENCHMARKS
+
 # smoke.yaml, one store policy: these tests are about the scheduler, and the smoke run of
 # tests/test_notebooks.py measures both policies already
 SMOKE = yaml.safe_load((ROOT / "papermill_params" / "smoke.yaml").read_text()) | {
@@ -89,7 +91,8 @@ def stored_once(run_dir: Path, benchmark: str) -> pd.DataFrame:
     prov = json.loads((run_dir / "provenance.json").read_text())
     table = pd.read_csv(run_dir / f"{benchmark}.csv")
     assert table["key"].nunique() == prov["benchmarks"][benchmark]["planned"]
-    ident = [c for c in ("key", "metric", "function", "message_size") if c in table]
+    ident = [c for c in ("key", "metric", "function", "message_size", "operation", "iteration")
+             if c in table]
     assert not table.duplicated(ident).any(), table[table.duplicated(ident, keep=False)]
     return table
 
@@ -133,9 +136,8 @@ def test_the_smoke_study_as_a_batch_job(slurm, tmp_path, nodes):
     assert f"burstbench job {jobid} on: " in out and "done: " in out
     assert out.split("on: ")[1].split("(")[0].split() == ["n1", "n2"][:nodes]
     run_dir = the_run(runs, "smoke")
-    assert statuses(run_dir) == {"triad": "complete", "pingpong": "complete",
-                                 "biccg": "complete"}
-    for bench in ("triad", "pingpong", "biccg"):
+    assert statuses(run_dir) == dict.fromkeys(BENCHMARKS, "complete")  # smoke.yaml has all
+    for bench in BENCHMARKS:
         stored_once(run_dir, bench)
     results = tmp_path / "results"
     proc = run_cli("-m", "burstbench", "collect", str(runs), "--runs-dir", str(results))
@@ -146,7 +148,7 @@ def test_the_smoke_study_as_a_batch_job(slurm, tmp_path, nodes):
                        "--figures-dir", str(figs), "--include-test-runs")  # smoke: a test
         assert proc.returncode == 0, proc.stderr[-2000:]
         index = (figs / "README.md").read_text()
-        for bench in ("triad", "pingpong", "biccg"):  # drawn from the job's run
+        for bench in BENCHMARKS:  # drawn from the job's run
             assert (figs / f"{bench}_smoke.png").exists() and f"{bench}_smoke.png" in index
 
 
