@@ -336,6 +336,20 @@ def test_two_ranks_agree_with_one(tmp_path):
     assert int(halo) == 2 * 14 * 12 and float(res) <= 1e-9
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks,messages", [(1, 0), (2, 1), (3, 2)])
+def test_the_solver_counts_what_an_iteration_sends(ranks, messages):
+    """Rows in contiguous slabs of a 16 x 16 x 24 grid: each neighbour's halo is one 16 x 16
+    plane of doubles (2,048 B); the middle rank of three has two neighbours, the busiest
+    rank counts.  Two Allreduces per iteration (p'q; r'r with r'z), 1 + 2 doubles."""
+    proc = cli("--poisson", "16", "16", "24", "--threads", "1", "--oversubscribe", n=ranks)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(proc.stdout)
+    assert rec["halo_messages"] == messages
+    assert rec["halo_bytes"] == messages * 16 * 16 * 8
+    assert (rec["reductions"], rec["reduction_bytes"]) == (2, 24)
+
+
 @pytest.mark.parametrize("args,n,code,message", [
     (("--poisson", "1", "1", "2"), 3, 2, "more MPI ranks (3) than matrix rows (2)"),
     (("--poisson", "8", "8", "8", "--block-size", "0"), None, 2, "block size must be positive"),

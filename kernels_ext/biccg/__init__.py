@@ -327,7 +327,13 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
         "ordering_s": t["ordering"], "factorization_s": t["factorization"],
         "halo_setup_s": t["halo_setup"], "solve_s": t["solve"], "load_s": t_load,
         "per_iteration_s": {k: t[k] / it for k in ("spmv", "precond", "dots", "halo", "vector")},
-        "halo_entries": st["halo_entries"], "peak_rss_bytes": max(rss) if rss else None,
+        "halo_entries": st["halo_entries"],
+        # what one iteration sends, counted by the solver (busiest rank): the time model
+        # prices these at the ping-pong's latency and bandwidth for their size
+        "halo_messages": st["traffic"]["messages"],
+        "halo_bytes": st["traffic"]["message_bytes"],
+        "reductions": st["traffic"]["reductions"],
+        "reduction_bytes": st["traffic"]["reduction_bytes"], "peak_rss_bytes": max(rss) if rss else None,
         "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
         "host": socket.gethostname(),
         "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),

@@ -90,7 +90,9 @@ PyDoc_STRVAR(solve_doc,
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
              "A x = b by BICCG in place of x (the initial guess), the GIL released.\n"
              "Returns iterations, converged, relative_residual (recomputed), colors_used,\n"
-             "shift, times (seconds, slowest rank) and the residual history if asked.\n"
+             "shift, times (seconds, slowest rank), traffic (per iteration, counted in\n"
+             "the loop: halo messages and bytes of the busiest rank, Allreduces and\n"
+             "their bytes) and the residual history if asked.\n"
              "single_factor keeps IC(0)'s values in float32; grid (nx, ny, nz) and tile\n"
              "(tx, ty, tz) make the blocks tiles of the grid instead of block_size rows.\n"
              "Raises ArithmeticError on CG breakdown, ValueError on bad input.");
@@ -147,14 +149,17 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
         PyList_SET_ITEM(hist, k, PyFloat_FromDouble(res.history[k]));
     free(res.history);
     return Py_BuildValue(
-        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N}",
+        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
+        "s:{s:d,s:d,s:d,s:d}}",
         "iterations", res.iterations, "converged", res.converged ? Py_True : Py_False,
         "relative_residual", res.relative_residual, "cg_residual", res.cg_residual,
         "colors_used", res.colors_used, "shift", res.shift, "halo_entries",
         (long long)res.halo_rows, "times", "ordering", res.t_ordering, "factorization",
         res.t_factor, "halo_setup", res.t_halo_setup, "solve", res.t_solve, "spmv", res.t_spmv,
         "precond", res.t_precond, "dots", res.t_dots, "halo", res.t_halo, "vector",
-        res.t_vector, "history", hist);
+        res.t_vector, "history", hist, "traffic", "messages", res.msgs_per_iter, "message_bytes",
+        res.msg_bytes_per_iter, "reductions", res.reductions_per_iter, "reduction_bytes",
+        res.reduction_bytes_per_iter);
 }
 
 PyDoc_STRVAR(coloring_doc,

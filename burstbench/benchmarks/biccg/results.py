@@ -14,7 +14,10 @@ from burstbench.core.sweep import over_repetitions
 
 #: (JSON key, metric, unit) of each measured value.
 METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
-           ("iterations", "iterations", "1"), ("relative_residual", "relative_residual", "1"))
+           ("iterations", "iterations", "1"), ("relative_residual", "relative_residual", "1"),
+           # per iteration, counted by the solver (busiest rank): what the time model prices
+           ("halo_messages", "halo_messages", "1"), ("halo_bytes", "halo_bytes", "B"),
+           ("reductions", "reductions", "1"), ("reduction_bytes", "reduction_bytes", "B"))
 
 
 SPLIT = ("spmv", "precond", "dots", "halo", "vector")

@@ -73,6 +73,10 @@ typedef struct {
     double t_ordering, t_factor, t_halo_setup, t_solve;
     double t_spmv, t_precond, t_dots, t_halo, t_vector;
     bc_gidx halo_rows;             /* halo entries received per SpMV (sum over ranks) */
+    /* What one iteration sends, counted where the solver sends it (the loop's
+     * calls only, averaged over its iterations): halo messages and their bytes
+     * on the busiest rank, and the Allreduces with their payload in bytes. */
+    double msgs_per_iter, msg_bytes_per_iter, reductions_per_iter, reduction_bytes_per_iter;
     double *history;               /* iterations+1 relative residuals if asked (malloc) */
     int history_len;
 } bc_result;

@@ -137,6 +137,28 @@ static int sum_all(MPI_Comm comm, double *in, double *out, int n)
     return MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, comm) == MPI_SUCCESS ? BC_OK : BC_EMPI;
 }
 
+/* This rank's traffic in the iteration loop: what the time model prices. */
+typedef struct {
+    double msgs, msg_bytes, reductions, reduction_bytes;
+} cg_traffic;
+
+/* The halo exchange of the loop, its messages and bytes counted. */
+static int exchange_counted(MPI_Comm comm, bc_local *L, double *x, cg_traffic *c)
+{
+    c->msgs += L->nsend;
+    for (int k = 0; k < L->nsend; k++)
+        c->msg_bytes += (double)L->scount[k] * sizeof(double);
+    return bc_halo_exchange(comm, L, x);
+}
+
+/* sum_all in the loop, the Allreduce and its payload counted. */
+static int sum_counted(MPI_Comm comm, double *in, double *out, int n, cg_traffic *c)
+{
+    c->reductions += 1;
+    c->reduction_bytes += (double)n * sizeof(double);
+    return sum_all(comm, in, out, n);
+}
+
 /* CG's vectors in the rank's new numbering; x and p with room for the halo. */
 typedef struct {
     double *b, *x, *r, *z, *p, *q;
@@ -213,7 +235,7 @@ static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *b_in,
  * after the solve's timer stops) relative_residual and converged.
  */
 static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors *v,
-                      bc_result *out, bc_timer *t)
+                      bc_result *out, bc_timer *t, cg_traffic *c)
 {
     const int n = L->nloc;
     double sums[2], local[2], rz = 0.0;
@@ -244,13 +266,13 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors
     while (rc == BC_OK && rel > p->tol && it < p->max_iter) {
         it++;
         tic(t);
-        rc = bc_halo_exchange(comm, L, v->p);
+        rc = exchange_counted(comm, L, v->p, c);
         toc(t, T_HALO);
         local[0] = bc_spmv(L, v->p, v->q);
         toc(t, T_SPMV);
         double pq = 0.0;
         if (rc == BC_OK)
-            rc = sum_all(comm, local, &pq, 1);
+            rc = sum_counted(comm, local, &pq, 1, c);
         toc(t, T_DOTS);
         if (rc != BC_OK)
             break;
@@ -262,7 +284,7 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors
         const double alpha = rz / pq;
         bc_precond(L, alpha, v->q, v->r, v->z, &local[0], &local[1]);
         toc(t, T_PRECOND);
-        rc = sum_all(comm, local, sums, 2); /* one reduction for ||r||^2 and r'z */
+        rc = sum_counted(comm, local, sums, 2, c); /* one reduction: ||r||^2 and r'z */
         toc(t, T_DOTS);
         rel = sqrt(sums[0]) / bnorm;
         if (out->history)
@@ -301,15 +323,19 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors
     return rc;
 }
 
-/* The slowest rank's times, the largest shift and color count, the halo's total size. */
-static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t, bc_result *out)
+/* The slowest rank's times, the largest shift and color count, the halo's total size,
+ * the busiest rank's traffic per iteration. */
+static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t,
+                     const cg_traffic *c, bc_result *out)
 {
-    double tl[T_COUNT + 1], tg[T_COUNT + 1];
+    double tl[T_COUNT + 5], tg[T_COUNT + 5];
     memcpy(tl, t->sum, sizeof t->sum);
     tl[T_COUNT] = L->shift;
+    tl[T_COUNT + 1] = c->msgs, tl[T_COUNT + 2] = c->msg_bytes;
+    tl[T_COUNT + 3] = c->reductions, tl[T_COUNT + 4] = c->reduction_bytes;
     bc_gidx halo = L->nhalo, halo_all = 0;
     int colors_all = 0;
-    if (MPI_Allreduce(tl, tg, T_COUNT + 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS ||
+    if (MPI_Allreduce(tl, tg, T_COUNT + 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS ||
         MPI_Allreduce(&halo, &halo_all, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
         MPI_Allreduce(&L->ncolors, &colors_all, 1, MPI_INT, MPI_MAX, comm) !=
             MPI_SUCCESS)
@@ -320,6 +346,11 @@ static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t, bc_res
     for (int k = 0; k < T_COUNT; k++)
         *fields[k] = tg[k];
     out->shift = tg[T_COUNT];
+    const double it = out->iterations > 0 ? out->iterations : 1;
+    out->msgs_per_iter = tg[T_COUNT + 1] / it;
+    out->msg_bytes_per_iter = tg[T_COUNT + 2] / it;
+    out->reductions_per_iter = tg[T_COUNT + 3] / it;
+    out->reduction_bytes_per_iter = tg[T_COUNT + 4] / it;
     out->halo_rows = halo_all;
     out->colors_used = colors_all;
     return BC_OK;
@@ -331,6 +362,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     bc_local L;
     cg_vectors v;
     bc_timer t;
+    cg_traffic c = {0, 0, 0, 0};
     memset(&L, 0, sizeof L);
     memset(&v, 0, sizeof v);
     memset(&t, 0, sizeof t);
@@ -349,11 +381,11 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     }
     if (rc != BC_OK)
         goto done;
-    rc = cg_iterate(comm, &L, p, &v, out, &t);
+    rc = cg_iterate(comm, &L, p, &v, out, &t, &c);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < L.nloc; i++)
         x_in[L.perm[i]] = v.x[i];
-    const int rc_report = cg_report(comm, &L, &t, out);
+    const int rc_report = cg_report(comm, &L, &t, &c, out);
     rc = rc == BC_OK ? rc_report : rc;
 done:
     cg_vectors_free(&v);
