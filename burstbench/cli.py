@@ -7,7 +7,9 @@ does, so a batch job, a terminal and JupyterLab all measure the same way.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,19 +25,11 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-
-
-
-
-
-
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    """Execute the measurement notebooks for one params file into one run folder."""
+    """Execute the measurement notebooks for one params file into one run folder, as its one
+    writer and the one sweep measuring on this host (see supervise.guarded)."""
     from burstbench import supervise
-    from burstbench.core import provenance, runner, signals, store
-    from burstbench.registry import env_prefixes
+    from burstbench.core import locks, store
 
     try:
         values = params.load_file(args.params)
@@ -63,16 +57,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     digests = {name: params.digest(checked[name], name) for name in only}
     run_id = (args.run_id or first["run_id"] or store.find_resumable_many(runs_dir, vm, digests)
               or store.new_run_id())
+    run_dir = runs_dir / vm / run_id
     try:
-        run_dir = store.plan_run(
+        with supervise.guarded(run_dir, args.wait, args.force,
+                               say=lambda line: print(line, file=sys.stderr, flush=True)):
+            return _measure(args, values, only, checked, digests, run_dir)
+    except locks.Busy as exc:
+        return _fail(str(exc))
+    except store.NoSpace as exc:  # the first write that found the disk full ends the run
+        return _fail(f"{exc}: free space and resume with: {_resume_command(args, run_id)}", 1)
+    except supervise.WaitStopped as exc:
+        print(exc, file=sys.stderr)
+        return 128 + exc.signum
+
+
+def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: dict,
+             digests: dict, run_dir: Path) -> int:
+    """Plan the run folder and execute each notebook into it; the exit status."""
+    from burstbench import supervise
+    from burstbench.core import provenance, runner, signals, store
+    from burstbench.registry import env_prefixes
+
+    runs_dir, vm, run_id = run_dir.parent.parent, run_dir.parent.name, run_dir.name
+    try:
+        store.plan_run(
             runs_dir, vm, run_id, {name: (digests[name], checked[name]) for name in only},
-            system=lambda: provenance.collect(paths.project_root(), env_prefixes())).root
+            system=lambda: provenance.collect(paths.project_root(), env_prefixes()))
     except store.StoreError as exc:
         return _fail(str(exc))
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise store.NoSpace.at(run_dir) from exc
+        raise
     print(f"run folder: {run_dir}")
     os.environ.setdefault("BURSTBENCH_PROGRESS", "lines")  # the kernel inherits it
-    import signal
-
     runner.adopt_orphans()  # a kernel whose papermill died stays ours to stop
     failed = []
     try:
@@ -87,6 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"== {name}: {nb.name}")
                 why = supervise.execute_notebook(nb, run_dir / nb.name, passed,
                                                  log=not args.quiet, timeout=args.timeout)
+                if why and supervise.is_full(why, run_dir):  # the next would fail alike
+                    raise store.NoSpace(supervise.no_space(run_dir, only, run_dir / nb.name))
                 if why:
                     failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
     except KeyboardInterrupt as exc:
@@ -116,30 +136,11 @@ def _resume_command(args: argparse.Namespace, run_id: str) -> str:
 def _interrupted(args: argparse.Namespace, run_dir: Path, run_id: str, only: list[str],
                  exc: KeyboardInterrupt) -> int:
     """Mark what was running interrupted, say what is kept and how to resume; 128 + signal."""
-    import signal
-
-    from burstbench.core import signals, store
+    from burstbench import supervise
+    from burstbench.core import signals
 
     signum = exc.signum if isinstance(exc, signals.Interrupted) else signal.SIGINT
-    run = store.Run(run_dir)
-
-    def mark(prov: dict) -> None:  # a kernel killed before it could say so left 'running'
-        for name in only:
-            sec = prov.get("benchmarks", {}).get(name, {})
-            if sec.get("status") == "running":
-                sec["status"] = "interrupted"
-
-    try:
-        secs = run.update_provenance(mark).get("benchmarks", {})
-        counts = []
-        for name in only:
-            sec = secs.get(name, {})
-            planned = f" of {sec['planned']}" if "planned" in sec else ""
-            counts.append(f"{name} {len(run.done_keys(name))}{planned} "
-                          f"({sec.get('status', 'not started')})")
-        kept = ", ".join(counts)
-    except (OSError, ValueError, store.StoreError) as err:
-        kept = f"unknown ({err})"
+    kept = supervise.mark_stopped(run_dir, only, "interrupted")
     print(f"\ninterrupted by {signals.signal_name(signum)}: what was measured is kept in "
           f"{run_dir} (configurations stored: {kept}); resume with: "
           f"{_resume_command(args, run_id)}", file=sys.stderr)
@@ -164,7 +165,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                                 f"has --nodes {args.nodes}")
         runs = paths.runs_dir(args.runs_dir or first["runs_dir"])
         text = jobs.render(args.scheduler, Path(args.params).resolve(), args.nodes, vm,
-                           paths.project_root(), args.walltime, args.queue, args.only, runs)
+                           paths.project_root(), args.walltime, args.queue, args.only, runs,
+                           ranks_per_node=args.ranks_per_node, threads=args.threads)
     except (params.ParamError, jobs.JobError) as exc:
         return _fail(str(exc))
     try:  # the scheduler opens the output file before the script runs: it must exist
@@ -315,6 +317,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")
     r.add_argument("--timeout", type=float, default=None,
                    help="seconds any one notebook cell may run (default: no limit)")
+    r.add_argument("--wait", action="store_true",
+                   help="when another sweep measures on this host, wait for it to end "
+                   "(default: refuse)")
+    r.add_argument("--force", action="store_true",
+                   help="take over a run's lock held from another host (its sweep is dead)")
 
     j = _command(sub, "jobs", cmd_jobs, "write a PBS Pro or Slurm job script that runs `run`",
                  "Write a job script that requests the nodes, enters this project's "
@@ -327,6 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--scheduler", required=True, choices=("pbs", "slurm"))
     j.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
     j.add_argument("--nodes", type=int, required=True, help="nodes to request")
+    j.add_argument("--ranks-per-node", type=int, default=None,
+                   help="MPI ranks per node: PBS mpiprocs (default 1), Slurm --ntasks-per-node")
+    j.add_argument("--threads", type=int, default=None,
+                   help="OpenMP threads per rank: PBS ompthreads (default 1), Slurm "
+                        "--cpus-per-task")
     j.add_argument("--walltime", default="04:00:00", help="HH:MM:SS (default 04:00:00)")
     j.add_argument("--queue", default="", help="PBS queue / Slurm partition")
     j.add_argument("--only", default="", help="comma list of benchmarks to run")

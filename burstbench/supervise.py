@@ -5,6 +5,12 @@ stopped, with time for the kernel to store what it measured first.
 ``burstbench run`` (burstbench.cli) executes its measurement notebooks through here; a
 Ctrl-C, a scheduler's SIGTERM or a hang-up reaches this process, which interrupts the
 kernel as Jupyter's stop button does and kills what is left after STOP_GRACE_S.
+
+What no handler can catch (``kill -9`` of the run, the OOM killer) is covered twice: the
+papermill child gets SIGTERM when the run dies (``PR_SET_PDEATHSIG``), and a watcher
+(``python -m burstbench.supervise TOKEN``, see start_watch) stops every process of the
+sweep, found by the token in its environment (the kernel, its configurations and their MPI
+ranks, in whatever session or process group they are).
 """
 
 from __future__ import annotations
@@ -12,15 +18,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
-from burstbench.core import paths, runner
+from burstbench.core import locks, paths, runner, signals, store
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
@@ -39,7 +47,7 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
         argv += ["--execution-timeout", str(int(timeout))]
     proc = subprocess.Popen(argv, stdout=None if log else subprocess.DEVNULL,
                             stderr=None if log else subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=runner.die_with_parent())
     try:
         _, err = runner.wait(proc)  # a Ctrl-C during the start above is not lost
     except KeyboardInterrupt:
@@ -105,3 +113,153 @@ def notebook_error(output: Path) -> str | None:
             if out.get("output_type") == "error":
                 return f"{out.get('ename')}: {out.get('evalue')}"
     return None
+
+
+#: Seconds the watcher gives a sweep's processes between SIGTERM and SIGKILL.
+WATCH_GRACE_S = 0.5
+
+
+def start_watch(token: str) -> subprocess.Popen:
+    """Start the watcher of the sweep `token`: when this process ends, however it ends (its
+    pipe to the watcher closes with it, even on SIGKILL), the watcher stops every process
+    whose environment carries the token (see locks.SWEEP_ENV), then exits."""
+    return subprocess.Popen([sys.executable, "-m", "burstbench.supervise", token],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def end_watch(watcher: subprocess.Popen) -> None:
+    """Close the watcher's pipe and wait for it to exit (nothing of the sweep is left then)."""
+    with contextlib.suppress(OSError):
+        watcher.stdin.close()
+    watcher.wait()
+
+
+def watch(token: str) -> None:
+    """The watcher: wait for its parent's pipe to close, then stop what is left of the sweep.
+
+    The stop signals are ignored: a scheduler that signals every process of a job leaves
+    the watcher to do its work once the run is gone.
+    """
+    from burstbench.core import locks
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    sys.stdin.buffer.read()
+    for signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGKILL):
+        left = locks.sweep_pids(token)
+        if not left:
+            return
+        runner.signal_all(left, signum)
+        deadline = time.monotonic() + WATCH_GRACE_S
+        while locks.sweep_pids(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+class WaitStopped(Exception):
+    """A stop signal came while waiting for the host's measurement lock: nothing ran."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signals.signal_name(signum)} while waiting: nothing "
+                         "was measured")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def guarded(run_dir: Path, wait: bool = False, force: bool = False,
+            say: Callable[[str], None] = print) -> Iterator[None]:
+    """Within the block this process is the one writer of `run_dir` and the one sweep
+    measuring on this host, and every process it starts belongs to its sweep.
+
+    Takes the run's lock, then the host's (waiting for it with `wait`), saying whose stale
+    lock was taken over; raises locks.Busy (naming the holder) or WaitStopped.  The sweep's
+    token goes into the environment, so that its processes carry it, and a watcher stops
+    them when this process dies.  At the end, the watcher is done and both locks released.
+    """
+    token = secrets.token_hex(8)
+    holder = locks.me(token, run_dir)
+    fresh = not run_dir.exists()
+    said = []
+    try:
+        with signals.stop_signals():  # a stop while waiting for the host leaves no lock
+            said.append(locks.take_run(run_dir, holder, force))
+            try:
+                said.append(locks.take_host(holder, wait, force, say=say))
+            except BaseException:
+                locks.release(run_dir / locks.RUN_LOCK, token)
+                raise
+    except OSError as exc:
+        raise locks.Busy(f"cannot lock run folder {run_dir}: {exc.strerror}") from exc
+    except (locks.Busy, KeyboardInterrupt) as exc:
+        if fresh:  # made only to hold the lock: leave no empty run behind
+            with contextlib.suppress(OSError):
+                (run_dir / (locks.RUN_LOCK + ".mutex")).unlink()
+                run_dir.rmdir()
+        if isinstance(exc, locks.Busy):
+            raise
+        raise WaitStopped(getattr(exc, "signum", signal.SIGINT)) from None
+    for line in filter(None, said):
+        say(line)
+    os.environ[locks.SWEEP_ENV] = token  # every process of the sweep inherits it
+    watcher = start_watch(token)
+    try:
+        yield
+    finally:
+        end_watch(watcher)
+        locks.release(locks.host_lock_path(), token)
+        locks.release(run_dir / locks.RUN_LOCK, token)
+        os.environ.pop(locks.SWEEP_ENV, None)
+
+
+#: Below this many bytes free, a notebook's failure is taken for a full disk (papermill's
+#: own write of the executed notebook fails with its traceback, not a line).
+LOW_SPACE_BYTES = 1 << 20
+
+
+def is_full(why: str, run_dir: Path) -> bool:
+    """True when a notebook failed for want of space on the run folder's file system."""
+    return any(m in why for m in ("No space left on device", "[Errno 28]", "no space left on")) \
+        or 0 <= store.free_bytes(run_dir) < LOW_SPACE_BYTES
+
+
+def no_space(run_dir: Path, only: list[str], notebook: Path | None = None) -> str:
+    """After a full disk: 'no space left on <run_dir> (N bytes free)'.  What is stored stays
+    (every file is written whole); the benchmarks that ran are marked 'no space', and an
+    executed notebook cut short is removed (the resume writes it again)."""
+    if notebook is not None:
+        try:
+            json.loads(notebook.read_text())
+        except ValueError:
+            notebook.unlink()
+        except OSError:
+            pass
+    mark_stopped(run_dir, only, "no space")
+    return str(store.NoSpace.at(run_dir))
+
+
+def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
+    """Mark `status` the benchmarks still 'running' (a kernel killed before it could say so
+    left that); return what is stored, e.g. 'triad 6 of 205 (interrupted)'."""
+    run = store.Run(run_dir)
+
+    def mark(prov: dict) -> None:
+        for name in only:
+            sec = prov.get("benchmarks", {}).get(name, {})
+            if sec.get("status") == "running":
+                sec["status"] = status
+
+    try:
+        secs = run.update_provenance(mark).get("benchmarks", {})
+        counts = []
+        for name in only:
+            sec = secs.get(name, {})
+            planned = f" of {sec['planned']}" if "planned" in sec else ""
+            counts.append(f"{name} {len(run.done_keys(name))}{planned} "
+                          f"({sec.get('status', 'not started')})")
+        return ", ".join(counts)
+    except (OSError, ValueError, store.StoreError) as err:
+        return f"unknown ({err})"
+
+
+if __name__ == "__main__":
+    watch(sys.argv[1])

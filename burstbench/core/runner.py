@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from burstbench.core import contention
 from burstbench.core.signals import Interrupted, raise_if_stopped, signal_name, stop_signals
 
 if TYPE_CHECKING:  # annotations only: a plan needs no store
@@ -107,6 +108,7 @@ class SweepResult:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (title, reason)
     interrupted: bool = False
     seconds: float = 0.0
+    contended: int = 0  # configurations measured while others took the cores (contention)
 
     @property
     def complete(self) -> bool:
@@ -145,7 +147,7 @@ def _failure(out: str, err: str, rc: int) -> str:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn: the child gets SIGTERM when the thread that started it dies (Linux).
 
     SIGTERM, not SIGKILL: an MPI launcher then takes its ranks down with it, on
@@ -179,7 +181,7 @@ def launch(task: Task) -> tuple[str, str]:
     try:
         proc = subprocess.Popen(task.argv, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                preexec_fn=_die_with_parent())
+                                preexec_fn=die_with_parent())
     except OSError as exc:
         raise TaskFailed(f"cannot start {task.argv[0]}: {exc.strerror}") from exc
     try:
@@ -348,7 +350,8 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
 
     `parse(task, stdout, stderr)` returns (rows, raw records, one-line summary)
     or raises TaskFailed; its rows are stored with the table's `columns` (store.Run.save),
-    with the benchmark's name and the task's key where a row does not carry them itself.
+    with the benchmark's name and the task's key where a row does not carry them itself,
+    and the share of the CPU other processes took meanwhile (burstbench.core.contention).
     A failed task is reported and the sweep goes on; a
     KeyboardInterrupt, SIGTERM or SIGHUP stops it with everything measured so far
     kept and the running configuration killed whole.
@@ -367,16 +370,21 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
             for task in todo:
                 raise_if_stopped()
                 try:
+                    before = contention.sample()
                     out, err = launch(task)
+                    load = contention.columns(before, contention.sample())
                     rows, raw, summary = parse(task, out, err)
                 except TaskFailed as exc:
                     result.failed.append((task.title, str(exc)))
                     bar.step(f"FAILED {task.title}: {exc}")
                 else:
                     run.save(benchmark, task.key, [{"benchmark": benchmark, "key": task.key}
-                                                   | r | stamp for r in rows], raw, columns)
+                                                   | r | stamp | load for r in rows], raw, columns)
                     result.measured += 1
-                    bar.step(f"{task.title}: {summary}")
+                    result.contended += load["contended"]
+                    busy = (f" [contended: others took {load['others_cpu']:.0%} of the CPU]"
+                            if load["contended"] else "")
+                    bar.step(f"{task.title}: {summary}{busy}")
     except KeyboardInterrupt as exc:
         result.interrupted = True
         how = f" by {signal_name(exc.signum)}" if isinstance(exc, Interrupted) else ""

@@ -8,6 +8,8 @@ provenance.  Nothing here knows a benchmark.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import re
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from burstbench.core import paths, provenance, runner, store
+from burstbench.core import contention, paths, provenance, runner, store
 
 
 @dataclass
@@ -98,15 +100,23 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
     """Measure every planned configuration not yet stored; finalize and return the table.
 
     Raises SweepFailed after storing everything measured when some
-    configurations failed, and KeyboardInterrupt when interrupted.
+    configurations failed, KeyboardInterrupt when interrupted, and store.NoSpace at the
+    first write that found the disk full (what was stored before stays whole).
     """
     run.set_section(benchmark, variants=plan.variants, notes=plan.notes,
                     planned=len(plan.tasks))
     for note in plan.notes:
         print(f"note: {note}")
     print(plan_line(plan, run.done_keys(benchmark)), flush=True)
-    result = runner.run_tasks(plan.tasks, run, benchmark, parse, columns, progress)
-    table = run.finalize(benchmark, columns)
+    try:  # a full disk stops at once: no other configuration, no fold of the parts
+        result = runner.run_tasks(plan.tasks, run, benchmark, parse, columns, progress)
+        table = run.finalize(benchmark, columns)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        with contextlib.suppress(OSError):
+            run.set_section(benchmark, status="no space")
+        raise store.NoSpace.at(run.root) from exc
     status = "complete" if result.complete else ("interrupted" if result.interrupted
                                                  else "incomplete")
     run.set_section(benchmark, status=status, finished=store.now_iso(),
@@ -121,6 +131,10 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                           f"{run.root}; re-run to retry the failed ones")
     print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
           f"{result.seconds:.0f} s; results in {run.root}")
+    if result.contended:
+        print(f"note: {result.contended} of {result.measured} configurations were contended: "
+              f"other processes took more than {contention.CONTENDED_SHARE:.0%} of the "
+              "machine's CPU while they ran (column `contended`)")
     return table
 
 

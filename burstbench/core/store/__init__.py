@@ -23,7 +23,15 @@ here, so a caller writes ``store.Run`` and ``store.load``.
 """
 
 from burstbench.core.store.collect import collect, find_runs
-from burstbench.core.store.files import StoreError, atomic_write, file_facts, new_run_id, now_iso
+from burstbench.core.store.files import (
+                                       NoSpace,
+                                       StoreError,
+                                       atomic_write,
+                                       file_facts,
+                                       free_bytes,
+                                       new_run_id,
+                                       now_iso,
+)
 from burstbench.core.store.load import Loaded, is_test_run, latest_runs, load
 from burstbench.core.store.run import (
                                        STORE_VERSION,
@@ -44,8 +52,8 @@ from burstbench.core.store.tables import (
 )
 from burstbench.core.store.verify import Check, validate_run, verify
 
-__all__ = ["HEAD", "REQUIRED", "STORE_VERSION", "TAIL", "Check", "Loaded", "Run", "StoreError",
-           "atomic_write", "collect", "file_facts", "find_resumable", "find_resumable_many",
-           "find_runs", "is_test_run", "latest_runs", "load", "new_run_id", "now_iso",
-           "open_run", "ordered", "plan_run", "read_table", "table_columns", "undeclared",
-           "validate_run", "verify"]
+__all__ = ["HEAD", "REQUIRED", "STORE_VERSION", "TAIL", "Check", "Loaded", "NoSpace", "Run",
+           "StoreError", "atomic_write", "collect", "file_facts", "find_resumable",
+           "find_resumable_many", "find_runs", "free_bytes", "is_test_run", "latest_runs",
+           "load", "new_run_id", "now_iso", "open_run", "ordered", "plan_run", "read_table",
+           "table_columns", "undeclared", "validate_run", "verify"]

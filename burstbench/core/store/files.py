@@ -15,6 +15,26 @@ class StoreError(Exception):
     """A run folder cannot be used; one line naming it."""
 
 
+class NoSpace(StoreError):
+    """The run folder's file system is full: the sweep stops at once, what is stored stays
+    whole (every file is written whole or not at all) and the run resumes once space is
+    freed."""
+
+    @classmethod
+    def at(cls, folder: Path) -> NoSpace:
+        """'no space left on <folder> (N bytes free)'."""
+        return cls(f"no space left on {folder} ({free_bytes(folder)} bytes free)")
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes free to this user on `folder`'s file system (-1 where it cannot be asked)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return -1
+    return st.f_bavail * st.f_frsize
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write `data` to `path` so that readers see the old or the new file, never a part."""
     path = Path(path)

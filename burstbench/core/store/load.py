@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from burstbench.core.contention import CONTENDED_SHARE
 from burstbench.core.store.files import StoreError
 from burstbench.core.store.run import Run
 from burstbench.core.store.tables import ordered, read_table, table_columns
@@ -40,7 +41,8 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
     configurations than planned and a test run left out (`test: true` in its
     params; drawn only with `include_tests`) are
     reported by name in ``problems``, and each run's ``status`` says how complete
-    it is ("complete", or "incomplete: why").
+    it is ("complete", or "incomplete: why"); a run with configurations measured while
+    other processes took the cores (``contended``) is named there with how many.
     """
     frames, runs, problems = [], [], []
     for prov_path in sorted(Path(runs_dir).glob("*/*/provenance.json")):
@@ -79,15 +81,30 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
             continue
         frame = pd.concat(got, ignore_index=True)
         frames.append(frame[frame["key"].notna() & frame["value"].notna()])
+        busy = contended(frame)
+        if busy:
+            problems.append(f"{run.root}: {benchmark}: {busy} of {frame['key'].nunique()} "
+                            f"configurations contended (other processes took more than "
+                            f"{CONTENDED_SHARE:.0%} of the machine's CPU while they ran): "
+                            "not this VM's best without a second run")
         runs.append({"vm": run.vm, "run_id": run.run_id, "path": str(run.root),
                      "status": check.label + (" (a test run, not a VM)" if test else ""),
                      "verified": check.verified, "damage": check.damage, "test": test,
                      "started": sec.get("started"), "finished": sec.get("finished"),
-                     "params": sec.get("params", {}),
+                     "params": sec.get("params", {}), "contended": busy,
                      "host": prov.get("system", {}).get("hostname", "")})
     table = ordered(pd.concat(frames, ignore_index=True), columns) if frames \
         else pd.DataFrame(columns=table_columns(columns))
     return Loaded(table, runs, problems)
+
+
+def contended(table: pd.DataFrame) -> int:
+    """How many configurations of `table` were flagged contended (0 for runs from before the
+    flag)."""
+    if "contended" not in table or table.empty:
+        return 0
+    flagged = table["contended"].astype(str).str.lower() == "true"
+    return int(table.loc[flagged, "key"].nunique())
 
 
 def latest_runs(loaded: Loaded) -> dict[str, dict]:

@@ -10,10 +10,12 @@ import pandas as pd
 from burstbench.core.store.files import StoreError
 
 #: Columns every results table has, whatever the benchmark: first the run and what ran,
-#: last the measured value and its bookkeeping.  Between them come the configuration
+#: last the measured value and its bookkeeping (others_cpu, contended: the share of the
+#: machine's CPU other processes took while it ran, and whether that was too much: see
+#: burstbench.core.contention).  Between them come the configuration
 #: columns the benchmark declares (its Benchmark.columns): see table_columns().
 HEAD = ["run_id", "vm", "host", "benchmark", "label", "impl"]
-TAIL = ["metric", "value", "unit", "repetition", "key", "timestamp"]
+TAIL = ["metric", "value", "unit", "repetition", "key", "timestamp", "others_cpu", "contended"]
 REQUIRED = ["run_id", "vm", "benchmark", "label", "metric", "value", "unit", "key"]
 
 
