@@ -89,6 +89,8 @@ def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
 {chr(10).join(head)}
 # Written by `python -m burstbench jobs`: runs the measurement notebooks for {vm} with
 # {params} on {nodes} node(s). Multi-node MPI runs take their hosts from the scheduler.
+# The nodes are the job's alone (exclusive): the scheduler already runs one measurement per
+# node at a time; `burstbench run` keeps its own host lock anyway (it is cheap).
 set -euo pipefail
 cd {shlex.quote(str(root))}
 export BURSTBENCH_ROOT={shlex.quote(str(root))}

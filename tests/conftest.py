@@ -26,6 +26,8 @@ def _isolated_cache(tmp_path_factory):
     old = os.environ.get("BURSTBENCH_CACHE")
     os.environ["BURSTBENCH_CACHE"] = str(cache)
     os.environ["BURSTBENCH_PROGRESS"] = "lines"
+    # this session's host measurement lock (burstbench.core.locks): not a sweep of the user's
+    os.environ["BURSTBENCH_LOCK_DIR"] = str(tmp_path_factory.mktemp("host-lock"))
     yield cache
     if old is None:
         os.environ.pop("BURSTBENCH_CACHE", None)
