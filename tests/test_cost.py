@@ -170,7 +170,11 @@ def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
     study = rows[rows["job"].str.startswith("Poisson 256x256x512")]
     assert set(study["status"]) == {"no prediction: poisson256x256x512: no iteration count"}
     choices = (figs / "burst_decision_choices.md").read_text()
-    assert "**mine, 1 node(s)**: the fastest is " in choices
+    assert "- **mine, 1 node(s)** at a 1.0 h wait: **" in choices
+    assert set(priced["verdict"]) <= {"burst", "stay", "undecided"}
+    assert ((priced["break_even_p10_h"] <= priced["break_even_p50_h"])
+            & (priced["break_even_p50_h"] <= priced["break_even_p90_h"])).all()
+    assert set(priced["storage_scenario"]) == {"pool per job", "shared pool"}
     assert "Poisson 256x256x512, 1 node(s)**: nothing priced" in choices
     assert not sec.problems or all("no price" not in p for p in sec.problems)
 

@@ -13,19 +13,23 @@ where nothing was fitted):
    over configurations at c threads (at the most threads measured, where c is more);
    where only a published best is known (at its own thread count t), that best for
    c >= t, and best x c / t below (bandwidth grows at most linearly with cores).
-3. Halo exchange.  Per iteration each rank exchanges its boundary with two neighbours
-   (the partition is in contiguous blocks of rows): 8 B per boundary entry; a grid of
-   nx x ny x nz split in slabs has nx x ny entries per boundary, an unknown matrix
-   (n / ranks)^(2/3).  Each exchange costs the ping-pong's latency plus bytes / bandwidth:
-   across nodes (the interconnect) where the layout has more than one node, else within
-   a node.
-4. Reductions.  Three Allreduces of 8 B per iteration (p'q, r'r and r'z), each
-   2 ceil(log2 ranks) latencies (recursive doubling); none on one rank.
+3. Messages.  What one iteration sends is the solver's own count (:class:`Traffic`: the
+   busiest rank's halo messages and bytes, the Allreduces and their bytes, recorded by
+   the kernel for a problem and rank count); where none was recorded, the rule those
+   counts follow (tests/test_biccg.py): rows in contiguous slabs, so a rank has up to two
+   neighbours and each halo is one boundary plane (nx x ny doubles of a grid, (n/ranks)^(2/3)
+   of another matrix), and two Allreduces (1 and 2 doubles).  Each message costs the
+   ping-pong's time for a message of its size (:class:`Link`: the measured latency curve,
+   interpolated, or the published latency + size / bandwidth), across nodes where the
+   layout has more than one node, else within a node.
+4. Reductions.  Each Allreduce costs 2 ceil(log2 ranks) message times of its size
+   (recursive doubling); none on one rank.
 5. Iterations depend on the problem and the partition, not the machine: the count
    measured for the same problem and rank count, on any machine; else the one measured
-   with the nearest rank count (said so); else no prediction.
-6. The solve only: ordering and factorization (setup) are the caller's (a job adds the
-   setup measured here per solve, scaled like the solve).
+   with the nearest rank count (said so; burstbench.cost.decision gives it a range).
+6. Setup (ordering, factorization, halo plan) once per solve: the reference solve's
+   measured setup, as a number of its own iterations' memory time, scaled like the
+   memory part of the solve (a factorization streams the matrix as an iteration does).
 
 Nothing else is modelled: NUMA placement, a busy network, the OpenMP runtime's barriers
 at every color (the validation shows what these cost).
@@ -77,30 +81,94 @@ class Problem:
         """Bytes one iteration moves (assumption 1)."""
         return bytes_per_iteration(self.n, self.nnz, self.factor)
 
-    def halo_entries(self, ranks: int) -> float:
-        """Entries one rank exchanges with one neighbour (assumption 3)."""
+    def traffic(self, ranks: int) -> Traffic:
+        """What one iteration sends when no count was recorded (assumption 3's rule)."""
         if ranks < 2:
-            return 0.0
-        if self.grid:
-            nx, ny, _ = self.grid
-            return float(nx * ny)
-        return (self.n / ranks) ** (2 / 3)
+            return Traffic(0.0, 0.0, 0.0, 0.0, "one rank: no messages")
+        plane = float(self.grid[0] * self.grid[1]) if self.grid else (self.n / ranks) ** (2 / 3)
+        neighbours = float(min(2, ranks - 1))
+        return Traffic(neighbours, neighbours * 8 * plane, 2.0, 24.0,
+                       "the slab rule (no count recorded for this problem and rank count)")
 
 
 @dataclass(frozen=True)
+class Traffic:
+    """What one iteration sends, per the busiest rank: halo messages and their bytes in all,
+    Allreduces and their payload bytes in all; and where the numbers come from."""
+
+    messages: float
+    message_bytes: float
+    reductions: float
+    reduction_bytes: float
+    source: str = ""
+
+    @property
+    def message_size(self) -> float:
+        """Bytes of one halo message."""
+        return self.message_bytes / self.messages if self.messages else 0.0
+
+    @property
+    def reduction_size(self) -> float:
+        """Bytes of one Allreduce."""
+        return self.reduction_bytes / self.reductions if self.reductions else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """The ping-pong between two ranks as the model prices a message: a measured curve
+    (one-way time in us by message size in bytes, osu_latency's method, and osu_bw's
+    GB/s by size beyond it), or a published latency and bandwidth (time = latency + size /
+    bandwidth), with the published latency's range where one was given."""
+
+    latency_us: float
+    bandwidth_gbs: float
+    curve: tuple[tuple[float, float], ...] = ()  # (bytes, us), sizes ascending
+    bandwidth_curve: tuple[tuple[float, float], ...] = ()  # (bytes, GB/s)
+    latency_high_us: float | None = None  # the top of a published latency range
+    source: str = ""
+
+    def time_us(self, size: float, latency_position: float = 0.0) -> float:
+        """One-way time of a `size`-byte message: interpolated (log-log) on the measured
+        curve, by the bandwidth curve past its end; published: latency + size / bandwidth,
+        the latency `latency_position` (0-1) of the way up its range."""
+        if self.curve:
+            sizes = [max(c[0], 1.0) for c in self.curve]
+            if size <= sizes[-1]:
+                return _loglog(sizes, [c[1] for c in self.curve], max(size, 1.0))
+            if self.bandwidth_curve:
+                bw = _loglog([max(c[0], 1.0) for c in self.bandwidth_curve],
+                             [c[1] for c in self.bandwidth_curve], size)
+                return max(size / (bw * 1e3), self.curve[-1][1])
+        lat = self.latency_us
+        if self.latency_high_us is not None:
+            lat += latency_position * (self.latency_high_us - self.latency_us)
+        return lat + size / (self.bandwidth_gbs * 1e3)
+
+
+def _loglog(xs: list[float], ys: list[float], x: float) -> float:
+    """y at x, linear in log-log between the points, the end values held outside them."""
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    k = next(i for i in range(1, len(xs)) if xs[i] >= x)
+    t = (math.log(x) - math.log(xs[k - 1])) / (math.log(xs[k]) - math.log(xs[k - 1]))
+    return math.exp(math.log(ys[k - 1]) + t * (math.log(ys[k]) - math.log(ys[k - 1])))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Machine:
-    """A node as the model sees it: Triad bandwidth by cores, its cores, and its
-    ping-pong within a node and across nodes (None: unknown), each with where it came
-    from; max_nodes 1 for a VM without InfiniBand (no multi-node job is priced on it)."""
+    """A node as the model sees it: its cores, Triad bandwidth by cores, and its ping-pong
+    within a node (`intra`) and across nodes (`inter`; None: unknown), each with where it
+    came from; max_nodes 1 for a VM without InfiniBand (no multi-node job is priced on
+    it)."""
 
     name: str
     cores: int
     triad_gbs: dict[int, float]  # measured: by threads; published: {threads: best}
     measured: bool
-    latency_us: float | None = None  # within a node
-    bandwidth_gbs: float | None = None
-    net_latency_us: float | None = None  # across nodes
-    net_bandwidth_gbs: float | None = None
+    intra: Link | None = None
+    inter: Link | None = None
     max_nodes: int | None = None  # None: no limit known
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -139,22 +207,26 @@ class Layout:
 
 @dataclass(frozen=True)
 class Prediction:
-    """A predicted solve: seconds, and one iteration's parts (memory, halo, reductions)."""
+    """A predicted solve: seconds, one iteration's parts (memory, halo, reductions) and the
+    setup before it (assumption 6; 0 where none is modelled)."""
 
     solve_s: float
     iterations: float
     memory_s: float
     halo_s: float
     reduce_s: float
+    setup_s: float = 0.0
 
     @property
     def iteration_s(self) -> float:
         return self.memory_s + self.halo_s + self.reduce_s
 
 
-def iteration(problem: Problem, machine: Machine, layout: Layout,
-              efficiency: float) -> tuple[float, float, float]:
-    """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4).
+def iteration(problem: Problem, machine: Machine, layout: Layout, efficiency: float,
+              traffic: Traffic | None = None,
+              latency_position: float = 0.0) -> tuple[float, float, float]:
+    """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4); `traffic`
+    the solver's count for this problem and rank count, else the slab rule.
 
     ValueError where the machine lacks what the layout needs: a Triad, a ping-pong for
     more than one rank, an interconnect for more than one node (or more nodes than it
@@ -170,30 +242,35 @@ def iteration(problem: Problem, machine: Machine, layout: Layout,
     if layout.ranks == 1:
         return memory, 0.0, 0.0
     across = layout.nodes > 1
-    lat = machine.net_latency_us if across else machine.latency_us
-    bw = machine.net_bandwidth_gbs if across else machine.bandwidth_gbs
-    if lat is None or bw is None:
+    link = machine.inter if across else machine.intra
+    if link is None:
         where = "across nodes" if across else "within a node"
         raise ValueError(f"{machine.name}: no ping-pong {where} measured or published")
-    halo = 2 * (lat * 1e-6 + 8 * problem.halo_entries(layout.ranks) / (bw * 1e9))
-    reduce = 3 * 2 * math.ceil(math.log2(layout.ranks)) * lat * 1e-6
+    t = traffic or problem.traffic(layout.ranks)
+    halo = t.messages * link.time_us(t.message_size, latency_position) * 1e-6
+    steps = 2 * math.ceil(math.log2(layout.ranks))
+    reduce = t.reductions * steps * link.time_us(t.reduction_size, latency_position) * 1e-6
     return memory, halo, reduce
 
 
 def predict(problem: Problem, machine: Machine, layout: Layout, iterations: float,
-            efficiency: float) -> Prediction:
-    """The predicted solve time of `problem` on `layout` of `machine` (the module's model)."""
+            efficiency: float, traffic: Traffic | None = None, setup_iterations: float = 0.0,
+            latency_position: float = 0.0) -> Prediction:
+    """The predicted solve time of `problem` on `layout` of `machine` (the module's model);
+    its setup is `setup_iterations` x one iteration's memory time (assumption 6)."""
     if not iterations > 0:
         raise ValueError(f"{problem.name}: no iteration count")
-    memory, halo, reduce = iteration(problem, machine, layout, efficiency)
-    return Prediction(iterations * (memory + halo + reduce), iterations, memory, halo, reduce)
+    memory, halo, reduce = iteration(problem, machine, layout, efficiency, traffic,
+                                     latency_position)
+    return Prediction(iterations * (memory + halo + reduce), iterations, memory, halo, reduce,
+                      setup_iterations * memory)
 
 
 def fit_efficiency(problem: Problem, machine: Machine, layout: Layout, iterations: float,
-                   solve_s: float) -> float:
+                   solve_s: float, traffic: Traffic | None = None) -> float:
     """The efficiency that makes predict() give `solve_s` for this measured solve: the
     memory part's share of the time left after the halo and reductions (assumption 1)."""
-    memory, halo, reduce = iteration(problem, machine, layout, 1.0)
+    memory, halo, reduce = iteration(problem, machine, layout, 1.0, traffic)
     left = solve_s / iterations - halo - reduce
     if left <= 0:
         raise ValueError(f"{problem.name} on {machine.name}: the measured solve is faster "

@@ -58,3 +58,26 @@ def spot_simulate(work_h: float, interval_h: float, rate_per_h: float, restart_h
             billed[idx] += ran
             done[idx[ok]] = True
     return {"time_h": wall, "billed_h": billed}
+
+
+def spot_expected_arrays(work_h, interval_h: float, rate_per_h, restart_h: float = 5 / 60
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """spot_expected over arrays (the decision's draws of work and eviction rate), no
+    checkpoint cost: (expected wall hours, expected billed hours)."""
+    work = np.asarray(work_h, dtype=float)
+    rate = np.broadcast_to(np.asarray(rate_per_h, dtype=float), work.shape)
+    if interval_h <= 0 or restart_h < 0 or np.any(work < 0) or np.any(rate < 0):
+        raise ValueError("work and restart times must be >= 0, the interval > 0, the "
+                         "eviction rate >= 0")
+    full = np.floor(work / interval_h + 1e-12)
+    rest = np.maximum(work - full * interval_h, 0.0)
+    safe = np.where(rate > 0, rate, 1.0)
+
+    def segment(s):
+        e = np.where(rate > 0, np.expm1(rate * s), 0.0)
+        return np.where(rate > 0, (1.0 / safe + restart_h) * e, s), e
+
+    t_full, e_full = segment(interval_h)
+    t_rest, e_rest = segment(rest)
+    time = full * t_full + t_rest
+    return time, time - (full * e_full + e_rest) * restart_h

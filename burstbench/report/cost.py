@@ -1,6 +1,6 @@
 """The cost section of the report: the study's tables, cost-performance, cost per solve,
 spot.  (The burst decision, time and whole cost of a job against Flow's queue, is its own
-section: burstbench/report/decision.py.)
+section: burstbench/report/decision/.)
 
 Built from data/ alone (the reference tables and every run's results), like
 the benchmark reports; every table is CSV + Markdown, every figure PNG + SVG

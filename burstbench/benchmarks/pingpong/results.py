@@ -108,8 +108,10 @@ def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``latency_us`` (the smallest median one-way latency) and ``bandwidth_gbs`` (the largest
     median osu_bw bandwidth) of the newest run of each VM measured here, per placement (its
-    C kernel, the first combination measured), then the study's (data/reference/osu.csv:
-    the smallest of its latency range and its largest bandwidth, inter-node)."""
+    C kernel, the first combination measured), with that label's whole curve
+    (``message_time_us`` and ``message_bandwidth_gbs`` by ``message_size``), then the
+    study's (data/reference/osu.csv: its latency range, ``latency_high_us`` the top, and
+    its largest bandwidth, inter-node)."""
     from burstbench.benchmarks.pingpong import COLUMNS
 
     loaded = store.load(Path(runs_dir), "pingpong", False, COLUMNS)
@@ -125,12 +127,20 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                 continue
             d = d[d["variant"] == d["variant"].iloc[0]]
             best = d.loc[d["median"].idxmin() if test == "latency" else d["median"].idxmax()]
+            # the whole curve of that label: what a message of a given size costs
+            for c in d[d["label"] == best["label"]].sort_values("message_size").itertuples():
+                rows.append({"vm": vm, "merit": "message_time_us" if test == "latency"
+                             else "message_bandwidth_gbs", "value": float(c.median),
+                             "unit": c.unit, "source": "measured here", "data": data,
+                             "label": c.label, "placement": placement,
+                             "message_size": int(c.message_size), "run_id": run["run_id"]})
             rows.append({"vm": vm, "merit": "latency_us" if test == "latency"
                          else "bandwidth_gbs", "value": float(best["median"]),
                          "unit": best["unit"], "source": "measured here", "data": data,
                          "label": best["label"], "placement": placement,
                          "message_size": int(best["message_size"]), "run_id": run["run_id"]})
-    ref = read_reference(reference_dir, "osu.csv", ["vm", "latency_min_us", "bandwidth_max_gbs"],
+    ref = read_reference(reference_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
+                                                      "bandwidth_max_gbs"],
                          problems)
     for r in ref.itertuples():
         for merit, value, unit in (("latency_us", r.latency_min_us, "us"),
@@ -139,5 +149,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                 rows.append({"vm": r.vm, "merit": merit, "value": float(value), "unit": unit,
                              "source": "the study", "data": "data/reference/osu.csv",
                              "label": "", "placement": "across-nodes", "message_size": pd.NA,
-                             "run_id": ""})
+                             "run_id": "", "latency_high_us": float(r.latency_max_us)
+                             if merit == "latency_us" and pd.notna(r.latency_max_us)
+                             else pd.NA})
     return Merits(frame(rows), loaded.runs, problems)

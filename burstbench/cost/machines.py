@@ -1,0 +1,182 @@
+"""The machines the burst decision prices, read from figures of merit (burstbench.core.merits,
+by name: whichever benchmark measured them) and data/reference/: VMs measured here (Triad by
+threads, ping-pong curves by placement, their storage's bandwidth), the study's VMs (their
+published best Triad and ping-pong), and Flow's systems (theoretical bandwidth x a fraction,
+or a run of Flow measured with this project)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from burstbench.core.merits import Merits, newest
+from burstbench.core.reference import read_reference, vm_key
+from burstbench.cost.predict import Link, Machine
+
+
+def merit(merits: list[Merits], name: str) -> pd.DataFrame:
+    """The rows of merit `name`, whichever benchmarks give it."""
+    parts = [m.of(name) for m in merits if len(m.of(name))]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["vm", "merit", "value", "unit", "source", "data"])
+
+
+def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
+    """A VM's ping-pong across nodes or within one: its curve where measured, else its
+    published latency (with the top of its range) and bandwidth."""
+    d = rows[rows["vm"].map(vm_key) == vm_key(vm)]
+    if "placement" in d:
+        d = d[(d["placement"] == "across-nodes") == across]
+    lat, bw = d[d["merit"] == "latency_us"], d[d["merit"] == "bandwidth_gbs"]
+    if lat.empty or bw.empty:
+        return None
+    curve = d[d["merit"] == "message_time_us"].sort_values("message_size")
+    bwc = d[d["merit"] == "message_bandwidth_gbs"].sort_values("message_size")
+    high = lat["latency_high_us"].iloc[0] if "latency_high_us" in lat else None
+    return Link(latency_us=float(lat["value"].min()), bandwidth_gbs=float(bw["value"].max()),
+                curve=tuple(zip(curve["message_size"].astype(float), curve["value"])),
+                bandwidth_curve=tuple(zip(bwc["message_size"].astype(float), bwc["value"])),
+                latency_high_us=float(high) if high is not None and pd.notna(high) else None,
+                source=f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})")
+
+
+def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> Machine:
+    """A VM measured here: Triad by threads from `triad` (one run's rows), its ping-pong
+    within a node and across nodes where measured."""
+    by_threads = {int(t): float(v) for t, v in zip(triad["threads"], triad["value"])}
+    here = pingpong[pingpong["source"] == "measured here"]
+    intra, inter = _link(here, vm, False), _link(here, vm, True)
+    return Machine(name=vm, cores=max(by_threads), triad_gbs=by_threads, measured=True,
+                   intra=intra, inter=inter,
+                   sources={"triad": f"measured here ({triad['data'].iloc[0]})",
+                            "pingpong": intra.source if intra else "none measured",
+                            "network": inter.source if inter else "none"})
+
+
+def pingpong_rows(merits: list[Merits]) -> pd.DataFrame:
+    return pd.concat([merit(merits, m) for m in ("latency_us", "bandwidth_gbs",
+                                                 "message_time_us", "message_bandwidth_gbs")],
+                     ignore_index=True)
+
+
+def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
+             problems: list[str], flow_vm: str = "") -> dict[str, Machine]:
+    """Every machine the model can price: VMs measured here (Triad by threads, ping-pong
+    curves by placement), the study's VMs (their published best Triad, osu.csv or a VM of
+    the same interconnect, vm_sizes.csv's cores; within a node, where nothing is
+    published, the curve measured here stands in), and Flow's systems: theoretical
+    bandwidth x `flow_fraction` (InfiniBand EDR priced at HC44rs's published ping-pong),
+    or, for the system a run labelled `flow_vm` measured, that run's machine."""
+    out: dict[str, Machine] = {}
+    pp = pingpong_rows(merits)
+    at = merit(merits, "memory_bandwidth_gbs_at_threads")
+    for vm, d in newest(at).groupby("vm", sort=False):
+        out[vm] = measured_machine(vm, d, pp)
+    stand_in = next((m.intra for m in out.values() if m.intra is not None), None)
+    sizes = read_reference(ref_dir, "vm_sizes.csv", ["vm", "physical_cores", "interconnect"],
+                           problems)
+    best = merit(merits, "memory_bandwidth_gbs")
+    published = pp[pp["source"] != "measured here"]
+    for r in sizes.itertuples():
+        if r.vm in out:
+            continue
+        b = best[(best["vm"].map(vm_key) == vm_key(r.vm)) & (best["source"] != "measured here")]
+        if b.empty:
+            continue
+        ib = str(r.interconnect).lower() != "none"
+        twin = [r.vm] + [s.vm for s in sizes.itertuples()
+                         if s.interconnect == r.interconnect and s.vm != r.vm]
+        net = next(((v, lk) for v in twin if (lk := _link(published, v, True)) is not None),
+                   None)
+        inter = None
+        src = "none published"
+        if ib and net:
+            v, inter = net
+            src = inter.source if v == r.vm else \
+                f"{v}'s ({r.interconnect}, the same interconnect)"
+        intra = inter or stand_in
+        threads = int(b["threads"].iloc[0]) if pd.notna(b["threads"].iloc[0]) else \
+            int(r.physical_cores)
+        out[r.vm] = Machine(
+            name=r.vm, cores=int(r.physical_cores),
+            triad_gbs={threads: float(b["value"].iloc[0])}, measured=False, intra=intra,
+            inter=inter if ib else None, max_nodes=None if ib else 1,
+            sources={"triad": "the study's best (data/reference/triad_best.csv)",
+                     "pingpong": src if inter else
+                     f"none published: the curve measured here stands in "
+                     f"({stand_in.source if stand_in else 'none'})",
+                     "network": src if ib else "no InfiniBand"})
+    flow = read_reference(ref_dir, "flow_systems.csv", ["system", "cpus_per_node",
+                          "memory_bandwidth_theoretical_gbs_per_cpu", "interconnect"],
+                          problems)
+    fees = read_reference(ref_dir, "prices_onprem.csv", ["system", "cores"], problems)
+    hc = _link(published, "HC44rs", True)
+    for f in flow.itertuples():
+        cores = fees.loc[fees["system"] == f.system, "cores"]
+        if cores.empty:
+            continue
+        gbs = float(f.memory_bandwidth_theoretical_gbs_per_cpu) * float(f.cpus_per_node)
+        edr = "EDR" in str(f.interconnect)
+        net = "HC44rs's (InfiniBand EDR, as Flow's)" if edr else \
+            f"{f.interconnect}: none published"
+        out[f.system] = Machine(
+            name=f.system, cores=int(cores.iloc[0]),
+            triad_gbs={int(cores.iloc[0]): gbs * flow_fraction}, measured=False,
+            intra=hc if edr else None, inter=hc if edr else None,
+            sources={"triad": f"theoretical {gbs:g} GB/s x {flow_fraction:g} "
+                              "(data/reference/flow_systems.csv)",
+                     "theoretical_gbs": str(gbs), "pingpong": net, "network": net})
+    return out
+
+
+def flow_machine(machine_of: dict[str, Machine], flow_system: str, flow_vm: str,
+                 problems: list[str]) -> tuple[Machine, bool]:
+    """(Flow's machine, measured?): the run labelled `flow_vm` where one exists (its Triad;
+    its ping-pong where measured, else the theoretical machine's), else the theoretical
+    one."""
+    if flow_system not in machine_of:
+        raise ValueError(f"no Flow system {flow_system!r} in flow_systems.csv and "
+                         "prices_onprem.csv")
+    theory = machine_of[flow_system]
+    run = machine_of.get(flow_vm) if flow_vm else None
+    if run is None:
+        return theory, False
+    notes = []
+    intra, inter = run.intra, run.inter
+    if intra is None:
+        intra = theory.intra
+        notes.append("no ping-pong within a node measured: HC44rs's")
+    if inter is None:
+        inter = theory.inter
+        notes.append("no ping-pong across nodes measured: HC44rs's")
+    if notes:
+        problems.append(f"{flow_system} measured as {flow_vm}: " + "; ".join(notes))
+    return Machine(name=flow_system, cores=run.cores, triad_gbs=run.triad_gbs, measured=True,
+                   intra=intra, inter=inter,
+                   sources=run.sources | {"triad": f"measured as {flow_vm}: "
+                                          f"{run.sources['triad']}"}), True
+
+
+def storage_rates(merits: list[Merits]) -> dict[str, tuple[float, str]]:
+    """Per VM measured here, the slower of its best write and best read bandwidth (MiB/s)
+    over its storage targets, newest run, reads from memory never (storage's merits), and
+    where it was measured: what its staging cannot outrun."""
+    out: dict[str, tuple[float, str]] = {}
+    rows = newest(pd.concat([merit(merits, "storage_write_mib_s"),
+                             merit(merits, "storage_read_mib_s")], ignore_index=True))
+    for vm, d in rows.groupby("vm", sort=True):
+        best = {m: g.loc[g["value"].idxmax()] for m, g in d.groupby("merit")}
+        if len(best) == 2:
+            slow = min(best.values(), key=lambda r: r["value"])
+            out[str(vm)] = (float(slow["value"]), f"{slow['target']} "
+                            f"{slow['merit'].split('_')[1]}, measured here")
+    return out
+
+
+def staging_rate(wan_mib_s: float, storage: tuple[float, str] | None) -> tuple[float, str]:
+    """MiB/s a VM stages its data at, and what limits it: the WAN, or the VM's own storage
+    where it was measured slower."""
+    if storage is not None and storage[0] < wan_mib_s:
+        return storage[0], f"this VM's storage ({storage[1]})"
+    return wan_mib_s, "the WAN"

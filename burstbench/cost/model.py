@@ -1,0 +1,183 @@
+"""The BICCG time model (burstbench.cost.predict) fitted on one measured solve and validated
+on every other: its efficiency, its error (the range the decision draws from), the iteration
+counts of each layout (a range where a layout was not measured), the solver's own message
+counts, and the setup per solve (predict's assumption 6)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from burstbench.core.merits import Merits
+from burstbench.cost import uncertainty as u
+from burstbench.cost.machines import measured_machine, merit, pingpong_rows
+from burstbench.cost.predict import Layout, Machine, Problem, Traffic, fit_efficiency, predict
+
+#: Seconds a measured solve must take to count in the model's error range.
+MIN_SOLVE_S = 1.0
+
+
+def traffic_for(problem: str, ranks: int, counts: pd.DataFrame) -> Traffic | None:
+    """The solver's own count of what one iteration of `problem` on `ranks` ranks sends
+    (the median over the runs that recorded it), or None."""
+    if counts.empty:
+        return None
+    d = counts[(counts["problem"] == problem) & (counts["ranks"] == ranks)]
+    if d.empty:
+        return None
+    v = {m: float(g["value"].median()) for m, g in d.groupby("merit")}
+    if not {"halo_messages", "halo_bytes", "reductions", "reduction_bytes"} <= set(v):
+        return None
+    return Traffic(v["halo_messages"], v["halo_bytes"], v["reductions"], v["reduction_bytes"],
+                   f"counted by the solver ({d['data'].iloc[0]})")
+
+
+def _counts(merits: list[Merits]) -> pd.DataFrame:
+    return pd.concat([merit(merits, m) for m in ("halo_messages", "halo_bytes", "reductions",
+                                                 "reduction_bytes")], ignore_index=True)
+
+
+def iterations_for(problem: str, ranks: int, iters: pd.DataFrame
+                   ) -> tuple[float, float, str]:
+    """(low, high, how) iterations of `problem` on `ranks` ranks (assumption 5 of predict):
+    the count measured with that many ranks (low = high); else from the count of the
+    nearest rank count to it grown (or shrunk) by the growth per doubling of ranks that
+    the problem's own counts show (else the largest any problem shows); (nan, nan, why)
+    where the problem was never measured."""
+    d = iters[iters["problem"] == problem] if len(iters) else iters
+    if d.empty:
+        return math.nan, math.nan, f"no iteration count measured for {problem}"
+    same = d[d["ranks"] == ranks]
+    if len(same):
+        v = float(same["value"].median())
+        return v, v, f"measured with {ranks} rank(s)"
+    near = d.loc[(d["ranks"] - ranks).abs().idxmin()]
+    base, r0 = float(near["value"]), int(near["ranks"])
+    growth, whose = _growth(d), problem
+    if growth is None:
+        growth = max((g for _, p in iters.groupby("problem") if (g := _growth(p))),
+                     default=None)
+        whose = "the largest any problem measured shows"
+    if growth is None:
+        return base, base, f"measured with {r0} rank(s), not {ranks}: no growth known"
+    moved = base * growth ** math.log2(ranks / r0)
+    lo, hi = min(base, moved), max(base, moved)
+    return lo, hi, (f"{lo:.0f}-{hi:.0f}: measured with {r0} rank(s), grown x{growth:.3f} per "
+                    f"doubling of ranks ({whose if whose != problem else 'its own counts'})")
+
+
+def _growth(d: pd.DataFrame) -> float | None:
+    """Iterations' growth per doubling of ranks, from a problem's smallest and largest
+    measured rank counts; None with one rank count."""
+    by = d.groupby("ranks")["value"].median()
+    if len(by) < 2:
+        return None
+    r1, r2 = int(by.index.min()), int(by.index.max())
+    return float((by[r2] / by[r1]) ** (1 / math.log2(r2 / r1)))
+
+
+def _problem(row) -> Problem:
+    return Problem.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
+                         str(row.get("factor") or "single"))
+
+
+@dataclass
+class Model:
+    """The model fitted on one measured solve, and how it did on every other."""
+
+    efficiency: float
+    reference: dict
+    validation: pd.DataFrame  # one row per measured configuration, predicted and measured
+    iterations: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    counts: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    setup_iterations: float = 0.0  # the reference's setup in its own iterations' memory time
+
+    def long_errors(self) -> pd.Series:
+        """predicted / measured - 1 of the solves of at least MIN_SOLVE_S (a decision's
+        jobs solve for seconds to minutes; shorter solves are launch and setup, not
+        memory), or of all where none is, with the fitted solve's 0."""
+        v = self.validation[~self.validation["reference"]]
+        long = v[v["measured_s"] >= MIN_SOLVE_S]
+        return pd.concat([(long if len(long) else v)["error"], pd.Series([0.0])],
+                         ignore_index=True)
+
+    @property
+    def error_range(self) -> tuple[float, float]:
+        """(lowest, highest) error: the range always holds the prediction itself."""
+        e = self.long_errors()
+        return (float(e.min()), float(e.max())) if len(e) > 1 else (math.nan, math.nan)
+
+    def error(self) -> u.Range:
+        """The model's error as an input: triangular over the validation's (lowest, median,
+        highest); a time predicted p stands for p / (1 + e)."""
+        e = self.long_errors()
+        lo, hi = self.error_range
+        if math.isnan(lo):
+            return u.Range.known(u.ERROR, 0.0, "", "no other solve to validate on")
+        n = len(e) - 1
+        return u.Range(u.ERROR, lo, float(e.median()), hi, "",
+                       f"the validation's {n} solve(s) of at least {MIN_SOLVE_S:g} s and the "
+                       "fitted one (figures/biccg_model_validation.csv)")
+
+
+def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -> Model:
+    """Fit the efficiency on the `reference` solve ({vm, problem, layout}: the median of its
+    newest measurement) and predict every measured configuration of the C solver."""
+    at = merit(merits, "memory_bandwidth_gbs_at_threads")
+    pp = pingpong_rows(merits)
+    paired = {run: measured_machine(d["vm"].iloc[0], d, pp)
+              for run, d in at.groupby("run_id", sort=False)} if "run_id" in at else {}
+
+    def machine(vm: str, run_id: str) -> Machine | None:
+        """The machine as it was in that run (its own Triad), else its newest."""
+        return paired.get(run_id, machine_of.get(vm))
+
+    solves = merit(merits, "solve_time_s")
+    iters = merit(merits, "iterations")
+    setups = merit(merits, "setup_time_s")
+    counts = _counts(merits)
+    ours = solves[solves.get("impl", pd.Series(dtype=str)) == "c"] if len(solves) else solves
+    if ours.empty:
+        raise ValueError("no BICCG solve measured: nothing to fit the model on")
+    ref = ours[(ours["vm"] == reference["vm"]) & (ours["problem"] == reference["problem"])
+               & (ours["label"] == reference["layout"]) & (ours["nodes"] == 1)]
+    if ref.empty:
+        raise ValueError(f"the model's reference {reference} was not measured")
+    r = ref.sort_values("run_id").iloc[-1]
+    layout = Layout(1, int(r["ranks"]), int(r["threads"]))
+
+    def same(d: pd.DataFrame, s) -> pd.DataFrame:
+        return d[(d["run_id"] == s["run_id"]) & (d["problem"] == s["problem"])
+                 & (d["label"] == s["label"]) & (d["nodes"] == s["nodes"])] if len(d) else d
+
+    n_it = same(iters, r)["value"].iloc[0]
+    ref_traffic = traffic_for(r["problem"], int(r["ranks"]), same(counts, r))
+    m_ref = machine(r["vm"], r["run_id"])
+    eff = fit_efficiency(_problem(r), m_ref, layout, n_it, r["value"], ref_traffic)
+    setup = same(setups, r)
+    ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic)
+    setup_iterations = float(setup["value"].iloc[0]) / ref_pred.memory_s if len(setup) else 0.0
+    rows = []
+    for s in ours.itertuples(index=False):
+        s = s._asdict()
+        m = machine(s["vm"], s["run_id"])
+        lay = Layout(int(s["nodes"]), int(s["ranks"]) // int(s["nodes"]), int(s["threads"]))
+        it = same(iters, s)
+        if m is None or it.empty:
+            continue
+        try:
+            p = predict(_problem(s), m, lay, float(it["value"].iloc[0]), eff,
+                        traffic_for(s["problem"], int(s["ranks"]), same(counts, s)))
+        except ValueError:
+            continue
+        is_ref = (s["run_id"], s["problem"], s["label"]) == (r["run_id"], r["problem"],
+                                                            r["label"])
+        rows.append({"vm": s["vm"], "run_id": s["run_id"], "problem": s["problem"],
+                     "layout": f"{lay.nodes}n {s['label']}", "cores": s["cores"],
+                     "iterations": float(it["value"].iloc[0]), "measured_s": s["value"],
+                     "predicted_s": p.solve_s, "error": p.solve_s / s["value"] - 1,
+                     "memory_share": p.memory_s / p.iteration_s, "reference": is_ref,
+                     "data": s["data"]})
+    return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations)

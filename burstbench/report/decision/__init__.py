@@ -1,0 +1,123 @@
+"""The burst decision's section of the report (notebook 190, after the cost tables): the time
+model's validation, the decision (per job class: P(a VM returns the result sooner than Flow)
+at each queue wait, the break-even band, a verdict, time and whole cost on every VM, region,
+billing and storage scenario), what decides it (a tornado of the inputs), the model against
+the study's Figure 12, and per job class the answer in prose.
+
+Split as a scientist checks it: inputs.py (what is read and assumed, each range with its
+source), burstbench/cost (the computation: machines, model, decision, study_check), figures.py
+and text.py.  Prices, storage tiers, transfer prices and Flow's fees come from
+data/reference/ (their sources in data/reference/README.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from burstbench.core import paths
+from burstbench.cost import decision, job, machines, model, study_check
+from burstbench.cost import prices as price_tables
+from burstbench.cost import uncertainty as u
+from burstbench.registry import benchmarks
+from burstbench.report.decision import figures, inputs, text
+from burstbench.report.sections import Entry, Section
+
+#: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
+WAITS_H = (0.0, 10 / 60, 1.0, 4.0, 24.0)
+#: The storage scenario the figure draws: the study's own setup.
+FIGURE_SCENARIO = job.SHARED
+
+
+def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
+                    figures_dir: Path | str = "", *, usd_jpy: float = 145.0,
+                    region: str = "East US", model_reference: dict | None = None,
+                    flow_system: str = "Flow Cloud System", flow_fraction=0.793,
+                    flow_vm: str = "flow-cloud", queue_wait_h: float = 1.0,
+                    deploy_minutes=(4.0, 5.0, 10.0), wan_mib_s=0, job_solves: int = 100,
+                    job_input_gb: float = 10.0, job_output_gb: float = 30.0,
+                    keep_months: float = 0.0, egress_free_gb: float = 0.0,
+                    pool_min_tib: float = 4.0, pool_jobs_per_month: float = 30.0,
+                    g3_iterations: float = 0, user_job: dict | None = None,
+                    checkpoint_h: float = 1.0, restart_h: float = 5 / 60,
+                    spot_evictions_per_h=(0.02, 0.1, 0.3), mc_draws: int = 4000,
+                    mc_seed: int = 2023, show: bool = False) -> Section:
+    """Every decision table and figure (see the module docstring).  `wan_mib_s` 0: bounded by
+    the Gfarm-on-Azure slides' replication within a region and between two; a number, or
+    [low, high], or [low, mode, high], for this and the other ranged parameters.  ValueError,
+    one line, for anything given wrong."""
+    if not (isinstance(queue_wait_h, (int, float)) and queue_wait_h >= 0):
+        raise ValueError(f"queue_wait_h must be 0 or more hours, not {queue_wait_h!r}")
+    if not (isinstance(mc_draws, int) and mc_draws >= 100):
+        raise ValueError(f"mc_draws must be an integer of at least 100, not {mc_draws!r}")
+    section = Section("decision")
+    runs = paths.runs_dir(runs_dir)
+    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
+    fig_dir = paths.figures_dir(figures_dir)
+    data = job.Data(job_input_gb, job_output_gb, keep_months)
+    merits = [s.merits(runs, ref_dir) for s in benchmarks().values() if s.merits is not None]
+    for m in merits:
+        section.problems += [p for p in m.problems if p not in section.problems]
+    mode = flow_fraction[1] if isinstance(flow_fraction, (list, tuple)) and \
+        len(flow_fraction) == 3 else flow_fraction if not isinstance(
+            flow_fraction, (list, tuple)) else sum(flow_fraction) / 2
+    machine_of = machines.machines(merits, ref_dir, float(mode), section.problems)
+    flow, flow_measured = machines.flow_machine(machine_of, flow_system, flow_vm,
+                                                section.problems)
+    reference = model_reference or {"vm": "local", "problem": "poisson128x128x128",
+                                    "layout": "2x1"}
+    try:
+        fitted = model.fit(merits, machine_of, reference)
+    except ValueError as exc:
+        section.problems.append(f"no burst decision: {exc}")
+        return section
+    section.entries.append(figures.validation(section, fitted, fig_dir, show))
+    ranges = inputs.ranges(fitted, flow_fraction, flow_measured, ref_dir, wan_mib_s,
+                           deploy_minutes, spot_evictions_per_h, section.problems)
+    jobs, notes = inputs.job_classes(merits, data, job_solves, g3_iterations, user_job or {})
+    section.problems += notes
+    prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
+    tiers, egress, flow_tb = inputs.storage_prices(ref_dir, section.problems)
+    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
+                                pool_min_tib, pool_jobs_per_month)
+    settings = decision.Settings(prices.lookup(flow_system, "onprem_fee"), flow_tb,
+                                 checkpoint_h, restart_h, egress_free_gb, mc_draws, mc_seed,
+                                 WAITS_H, float(queue_wait_h))
+    result = decision.decide(jobs, machine_of, flow, flow_measured, fitted, prices,
+                             options_of, ranges, settings)
+    rows = result.rows
+    text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir)
+    text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir)
+    priced = rows[rows["status"] == "priced"] if "status" in rows else rows.iloc[0:0]
+    if priced.empty:
+        why = "; ".join(rows["status"].dropna().unique()[:3]) if len(rows) else "no job"
+        section.problems.append(f"no burst option priced for any job: {why}")
+    else:
+        swings = {}
+        for jc in jobs:
+            lead = text.leading(rows, jc.name)
+            if lead is None:
+                continue
+            key = (jc.name, lead["vm"], lead["region"], lead["billing"],
+                   lead["storage_scenario"])
+            at_modes = float(result.evaluators[key](u.modes(ranges))["break_even_h"][0])
+            swings[jc.name] = (" ".join(str(k) for k in key[1:]), at_modes,
+                               decision.sensitivity(result, jc.name, key))
+        section.entries.append(figures.decision_figure(
+            result, [jc.name for jc in jobs], region, FIGURE_SCENARIO, flow_system,
+            queue_wait_h, fig_dir, show))
+        text.sensitivity_table(section, swings, fig_dir)
+        section.entries.append(figures.tornado(swings, fig_dir, show))
+        section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,
+                                            queue_wait_h, fig_dir))
+        path = text.numbers(rows, jobs, swings, flow_system, queue_wait_h, fig_dir)
+        section.entries.append(Entry("The decision in numbers", [path.name],
+                                     "The README's paragraph on the decision, from the table.",
+                                     ["figures/burst_decision.csv"]))
+    try:
+        check = study_check.study_check(fitted, machine_of, ranges, mc_draws, mc_seed)
+    except ValueError as exc:
+        section.problems.append(f"no Figure 12 check: {exc}")
+    else:
+        section.entries.append(text.study_table(section, check, study_check.agreement(check),
+                                                fig_dir))
+    return section

@@ -1,0 +1,183 @@
+"""The burst decision's figures: the time model's validation (predicted against measured),
+P(VM sooner) against Flow's queue wait per job class, and the sensitivity's tornado."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from burstbench.cost.decision import Decision
+from burstbench.cost.model import MIN_SOLVE_S, Model
+from burstbench.cost.uncertainty import Swing
+from burstbench.report import style
+from burstbench.report.sections import Entry, Section, figure_entry, table_entry
+
+#: Where the decision figure's wait axis is labelled (hours).
+WAIT_TICKS_H = [1 / 60, 10 / 60, 1, 4, 24, 48]
+
+
+def tick(h: float) -> str:
+    """An axis label: '1 min', '10 min', '1 h', '4 h', '1 d'."""
+    return f"{h * 60:.0f} min" if h < 1 else f"{h:.0f} h" if h < 24 else f"{h / 24:.0f} d"
+
+
+def hours(h: float) -> str:
+    """'25 min', '2.4 h', '3.1 days', '-13 min': a duration as it is said."""
+    if h < 0:
+        return "-" + hours(-h)
+    if h < 1 / 60:
+        return "under a minute"
+    if h < 1:
+        return f"{h * 60:.0f} min"
+    if h < 48:
+        return f"{h:.1f} h"
+    return f"{h / 24:.1f} days"
+
+
+def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Entry:
+    """Predicted against measured solve times, log-log, the fitted one marked."""
+    v = model.validation
+    table_entry(section, [{
+        "vm": r.vm, "problem": r.problem, "layout": r.layout, "iterations": int(r.iterations),
+        "measured_s": round(r.measured_s, 4), "predicted_s": round(r.predicted_s, 4),
+        "error": round(r.error, 3), "fitted_here": bool(r.reference), "data": r.data}
+        for r in v.itertuples()], fig_dir, "biccg_model_validation",
+        "BICCG time model: predicted against measured solves",
+        "Every measured solve of the C solver (median of its repetitions, each VM's runs), "
+        "predicted by burstbench/cost/predict.py with the efficiency fitted on the one "
+        "marked fitted_here; error = predicted / measured - 1. The model takes each run's "
+        "own Triad where it measured one.")
+    style.apply_style()
+    fig, ax = plt.subplots(figsize=(7.5, 6.2))
+    lo, hi = model.error_range
+    span = [v["measured_s"].min() / 1.5, v["measured_s"].max() * 1.5]
+    ax.plot(span, span, color="0.3", lw=1, label="predicted = measured")
+    if not math.isnan(lo):
+        ax.fill_between(span, [s * (1 + lo) for s in span], [s * (1 + hi) for s in span],
+                        color="0.85", label=f"the validation's range, {lo:+.0%} to {hi:+.0%}")
+    problems = sorted(set(v["problem"]))
+    colors = dict(zip(problems, style.palette(len(problems))))
+    markers = {"1x1": "o", "1x2": "s", "2x1": "^"}
+    for r in v.itertuples():
+        lay = r.layout.split()[-1]
+        ax.scatter(r.measured_s, r.predicted_s, color=colors[r.problem],
+                   marker=markers.get(lay, "D"), s=90 if r.reference else 36,
+                   edgecolor="black" if r.reference else "none", zorder=3,
+                   label=f"{r.problem}" if lay == "2x1" and not r.reference else None)
+    for lay, mk in markers.items():
+        ax.scatter([], [], marker=mk, color="0.4", label=f"layout {lay} (ranks x threads)")
+    ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", s=90,
+               label="fitted on this solve")
+    ax.set(xscale="log", yscale="log", xlim=span, ylim=span, xlabel="measured solve time (s)",
+           ylabel="predicted solve time (s)")
+    handles, labels = ax.get_legend_handles_labels()
+    keep = dict(zip(labels, handles))
+    ax.legend(keep.values(), keep.keys(), fontsize=7, loc="upper left", frameon=True)
+    med = float(v.loc[~v["reference"], "error"].abs().median()) if (~v["reference"]).any() \
+        else math.nan
+    ax.set_title(f"BICCG model: efficiency {model.efficiency:.2f} of Triad, median |error| "
+                 f"{med:.0%}")
+    others = v[~v["reference"]]
+    caption = (f"Data: figures/biccg_model_validation.csv ({len(v)} measured solves: "
+               f"{', '.join(problems)}; runs under data/runs). The model (memory traffic at "
+               f"{model.efficiency:.2f} x the Triad of the cores used, plus halo and "
+               f"reductions priced by the ping-pong) was fitted on one solve "
+               f"({model.reference['problem']}, {model.reference['label']}, "
+               f"{model.reference['vm']}) and predicts the others within "
+               f"{others['error'].min():+.0%} to {others['error'].max():+.0%} (median "
+               f"|error| {med:.0%}); solves of at least {MIN_SOLVE_S:g} s, the "
+               f"decision's scale, within {lo:+.0%} to {hi:+.0%}, the range its tables carry. "
+               "Most of it is this VM: its memory bandwidth alternates between two states "
+               "over minutes (1-thread Triad 15-40 GB/s between runs), and a run's Triad "
+               "and its solves are minutes apart. Not validated here: more than one node "
+               "(no second machine was measured).")
+    return figure_entry(fig, fig_dir, "biccg_model_validation",
+                        "BICCG time model: predicted against measured", caption,
+                        sorted(set(v["data"])), show)
+
+
+
+
+def decision_figure(decision: Decision, names: list[str], region: str, scenario: str,
+                    flow_system: str, queue_wait_h: float, fig_dir: Path, show: bool) -> Entry:
+    """Per job class: P(the VM returns the result sooner) against Flow's queue wait, one
+    line per VM (pay-as-you-go solid, spot dashed) in `region` with `scenario`'s storage;
+    the verdict's 10% and 90% lines and the user's wait."""
+    rows = decision.rows
+    priced = rows[(rows["status"] == "priced") & (rows["region"] == region)
+                  & (rows["storage_scenario"] == scenario)]
+    names = [n for n in names if (priced["job"] == n).any()]
+    cols = min(3, max(1, len(names)))
+    nrows = max(1, -(-len(names) // cols))
+    style.apply_style()
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.8 * cols, 3.6 * nrows + 1.0),
+                             squeeze=False)
+    vms = sorted(set(priced["vm"]))
+    colors = dict(zip(vms, style.palette(len(vms))))
+    x = np.geomspace(1 / 60, 48, 240)
+    for ax, name in zip(axes.flat, names):
+        d = priced[priced["job"] == name]
+        for r in d.itertuples():
+            be = decision.draws[(name, r.vm, r.region, r.billing, r.storage_scenario)]
+            p = np.searchsorted(be, x, side="left") / len(be)
+            ax.plot(x, p, color=colors[r.vm], lw=1.5, ls="-" if r.billing == "payg" else "--",
+                    label=f"{r.vm} {r.billing}" + (f" ({r.jpy:,.0f} JPY)"
+                                                   if r.billing == "payg" else ""))
+        for level in (0.1, 0.9):
+            ax.axhline(level, color="0.6", lw=0.8, ls=":")
+        ax.axvline(queue_wait_h, color="black", lw=0.9, ls="-.")
+        ax.set(xscale="log", xlim=(x[0], x[-1]), ylim=(-0.02, 1.02),
+               xlabel=f"queue wait on {flow_system}", ylabel="P(VM sooner)")
+        ax.xaxis.set_major_locator(FixedLocator(WAIT_TICKS_H))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda h, _: tick(h)))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=6, loc="lower right", frameon=True)
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    fig.suptitle(f"When bursting pays (predicted): P(a VM in {region} returns the result "
+                 f"before {flow_system} would)", fontweight="bold")
+    caption = ("Data: figures/burst_decision.csv. Every time behind it is predicted by the time "
+               "model (figures/biccg_model_validation.png), none measured; each line is the "
+               "share of the Monte Carlo's draws (the model's error, Flow's bandwidth, the WAN, "
+               "deployment, iterations, evictions, latencies: "
+               "figures/burst_sensitivity.md) in which the VM, deployed, staged through the "
+               f"{scenario} and computing, is done before Flow's queue wait plus Flow's own "
+               "computing. Dotted: 10% and 90%, between them the verdict is undecided; "
+               f"dash-dotted: the wait asked about ({hours(queue_wait_h)}). Legend: the "
+               "pay-as-you-go option's median whole cost.")
+    return figure_entry(fig, fig_dir, "burst_decision", "When bursting pays", caption,
+                        ["figures/burst_decision.csv"], show)
+
+
+def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
+            show: bool) -> Entry:
+    """Per job class, its leading option's break-even wait as each input goes from its low
+    to its high end (the others at their modes), the inputs ranked by that swing."""
+    names = list(swings)
+    style.apply_style()
+    fig, axes = plt.subplots(len(names), 1, figsize=(7.5, 1.9 * len(names) + 0.9),
+                             squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        option, base, ss = swings[name]
+        ss = [s for s in ss if s.swing > 0][::-1] or ss[:1]
+        ys = np.arange(len(ss))
+        for y, s in zip(ys, ss):
+            lo, hi = sorted((s.at_low, s.at_high))
+            ax.barh(y, (hi - lo) * 60, left=lo * 60, color="#4878d0" if s.at_high >= s.at_low
+                    else "#ee854a", height=0.6)
+        ax.axvline(base * 60, color="black", lw=0.9)
+        ax.set_yticks(ys, [s.name for s in ss], fontsize=8)
+        ax.set_title(f"{name}: {option}", fontsize=9)
+        ax.set_xlabel("break-even queue wait (min)", fontsize=8)
+    fig.suptitle("What decides the break-even wait: each input over its range, the others "
+                 "at their modes", fontweight="bold", fontsize=10)
+    caption = ("Data: figures/burst_sensitivity.csv. Blue: the wait rises from the input's low "
+               "to its high end; orange: it falls. The black line: every input at its mode. "
+               "Predicted, not measured.")
+    return figure_entry(fig, fig_dir, "burst_sensitivity", "What decides the break-even wait",
+                        caption, ["figures/burst_sensitivity.csv"], show)
