@@ -55,12 +55,17 @@ def nodes_needed(checked: dict[str, dict]) -> tuple[int, str]:
 
 def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
            walltime: str = "04:00:00", queue: str = "", only: str = "",
-           runs_dir: Path | None = None, python: str = "") -> str:
+           runs_dir: Path | None = None, python: str = "", ranks_per_node: int | None = None,
+           threads: int | None = None) -> str:
     """The job script text for `scheduler` (pbs or slurm).
 
     The job asks to be requeued when preempted (a spot VM evicted): the
     requeued job runs the same command, which resumes the unfinished run
-    folder, and appends to the same output file.
+    folder, and appends to the same output file.  Each node holds
+    `ranks_per_node` MPI ranks of `threads` OpenMP threads each: PBS's
+    ``select=N:ncpus=R*T:mpiprocs=R:ompthreads=T`` (1 x 1 unless given; the node
+    is the job's alone either way, ``place=scatter:excl``), Slurm's
+    ``--ntasks-per-node`` and ``--cpus-per-task`` where given.
     """
     if scheduler not in SCHEDULERS:
         raise JobError(f"unknown scheduler '{scheduler}' (known: {', '.join(SCHEDULERS)})")
@@ -68,6 +73,9 @@ def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
         raise JobError(f"nodes must be at least 1, not {nodes}")
     if not re.fullmatch(r"\d+:[0-5]\d:[0-5]\d", walltime):
         raise JobError(f"walltime must be HH:MM:SS, not '{walltime}'")
+    for what, n in (("ranks per node", ranks_per_node), ("threads", threads)):
+        if n is not None and n < 1:
+            raise JobError(f"{what} must be at least 1, not {n}")
     python = python or sys.executable
     name = f"burstbench-{vm}"
     runs = runs_dir or root / "data" / "runs"
@@ -75,7 +83,9 @@ def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
     run = [python, "-m", "burstbench", "run", "--params", str(params), "--runs-dir", str(runs)]
     run += ["--only", only] if only else []
     if scheduler == "pbs":
-        head = [f"#PBS -N {name}", f"#PBS -l select={nodes}:mpiprocs=2",
+        r, t = ranks_per_node or 1, threads or 1
+        head = [f"#PBS -N {name}",
+                f"#PBS -l select={nodes}:ncpus={r * t}:mpiprocs={r}:ompthreads={t}",
                 "#PBS -l place=scatter:excl", f"#PBS -l walltime={walltime}", "#PBS -j oe",
                 "#PBS -r y", f"#PBS -o {log}/"] + ([f"#PBS -q {queue}"] if queue else [])
         hosts = 'sort -u "$PBS_NODEFILE" | paste -sd " " -'
@@ -83,7 +93,9 @@ def render(scheduler: str, params: Path, nodes: int, vm: str, root: Path,
         head = [f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}", "#SBATCH --exclusive",
                 f"#SBATCH --time={walltime}", f"#SBATCH --output={log}/{name}-%j.out",
                 "#SBATCH --open-mode=append", "#SBATCH --requeue"] + \
-               ([f"#SBATCH --partition={queue}"] if queue else [])
+               ([f"#SBATCH --partition={queue}"] if queue else []) + \
+               ([f"#SBATCH --ntasks-per-node={ranks_per_node}"] if ranks_per_node else []) + \
+               ([f"#SBATCH --cpus-per-task={threads}"] if threads else [])
         hosts = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd " " -'
     body = f"""#!/bin/bash
 {chr(10).join(head)}
