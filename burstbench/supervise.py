@@ -177,17 +177,11 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
     them when this process dies.  At the end, the watcher is done and both locks released.
     """
     token = secrets.token_hex(8)
-    holder = locks.me(token, run_dir)
     fresh = not run_dir.exists()
-    said = []
+    held = contextlib.ExitStack()
     try:
         with signals.stop_signals():  # a stop while waiting for the host leaves no lock
-            said.append(locks.take_run(run_dir, holder, force))
-            try:
-                said.append(locks.take_host(holder, wait, force, say=say))
-            except BaseException:
-                locks.release(run_dir / locks.RUN_LOCK, token)
-                raise
+            said = held.enter_context(locks.holding(run_dir, token, wait, force, say))
     except OSError as exc:
         raise locks.Busy(f"cannot lock run folder {run_dir}: {exc.strerror}") from exc
     except (locks.Busy, KeyboardInterrupt) as exc:
@@ -198,17 +192,16 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
         if isinstance(exc, locks.Busy):
             raise
         raise WaitStopped(getattr(exc, "signum", signal.SIGINT)) from None
-    for line in filter(None, said):
-        say(line)
-    os.environ[locks.SWEEP_ENV] = token  # every process of the sweep inherits it
-    watcher = start_watch(token)
-    try:
-        yield
-    finally:
-        end_watch(watcher)
-        locks.release(locks.host_lock_path(), token)
-        locks.release(run_dir / locks.RUN_LOCK, token)
-        os.environ.pop(locks.SWEEP_ENV, None)
+    with held:  # the locks, released last
+        for line in said:
+            say(line)
+        os.environ[locks.SWEEP_ENV] = token  # every process of the sweep inherits it
+        watcher = start_watch(token)
+        try:
+            yield
+        finally:
+            end_watch(watcher)
+            os.environ.pop(locks.SWEEP_ENV, None)
 
 
 #: Below this many bytes free, a notebook's failure is taken for a full disk (papermill's

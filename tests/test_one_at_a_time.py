@@ -361,3 +361,33 @@ def test_a_full_disk_ends_the_run_in_one_line_and_the_printed_command_resumes_it
     assert store.validate_run(run_dir) == []
     assert json.loads((run_dir / "provenance.json").read_text())["benchmarks"]["biccg"][
         "status"] == "complete"
+
+
+def test_a_sweep_run_by_hand_holds_the_locks_itself(tmp_path, monkeypatch):
+    """A notebook run in JupyterLab measures too: its sweep takes the run's and the host's
+    locks (under `burstbench run` the run holds them, and says so by the sweep's token)."""
+    from burstbench.core import sweep
+
+    monkeypatch.setenv(locks.LOCK_DIR_ENV, str(tmp_path / "host"))
+    monkeypatch.delenv(locks.SWEEP_ENV, raising=False)
+    plan = sweep.Plan([runner.Task("k0", {"label": "t0"}, (sys.executable, "-c", "pass"))], [])
+
+    def parse(task, out, err):
+        held = locks.read(locks.host_lock_path())
+        assert held is not None and held.token == os.environ[locks.SWEEP_ENV]
+        return [{"metric": "m", "value": 1.0, "unit": "s", "label": "t0"}], [], "ok"
+
+    other = locks.me("other", tmp_path / "elsewhere")
+    locks.acquire(locks.host_lock_path(), other, lambda s, w: w)
+    run = store.Run(tmp_path / "runs" / "vm" / "r1")
+    with pytest.raises(store.StoreError) as refused:
+        sweep.execute(run, plan, "demo", parse, (), progress=False)
+    assert str(refused.value) == (
+        f"another sweep is measuring on this host: {other}, measuring into "
+        f"{tmp_path / 'elsewhere'}; one measurement per host at a time: wait for it to end, "
+        "or pass --wait")
+    assert not (run.root / locks.RUN_LOCK).exists()  # released with the refusal
+    locks.release(locks.host_lock_path(), "other")
+    assert sorted(sweep.execute(run, plan, "demo", parse, (), progress=False)["key"]) == ["k0"]
+    assert not (run.root / locks.RUN_LOCK).exists()
+    assert not locks.host_lock_path().exists() and locks.SWEEP_ENV not in os.environ

@@ -203,3 +203,23 @@ def take_host(holder: Holder, wait: bool = False, force: bool = False,
                 say(f"waiting for the sweep measuring on this host: {running(exc.why)}")
                 told = True
             time.sleep(WAIT_POLL_S)
+
+
+@contextlib.contextmanager
+def holding(run_dir: Path, token: str, wait: bool = False, force: bool = False,
+            say: Callable[[str], None] = print) -> Iterator[list[str]]:
+    """Hold the lock of `run_dir`, then the host's (take_run, take_host), for the block;
+    yield the lines saying whose stale locks were taken over.  Busy when either is held
+    (the run's is released again when the host's cannot be had)."""
+    holder = me(token, run_dir)
+    said = [take_run(run_dir, holder, force)]
+    try:
+        said.append(take_host(holder, wait, force, say))
+    except BaseException:
+        release(Path(run_dir) / RUN_LOCK, token)
+        raise
+    try:
+        yield [line for line in said if line]
+    finally:
+        release(host_lock_path(), token)
+        release(Path(run_dir) / RUN_LOCK, token)

@@ -12,13 +12,15 @@ import contextlib
 import errno
 import hashlib
 import json
+import os
 import re
-from collections.abc import Callable
+import secrets
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from burstbench.core import contention, paths, provenance, runner, store
+from burstbench.core import contention, locks, paths, provenance, runner, store
 
 
 @dataclass
@@ -101,8 +103,37 @@ def execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
 
     Raises SweepFailed after storing everything measured when some
     configurations failed, KeyboardInterrupt when interrupted, and store.NoSpace at the
-    first write that found the disk full (what was stored before stays whole).
+    first write that found the disk full (what was stored before stays whole).  Run by
+    hand, it holds the run's and the host's locks itself (StoreError names their holder).
     """
+    with _alone(run):
+        return _execute(run, plan, benchmark, parse, columns, progress)
+
+
+@contextlib.contextmanager
+def _alone(run: store.Run) -> Iterator[None]:
+    """A sweep run by hand (a notebook in JupyterLab) holds its run's lock and the host's
+    itself (burstbench.core.locks); under `burstbench run` the run holds them already."""
+    if os.environ.get(locks.SWEEP_ENV):
+        yield
+        return
+    token = secrets.token_hex(8)
+    try:
+        with locks.holding(run.root, token) as said:
+            for line in said:
+                print(line)
+            os.environ[locks.SWEEP_ENV] = token  # its configurations hold the locks too
+            try:
+                yield
+            finally:
+                os.environ.pop(locks.SWEEP_ENV, None)
+    except locks.Busy as exc:
+        raise store.StoreError(str(exc)) from None
+
+
+def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
+             columns: tuple[str, ...], progress: bool) -> pd.DataFrame:
+    """execute(), its locks held."""
     run.set_section(benchmark, variants=plan.variants, notes=plan.notes,
                     planned=len(plan.tasks))
     for note in plan.notes:
