@@ -183,7 +183,7 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
         with signals.stop_signals():  # a stop while waiting for the host leaves no lock
             said = held.enter_context(locks.holding(run_dir, token, wait, force, say))
     except OSError as exc:
-        raise locks.Busy(f"cannot lock run folder {run_dir}: {exc.strerror}") from exc
+        raise locks.Busy(f"cannot take the lock {exc.filename}: {exc.strerror}") from exc
     except (locks.Busy, KeyboardInterrupt) as exc:
         if fresh:  # made only to hold the lock: leave no empty run behind
             with contextlib.suppress(OSError):
@@ -238,8 +238,8 @@ def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
     def mark(prov: dict) -> None:
         for name in only:
             sec = prov.get("benchmarks", {}).get(name, {})
-            if sec.get("status") == "running":
-                sec["status"] = status
+            if sec.get("status") == "running":  # its parts not folded: see store.untrusted
+                sec.update(status=status, folded=False)
 
     try:
         secs = run.update_provenance(mark).get("benchmarks", {})

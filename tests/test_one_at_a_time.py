@@ -391,3 +391,21 @@ def test_a_sweep_run_by_hand_holds_the_locks_itself(tmp_path, monkeypatch):
     assert sorted(sweep.execute(run, plan, "demo", parse, (), progress=False)["key"]) == ["k0"]
     assert not (run.root / locks.RUN_LOCK).exists()
     assert not locks.host_lock_path().exists() and locks.SWEEP_ENV not in os.environ
+
+
+def test_collect_takes_a_run_stopped_before_it_could_fold_its_parts(tmp_path):
+    """A kernel killed outright leaves parts newer than an earlier table, and `run` marks the
+    benchmark interrupted, unfolded: that is a run to resume, not a second writer's."""
+    run = finalized_run(tmp_path / "from-vm")
+    run.save("demo", "k2", [{"key": "k2", "metric": "m", "value": 2.0, "unit": "s",
+                             "run_id": "r1", "vm": "vm", "benchmark": "demo", "label": "b"}],
+             [], ())
+    os.utime(run.parts_dir("demo") / "k2.json", ns=(time.time_ns() + 10**9,) * 2)
+    from burstbench import supervise
+
+    run.set_section("demo", status="running", planned=2)  # resumed, then killed outright
+    assert supervise.mark_stopped(run.root, ["demo"], "interrupted") == \
+        "demo 2 of 2 (interrupted)"
+    added, _, refused = store.collect([run.root], tmp_path / "all")
+    assert refused == [] and added == ["vm/r1 (incomplete: demo interrupted, 2 of 2 "
+                                       "configurations stored)"]

@@ -150,7 +150,7 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
         raise store.NoSpace.at(run.root) from exc
     status = "complete" if result.complete else ("interrupted" if result.interrupted
                                                  else "incomplete")
-    run.set_section(benchmark, status=status, finished=store.now_iso(),
+    run.set_section(benchmark, status=status, finished=store.now_iso(), folded=True,
                     failures=[{"configuration": t, "reason": r} for t, r in result.failed],
                     seconds=round(result.seconds, 1))
     if result.interrupted:

@@ -12,8 +12,8 @@ from burstbench.core.store.files import StoreError
 from burstbench.core.store.run import Run
 from burstbench.core.store.verify import validate_run, verify
 
-#: Statuses a sweep writes when it stops writing (the parts then are folded into tables).
-FINALIZED = ("complete", "incomplete", "interrupted", "no space")
+#: Statuses a sweep writes once it folded its parts into its tables.
+FINALIZED = ("complete", "incomplete", "interrupted")
 
 
 def find_runs(folder: Path) -> list[Path]:
@@ -83,7 +83,8 @@ def untrusted(run_dir: Path) -> list[str]:
         return []  # validate_run names it
     for bench, sec in sections.items():
         table = run.table_path(bench)
-        if sec.get("status") not in FINALIZED or not table.exists():
+        if sec.get("status") not in FINALIZED or not sec.get("folded", True) \
+                or not table.exists():  # a run stopped unfolded keeps its parts: resumable
             continue
         newer = [p.name for p in run.parts_dir(bench).glob("*.json")
                  if p.stat().st_mtime > table.stat().st_mtime]
