@@ -18,13 +18,13 @@ measure: $(STAMP)
 figures: $(STAMP)
 	$(PY) -m burstbench report
 
-## test: the test suite, all of it (Slurm, Gfarm, the browser where they can run)
+## test: the test suite, all of it (Slurm, PBS, Gfarm, the browser where they can run)
 test: $(STAMP)
 	$(PY) -m pytest
 
-## test-fast: the edit-test loop: every test but those marked slurm, browser, gfarm, slow
+## test-fast: the edit-test loop: every test but those marked slurm, pbs, browser, gfarm, slow
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not (slurm or browser or gfarm or slow)"
+	$(PY) -m pytest -m "not (slurm or pbs or browser or gfarm or slow)"
 
 ## lint: ruff, with the rules in pyproject.toml (CI fails on a finding)
 lint: $(STAMP)

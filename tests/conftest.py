@@ -36,8 +36,9 @@ def _isolated_cache(tmp_path_factory):
 
 
 #: Markers a test gets from the fixtures it uses: what it starts decides how slow it is.
-FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "lab": ("browser", "slow"),
-                   "gfarm": ("gfarm",), "smoke_run": ("slow",), "vm_run": ("slow",)}
+FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "pbs": ("pbs", "slow"),
+                   "lab": ("browser", "slow"), "gfarm": ("gfarm",), "smoke_run": ("slow",),
+                   "vm_run": ("slow",)}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,11 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+from scheduler_cluster import ClusterError, pids_mentioning, wait_job
+
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sinfo")
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started; the message says which daemon and why."""
 
 
 def missing_programs() -> list[str]:
@@ -235,7 +233,7 @@ State=UP OverSubscribe=NO
         for name in [k for k in self.procs if k.startswith("slurmd")] + ["slurmctld", "munged"]:
             self.stop_daemon(name)
         # slurmstepd and job processes outlive slurmd by design: end any left under our root
-        for pid in _pids_mentioning(str(self.root)):
+        for pid in pids_mentioning(str(self.root)):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -253,40 +251,7 @@ State=UP OverSubscribe=NO
                  "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"),
                  timeout: float = 300) -> dict[str, str]:
         """Wait until the job is in one of `states`; its record then (ClusterError on time-out)."""
-        end = time.monotonic() + timeout
-        info: dict[str, str] = {}
-        while time.monotonic() < end:
-            info = self.job(jobid)
-            if info.get("JobState") in states:
-                return info
-            time.sleep(0.5)
-        raise ClusterError(f"job {jobid} still {info.get('JobState')} "
-                           f"(reason {info.get('Reason')}) after {timeout:g} s")
-
-
-def _ancestors() -> set[int]:
-    """This process and its parents: never ours to kill."""
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return pids
-
-
-def _pids_mentioning(text: str) -> list[int]:
-    """Processes whose command line or environment mentions `text` (not this one's ancestry)."""
-    out, mine = [], _ancestors()
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            blob = (d / "cmdline").read_bytes() + b"\0" + (d / "environ").read_bytes()
-        except OSError:
-            continue
-        if text.encode() in blob and int(d.name) not in mine:
-            out.append(int(d.name))
-    return out
+        return wait_job(self.job, jobid, "JobState", states, timeout, "Reason")
 
 
 if __name__ == "__main__":

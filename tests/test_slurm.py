@@ -10,46 +10,33 @@ unless BURSTBENCH_REQUIRE_SLURM=1 (set by .ci/run) makes that a failure.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
-import yaml
-from conftest import ROOT, run_cli
-from slurm_cluster import ClusterError, SlurmCluster, missing_programs
+import scheduler_cluster
+from conftest import run_cli
+from scheduler_cluster import (
+    params_file,
+    session,
+    statuses,
+    stored_keys,
+    stored_once,
+    the_run,
+    wait_stored,
+)
+from slurm_cluster import SlurmCluster, missing_programs
 
 from burstbench.registry import BENCHMARKS
-
-# smoke.yaml, one store policy: these tests are about the scheduler, and the smoke run of
-# tests/test_notebooks.py measures both policies already
-SMOKE = yaml.safe_load((ROOT / "papermill_params" / "smoke.yaml").read_text()) | {
-    "triad_stores": ["normal"]}
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     missing = missing_programs()
-    if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): "
-                    "apt-get install slurm-wlm munge")
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        cluster.start()
-    except (ClusterError, OSError) as exc:
-        cluster.stop()
-        if os.environ.get("BURSTBENCH_REQUIRE_SLURM") == "1":
-            pytest.fail(f"the Slurm cluster did not start: {exc}")
-        pytest.skip(f"the Slurm cluster did not start here: {exc}")
-    yield cluster
-    cluster.stop()
-
-
-def params_file(folder: Path, name: str, values: dict, base: dict | None = None) -> Path:
-    f = folder / f"{name}.yaml"
-    f.write_text(yaml.safe_dump((SMOKE if base is None else base) | values))
-    return f
+    yield from session(SlurmCluster(tmp_path_factory.mktemp("slurm")), "Slurm",
+                       "BURSTBENCH_REQUIRE_SLURM",
+                       f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
+                       if missing else "")
 
 
 def submit(slurm: SlurmCluster, params: Path, nodes: int, runs: Path, *extra: str) -> str:
@@ -75,46 +62,9 @@ def finished(slurm: SlurmCluster, jobid: str, runs: Path, vm: str, timeout: floa
     return info
 
 
-def the_run(runs: Path, vm: str) -> Path:
-    folders = [d for d in (runs / vm).iterdir() if d.is_dir()]
-    assert len(folders) == 1, folders
-    return folders[0]
-
-
-def statuses(run_dir: Path) -> dict[str, str]:
-    prov = json.loads((run_dir / "provenance.json").read_text())
-    return {k: v.get("status") for k, v in prov["benchmarks"].items()}
-
-
-def stored_once(run_dir: Path, benchmark: str) -> pd.DataFrame:
-    """The benchmark's table, checked: every planned configuration, none twice."""
-    prov = json.loads((run_dir / "provenance.json").read_text())
-    table = pd.read_csv(run_dir / f"{benchmark}.csv")
-    assert table["key"].nunique() == prov["benchmarks"][benchmark]["planned"]
-    ident = [c for c in ("key", "metric", "function", "message_size", "operation", "iteration")
-             if c in table]
-    assert not table.duplicated(ident).any(), table[table.duplicated(ident, keep=False)]
-    return table
-
-
-def stored_keys(run_dir: Path, benchmark: str) -> set[str]:
-    """Configurations stored so far: in the table (folded at an interruption) or as parts."""
-    table = run_dir / f"{benchmark}.csv"
-    keys = set(pd.read_csv(table)["key"]) if table.exists() else set()
-    return keys | {p.stem for p in (run_dir / f"{benchmark}.parts").glob("*.json")}
-
-
 def job_processes(jobid: str) -> list[str]:
     """Command lines of processes that still carry this job's SLURM_JOB_ID."""
-    mark = f"SLURM_JOB_ID={jobid}\0".encode()
-    out = []
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            if mark in (d / "environ").read_bytes():
-                out.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
-    return out
+    return scheduler_cluster.job_processes(f"SLURM_JOB_ID={jobid}")
 
 
 def test_the_cluster_has_two_idle_nodes(slurm):
@@ -232,10 +182,8 @@ def test_a_job_killed_at_its_time_limit_resumes_on_resubmit(slurm, tmp_path):
     # The resubmission resumes that run. Its last 60-90 configurations would add a minute and
     # nothing new (the evicted job's test runs a resumed run to its end): a few, then cancel.
     jobid2 = submit(slurm, params, 1, runs, "--only", "triad")
-    deadline = time.monotonic() + 240
-    while len(stored_keys(run_dir, "triad")) < len(before) + 3:
-        assert time.monotonic() < deadline, job_output(runs, "late", jobid2)[-3000:]
-        time.sleep(0.5)
+    wait_stored(run_dir, "triad", len(before) + 3,
+                lambda: job_output(runs, "late", jobid2)[-3000:])
     slurm.run("scancel", jobid2, check=True)
     finished(slurm, jobid2, runs, "late", timeout=120, state="CANCELLED")
     assert not job_processes(jobid2)
