@@ -20,7 +20,7 @@ from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.registry import benchmarks
 from burstbench.report.decision import figures, inputs, text
-from burstbench.report.sections import Entry, Section
+from burstbench.report.sections import Section
 
 #: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
 WAITS_H = (0.0, 10 / 60, 1.0, 4.0, 24.0)
@@ -109,10 +109,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.entries.append(figures.tornado(swings, fig_dir, show))
         section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,
                                             queue_wait_h, fig_dir))
-        path = text.numbers(rows, jobs, swings, flow_system, queue_wait_h, fig_dir)
-        section.entries.append(Entry("The decision in numbers", [path.name],
-                                     "The README's paragraph on the decision, from the table.",
-                                     ["figures/burst_decision.csv"]))
+        section.entries.append(text.numbers(rows, jobs, swings, flow_system, queue_wait_h,
+                                            fig_dir))
     try:
         check = study_check.study_check(fitted, machine_of, ranges, mc_draws, mc_seed)
     except ValueError as exc:

@@ -124,12 +124,17 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
            "Neither is measured here, and the model is not tuned to agree.")
     text = ("## The time model against the study's Figure 12\n\n" + "\n".join(lines) + why
             + "\n\nWritten from figures/biccg_model_study.csv.\n")
-    path = fig_dir / "biccg_model_study_check.md"
-    atomic_write(path, text)
-    return Entry("The model against the study's Figure 12", [path.name],
+    return prose(fig_dir / "biccg_model_study_check.md", text,
+                 "The model against the study's Figure 12",
                  "Whether the predicted ranking of HB120rs_v3 and HC44rs agrees with the study's "
                  "at small and large node counts, and the term that decides it.",
-                 ["figures/biccg_model_study.csv"])
+                 "figures/biccg_model_study.csv")
+
+
+def prose(path: Path, text: str, title: str, caption: str, source: str) -> Entry:
+    """Write a Markdown text whole and list it in the report, with the table it came from."""
+    atomic_write(path, text)
+    return Entry(title, [path.name], caption, [source])
 
 
 def leading(rows: pd.DataFrame, name: str) -> pd.Series | None:
@@ -185,16 +190,15 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             f"ranges {lo:+.0%} to {hi:+.0%}; it and every other input are drawn "
             "(figures/burst_inputs.md), the inputs that decide each job's break-even ranked in "
             "figures/burst_sensitivity.md. Written from figures/burst_decision.csv.\n")
-    path = fig_dir / "burst_decision_choices.md"
-    atomic_write(path, text)
-    return Entry("What would have been chosen, and why", [path.name],
+    return prose(fig_dir / "burst_decision_choices.md", text,
+                 "What would have been chosen, and why",
                  "Per job class, from the decision table: the answer at the wait asked about, "
                  "the leading and the cheapest option, and the inputs that decide it.",
-                 ["figures/burst_decision.csv"])
+                 "figures/burst_decision.csv")
 
 
 def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
-            queue_wait_h: float, fig_dir: Path) -> Path:
+            queue_wait_h: float, fig_dir: Path) -> Entry:
     """figures/burst_decision_numbers.md: the README's paragraph on the decision, written
     from the table (the study's problem on its fewest and most nodes)."""
     study = [jc for jc in jobs if jc.name.startswith("Poisson 256x256x512")]
@@ -215,6 +219,6 @@ def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             f"{lead['flow_jpy']:,.0f} JPY on Flow")
     text = ("With the committed data, for the study's Poisson 256x256x512 (predicted, with "
             "every input drawn): " + "; ".join(parts) + ".\n")
-    path = fig_dir / "burst_decision_numbers.md"
-    atomic_write(path, text)
-    return path
+    return prose(fig_dir / "burst_decision_numbers.md", text, "The decision in numbers",
+                 "The README's paragraph on the decision, from the table.",
+                 "figures/burst_decision.csv")
