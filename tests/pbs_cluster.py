@@ -369,9 +369,14 @@ PBS_TMPDIR={self.root / 'tmp'}
                 end = time.monotonic() + wait
                 while self.namespace_pids() and time.monotonic() < end:
                     time.sleep(0.2)
+            left = self.namespace_pids()
             self.holder.kill()
+        else:
+            left = []
         self.holder.wait(10)
         self.holder = None
+        if left:  # the mounts and the user go with the namespace; a process must not stay
+            raise ClusterError(f"processes left in the PBS namespace after SIGKILL: {left}")
 
     # -- jobs ---------------------------------------------------------------------------------
     def job(self, jobid: str) -> dict:
