@@ -402,3 +402,60 @@ def test_a_job_no_option_can_price_is_said_in_one_line(tmp_path):
     choices = (tmp_path / "burst_decision_choices.md").read_text()
     assert "- **nowhere, 64 node(s)**: nothing priced (no prediction: poisson9x9x9: no " \
         "iteration count)." in choices
+
+
+def _runs_with_flow(tmp_path: Path) -> Path:
+    """The committed runs, and one of their Triad-only runs relabelled as Flow's own
+    (flow-cloud): Flow measured with this project, no BICCG on it."""
+    import json
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "data/runs/local", runs / "local")
+    src = ROOT / "data/runs/local/20261123T151343Z-dd60"
+    dst = runs / "flow-cloud" / src.name
+    shutil.copytree(src, dst)
+    table = pd.read_csv(dst / "triad.csv")
+    table["vm"] = "flow-cloud"
+    table.to_csv(dst / "triad.csv", index=False)
+    prov = json.loads((dst / "provenance.json").read_text())
+    prov["vm"] = "flow-cloud"
+    (dst / "provenance.json").write_text(json.dumps(prov))
+    return runs
+
+
+def test_flow_measured_with_this_project_is_used_and_said(tmp_path):
+    """A run labelled flow-cloud: its Triad replaces the theoretical figure on Flow's side
+    (no fraction drawn), each row says so, and the report says it has no BICCG."""
+    from burstbench.report import decision as report
+
+    figs = tmp_path / "figs"
+    sec = report.decision_report(_runs_with_flow(tmp_path), figures_dir=figs, mc_draws=200)
+    rows = pd.read_csv(figs / "burst_decision.csv")
+    priced = rows[rows["status"] == "priced"]
+    assert priced["flow_source"].str.startswith("measured: measured as flow-cloud").all()
+    inputs = pd.read_csv(figs / "burst_inputs.csv").set_index("input")
+    assert inputs.loc["Flow's Triad fraction", "drawn"] == "fixed"
+    assert ("Flow Cloud System measured as flow-cloud: its Triad is used; no BICCG solve was "
+            "measured on it, so the model's error is the other machines' validation"
+            ) in sec.problems
+    assert "flow-cloud" not in set(rows["vm"])  # Flow is not offered as a VM to burst to
+
+
+def test_a_wan_measured_to_the_other_site_replaces_the_published_bounds(tmp_path):
+    """storage_replicate_remote: the replication's tries are the WAN's range; a rate given
+    by the user still wins."""
+    from burstbench.report.decision import inputs as decision_inputs
+
+    fitted = model.Model(1.0, {}, pd.DataFrame({"reference": [True], "measured_s": [2.0],
+                                                "error": [0.0]}))
+    wan = pd.DataFrame({"vm": ["local"], "merit": ["wan_mib_s"], "value": [40.0],
+                        "low": [35.0], "high": [48.0], "run_id": ["r1"],
+                        "data": ["data/runs/local/r1"]})
+    args = (fitted, 0.793, False, ROOT / "data/reference")
+    r = decision_inputs.ranges(*args, 0, 5, 0.1, [], wan)[u.WAN]
+    assert (r.low, r.mode, r.high) == (35.0, 40.0, 48.0)
+    assert r.source.startswith("measured: gfrep to the other site's I/O node (data/runs/local/r1")
+    assert decision_inputs.ranges(*args, 77, 5, 0.1, [], wan)[u.WAN].fixed
+    published = decision_inputs.ranges(*args, 0, 5, 0.1, [], None)[u.WAN]
+    assert (round(published.low, 1), round(published.high, 1)) == (23.4, 116.6)

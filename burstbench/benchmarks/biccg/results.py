@@ -72,8 +72,17 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
                     higher_is_better=False)
 
 
+#: metric -> merit: what the time model reads (burstbench.cost.decision).
+MERITS = {"solve_time": "solve_time_s", "setup_time": "setup_time_s",
+          "iterations": "iterations", "halo_messages": "halo_messages",
+          "halo_bytes": "halo_bytes", "reductions": "reductions",
+          "reduction_bytes": "reduction_bytes"}
+
+
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
-    """``solve_time_s`` and ``iterations``: the medians of every run of each VM measured here
+    """``solve_time_s``, ``setup_time_s``, ``iterations`` and what an iteration sends
+    (``halo_messages``, ``halo_bytes``, ``reductions``, ``reduction_bytes``: the solver's
+    own counts, where the run recorded them): the medians of every run of each VM measured here
     (test runs never; ``newest`` marks each VM's newest run), per problem (``size`` rows,
     ``nnz``, the factor's precision), solver or layout (``label``) and node count, with the
     ranks, threads and cores used.  The study published curves, not numbers: nothing of it
@@ -90,13 +99,12 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     rows = []
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
-                  & stats["metric"].isin(["solve_time", "iterations"])]
+                  & stats["metric"].isin(list(MERITS))]
         data = paths.rel_path(Path(run["path"]), paths.project_root())
         for r in s.itertuples():
             f = facts.loc[(r.run_id, r.problem)]
-            rows.append({"vm": run["vm"], "merit": "solve_time_s" if r.metric == "solve_time"
-                         else "iterations", "value": float(r.median),
-                         "unit": "s" if r.metric == "solve_time" else "1",
+            rows.append({"vm": run["vm"], "merit": MERITS[r.metric], "value": float(r.median),
+                         "unit": r.unit,
                          "source": "measured here", "data": data, "label": r.label,
                          "impl": r.impl, "problem": r.problem, "nodes": int(r.nodes),
                          "ranks": int(r.ranks), "threads": int(r.threads),

@@ -150,6 +150,10 @@ PARAMS = [
           "bytes of one file replicated between two Gfarm I/O nodes (`gfrep`) per Gfarm "
           "target and repetition, timed as the Gfarm-on-Azure slides did (0: none; `1G`)",
           lambda v: 0 if v in (0, "0") else parse_bytes(v, "storage_replicate")),
+    Param("storage_replicate_remote", False,
+          "true: the second Gfarm I/O node is at the other site (Flow and the cloud): the "
+          "replication's rate is the WAN's, which the burst decision then stages at",
+          check_bool("storage_replicate_remote")),
     Param("storage_repetitions", 3,
           "fresh mpiexec runs per configuration",
           check_count("storage_repetitions", 1)),

@@ -88,7 +88,9 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``storage_write_mib_s`` and ``storage_read_mib_s``: per target of each VM's newest
     run (test runs never), the best median bandwidth over its APIs, access patterns and
     layouts, with its configuration, file system and how reads avoided the cache (a read
-    that may have come from memory is never the read merit while an honest one exists)."""
+    that may have come from memory is never the read merit while an honest one exists);
+    ``wan_mib_s``: a run's Gfarm replication to the other site (``storage_replicate_remote``),
+    the WAN's own rate, median with its lowest and highest try."""
     from burstbench.benchmarks.storage import COLUMNS
 
     loaded = store.load(Path(runs_dir), "storage", False, COLUMNS)
@@ -107,4 +109,15 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "access": best["access"], "ranks": int(best["ranks"]),
                          "nodes": int(best["nodes"]), "fs_type": best["fs_type"],
                          "cache": best["cache"], "run_id": run["run_id"]})
+    for run in loaded.runs:  # a replication to the other site measured the WAN itself
+        if not (run.get("params") or {}).get("storage_replicate_remote"):
+            continue
+        rep = stats[(stats["run_id"] == run["run_id"]) & (stats["access"] == "replication")
+                    & (stats["metric"] == "bandwidth")]
+        data = paths.rel_path(Path(run["path"]), paths.project_root())
+        for r in rep.itertuples():
+            rows.append({"vm": run["vm"], "merit": "wan_mib_s", "value": float(r.median),
+                         "unit": "MiB/s", "source": "measured here", "data": data,
+                         "label": r.label, "target": r.target, "low": float(r.min),
+                         "high": float(r.max), "run_id": run["run_id"]})
     return Merits(frame(rows), loaded.runs, list(loaded.problems))

@@ -63,6 +63,10 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     machine_of = machines.machines(merits, ref_dir, float(mode), section.problems)
     flow, flow_measured = machines.flow_machine(machine_of, flow_system, flow_vm,
                                                 section.problems)
+    if flow_measured and not (machines.merit(merits, "solve_time_s")["vm"] == flow_vm).any():
+        section.problems.append(f"{flow_system} measured as {flow_vm}: its Triad is used; no "
+                                "BICCG solve was measured on it, so the model's error is the "
+                                "other machines' validation")
     reference = model_reference or {"vm": "local", "problem": "poisson128x128x128",
                                     "layout": "2x1"}
     try:
@@ -72,7 +76,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         return section
     section.entries.append(figures.validation(section, fitted, fig_dir, show))
     ranges = inputs.ranges(fitted, flow_fraction, flow_measured, ref_dir, wan_mib_s,
-                           deploy_minutes, spot_evictions_per_h, section.problems)
+                           deploy_minutes, spot_evictions_per_h, section.problems,
+                           machines.merit(merits, "wan_mib_s"))
     jobs, notes = inputs.job_classes(merits, data, job_solves, g3_iterations, user_job or {})
     section.problems += notes
     prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
@@ -82,7 +87,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     settings = decision.Settings(prices.lookup(flow_system, "onprem_fee"), flow_tb,
                                  checkpoint_h, restart_h, egress_free_gb, mc_draws, mc_seed,
                                  WAITS_H, float(queue_wait_h))
-    result = decision.decide(jobs, machine_of, flow, flow_measured, fitted, prices,
+    vms = {k: m for k, m in machine_of.items() if k != flow_vm}  # Flow is not a VM to rent
+    result = decision.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
     rows = result.rows
     text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
+
 from burstbench.core.merits import Merits
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost import decision, job
@@ -113,9 +115,12 @@ def as_range(name: str, value, unit: str, source: str, log: bool = False) -> u.R
 
 
 def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
-           wan_mib_s, deploy_minutes, spot_evictions_per_h, problems: list[str]
-           ) -> dict[str, u.Range]:
-    """Every uncertain input of the decision, with its source (burstbench.cost.uncertainty)."""
+           wan_mib_s, deploy_minutes, spot_evictions_per_h, problems: list[str],
+           measured_wan: pd.DataFrame | None = None) -> dict[str, u.Range]:
+    """Every uncertain input of the decision, with its source (burstbench.cost.uncertainty).
+    The WAN: `wan_mib_s` where given; else a replication to the other site measured by the
+    storage benchmark (`measured_wan`, merit wan_mib_s: its tries' range, the median most
+    likely); else the published gfrep rates within a region and between two."""
     out = {u.ERROR: model.error()}
     if flow_measured:
         out[u.FLOW_FRACTION] = u.Range.known(u.FLOW_FRACTION, 1.0, "",
@@ -124,7 +129,13 @@ def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
         out[u.FLOW_FRACTION] = as_range(u.FLOW_FRACTION, flow_fraction, "", "flow_fraction")
     else:
         out[u.FLOW_FRACTION] = flow_fraction_range(ref_dir, float(flow_fraction), problems)
-    if wan_mib_s in (0, None, []):
+    if wan_mib_s in (0, None, []) and measured_wan is not None and len(measured_wan):
+        w = measured_wan.sort_values("run_id").iloc[-1]
+        lo, hi = min(float(w["low"]), float(w["value"])), max(float(w["high"]), float(w["value"]))
+        out[u.WAN] = u.Range(u.WAN, lo, float(w["value"]), hi, "MiB/s",
+                             f"measured: gfrep to the other site's I/O node ({w['data']}, "
+                             "storage_replicate_remote), its tries' range")
+    elif wan_mib_s in (0, None, []):
         g = gfrep_rates(ref_dir, problems)
         if len(g) < 2:
             raise ValueError("no WAN rate: gfarm_azure_gfrep.csv lacks its within- and "
