@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from burstbench.core import locks, paths, runner, signals, store
+from burstbench.core import locks, paths, runner, signals
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
@@ -211,6 +211,8 @@ LOW_SPACE_BYTES = 1 << 20
 
 def is_full(why: str, run_dir: Path) -> bool:
     """True when a notebook failed for want of space on the run folder's file system."""
+    from burstbench.core import store  # here: the watcher imports this module, not pandas
+
     return any(m in why for m in ("No space left on device", "[Errno 28]", "no space left on")) \
         or 0 <= store.free_bytes(run_dir) < LOW_SPACE_BYTES
 
@@ -219,6 +221,8 @@ def no_space(run_dir: Path, only: list[str], notebook: Path | None = None) -> st
     """After a full disk: 'no space left on <run_dir> (N bytes free)'.  What is stored stays
     (every file is written whole); the benchmarks that ran are marked 'no space', and an
     executed notebook cut short is removed (the resume writes it again)."""
+    from burstbench.core import store
+
     if notebook is not None:
         try:
             json.loads(notebook.read_text())
@@ -233,6 +237,8 @@ def no_space(run_dir: Path, only: list[str], notebook: Path | None = None) -> st
 def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
     """Mark `status` the benchmarks still 'running' (a kernel killed before it could say so
     left that); return what is stored, e.g. 'triad 6 of 205 (interrupted)'."""
+    from burstbench.core import store
+
     run = store.Run(run_dir)
 
     def mark(prov: dict) -> None:
