@@ -221,7 +221,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     """
     from burstbench.report import executor
 
-    fig_dir = paths.figures_dir(args.figures_dir)
+    # the committed report only from its defaults: your parameters go to your folder
+    fig_dir = paths.figures_dir(args.figures_dir) if args.figures_dir or args.params \
+        else paths.report_dir()
+    if args.params and not args.figures_dir:
+        print(f"your parameters ({args.params}): writing to {fig_dir}, not figures/ "
+              "(--figures-dir to choose)", flush=True)
     if args.include_test_runs:  # read by report.sections in the notebooks' kernels
         os.environ["BURSTBENCH_INCLUDE_TEST_RUNS"] = "1"
     notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
@@ -269,16 +274,23 @@ def cmd_params(args: argparse.Namespace) -> int:
     elif not args.files:
         return _fail("params: give parameter files to check (or --write-docs)")
     bad = 0
+    reports = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
     for f in args.files:
         try:
-            values = params.load_file(f)
-            for name in params.notebooks():
-                params.validate(values, name, where=str(f))
-        except params.ParamError as exc:
+            kind = params.kind_of(f, reports) if Path(f).is_file() else "measurement"
+            if kind == "report":
+                params.report_parameters(reports, f)
+            else:
+                values = params.load_file(f)
+                for name in params.notebooks():
+                    params.validate(values, name, where=str(f))
+        except (params.ParamError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             bad += 1
         else:
-            print(f"ok: {f}")
+            use = "report parameters: burstbench report --params" if kind == "report" \
+                else "a measurement: burstbench run --params"
+            print(f"ok: {f} ({use})")
     return 2 if bad else 0
 
 
@@ -364,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "  burstbench report --params myjob.yaml --figures-dir /tmp/myjob")
     rep.add_argument("--runs-dir", default="", help="runs to read (default data/runs)")
     rep.add_argument("--reference-dir", default="", help="default data/reference")
-    rep.add_argument("--figures-dir", default="", help="output folder (default figures/)")
+    rep.add_argument("--figures-dir", default="", help="output folder (default figures/; "
+                     "with --params, build/mine/: your job never rewrites the report)")
     rep.add_argument("--params", default="", metavar="FILE",
                      help="a YAML file of the report notebooks' parameters, e.g. your job for "
                      "the burst decision (user_job: {name: mine, problem: {poisson: [512, 512, "
@@ -376,8 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "as test runs; by default they are left out and named in the notes")
 
     pc = _command(sub, "params", cmd_params, "check parameter files",
-                  "Check that every key of each file is known to a notebook and every value "
-                  "is valid. With --write-docs, rewrite the keys' documentation in "
+                  "Check a measurement file (burstbench run --params) or a file of report "
+                  "parameters (burstbench report --params: your job, a region), each said "
+                  "which it is: every key must be known to a notebook of its kind, every "
+                  "value valid. With --write-docs, rewrite the keys' documentation in "
                   "papermill_params/README.md from the code (each key's text is declared with "
                   "its check: params.COMMON and each benchmark's PARAMS).",
                   "burstbench params papermill_params/*.yaml")

@@ -283,10 +283,9 @@ def write_docs(readme: Path) -> bool:
     return True
 
 
-def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
-    """The report notebooks' parameters that a YAML file sets (`user_job`, `region`, ...):
-    a key that no report notebook's parameters cell assigns is refused, naming those that
-    do; the folders are the command's own options."""
+def report_keys(notebooks: list[Path]) -> set[str]:
+    """The names the report notebooks' parameters cells assign, less the folders (the
+    report command's own options)."""
     import ast
     import json
 
@@ -299,12 +298,40 @@ def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
             tree = ast.parse("".join(cell["source"]))
             known |= {t.id for node in tree.body if isinstance(node, ast.Assign)
                       for t in node.targets if isinstance(t, ast.Name)}
-    known -= {"runs_dir", "reference_dir", "figures_dir"}
+    return known - {"runs_dir", "reference_dir", "figures_dir"}
+
+
+def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
+    """The report notebooks' parameters that a YAML file sets (`user_job`, `region`, ...):
+    a key that no report notebook's parameters cell assigns is refused, naming the nearest
+    and those that exist; the folders are the command's own options."""
+    known = report_keys(notebooks)
     data = read_mapping(path) or {}
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
+        near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
         raise ParamError(
             f"{path}: {', '.join(map(repr, unknown))} is not a parameter of any report notebook "
-            f"(they are: {', '.join(sorted(known))}; the folders are --runs-dir, "
+            + (f"(did you mean {near[0]}? " if near else "(")
+            + f"they are: {', '.join(sorted(known))}; the folders are --runs-dir, "
             "--reference-dir and --figures-dir)")
+    if data.get("user_job"):  # its own keys, strictly, as the decision reads them
+        from burstbench.cost import decision, job
+
+        try:
+            decision.user_jobs(data["user_job"], job.Data(1, 1), 1)
+        except ValueError as exc:
+            raise ParamError(f"{path}: {exc}") from None
     return dict(data)
+
+
+def kind_of(path: str | Path, notebooks: list[Path]) -> str:
+    """'report' for a file of report parameters (more of its keys are report notebooks'
+    than measurement notebooks'), else 'measurement'."""
+    data = read_mapping(path) or {}
+    report, measure = report_keys(notebooks), set(known_names())
+    ours = sum(k in report and k not in measure for k in data)
+    theirs = sum(k in measure for k in data)
+    near_report = sum(bool(difflib.get_close_matches(str(k), sorted(report), 1)) for k in data
+                      if k not in report and k not in measure)
+    return "report" if ours + near_report > theirs else "measurement"

@@ -324,10 +324,10 @@ def test_flow_measured_replaces_the_theoretical_figure():
 
 
 @pytest.mark.parametrize("user,message", [
-    ({"node": [1, 2]}, "user_job: unknown key 'node' (the keys are: name, nodes, problem, "
-     "solves, input_gb, output_gb, keep_months, flow_node_hours)"),
-    ({"problem": {"poison": [8, 8, 8]}}, "user_job's problem: unknown key 'poison' (the keys "
-     "are: poisson, n, nnz, iterations)"),
+    ({"node": [1, 2]}, "user_job: unknown key 'node' (did you mean nodes? the keys are: name, "
+     "nodes, problem, solves, input_gb, output_gb, keep_months, flow_node_hours)"),
+    ({"problem": {"poison": [8, 8, 8]}}, "user_job's problem: unknown key 'poison' (did you "
+     "mean poisson? the keys are: poisson, n, nnz, iterations)"),
     ({"problem": {"poisson": [8, 8]}}, "user_job's problem: poisson must be three positive "
      "integers, not [8, 8]"),
     ({"nodes": [0]}, "user_job: nodes must be a list of positive integers, not [0]"),
@@ -352,8 +352,8 @@ def test_a_users_job_as_given():
     ({"wan_mib_s": [100, 10]}, "WAN rate: the range's low end 100 is above its high end 10"),
     ({"pool_min_tib": -1}, "pool_min_tib must be 0 or more, not -1"),
     ({"deploy_minutes": [9, 5, 4]}, "deployment: the range's low end 9 is above its high end 4"),
-    ({"user_job": {"node": [2]}}, "user_job: unknown key 'node' (the keys are: name, nodes, "
-     "problem, solves, input_gb, output_gb, keep_months, flow_node_hours)")])
+    ({"user_job": {"node": [2]}}, "user_job: unknown key 'node' (did you mean nodes? the keys "
+     "are: name, nodes, problem, solves, input_gb, output_gb, keep_months, flow_node_hours)")])
 def test_the_report_refuses_bad_input_in_one_line(tmp_path, kw, message):
     from burstbench.report import decision as report
 

@@ -39,10 +39,18 @@ def reference_dir() -> Path:
 
 
 def figures_dir(value: str | os.PathLike = "") -> Path:
-    """Where report figures and tables go (figures/ unless told otherwise)."""
+    """Where report figures and tables go: `value` if given (relative to the project), else
+    the scratch folder build/mine/, so that a report notebook run by hand, with your own
+    job, never rewrites the committed report.  Only `burstbench report` (make figures) with
+    its defaults writes report_dir(), figures/."""
     if value:
         p = Path(value)
         return p if p.is_absolute() else project_root() / p
+    return project_root() / "build" / "mine"
+
+
+def report_dir() -> Path:
+    """The committed report's figures and tables (figures/)."""
     return project_root() / "figures"
 
 

@@ -14,11 +14,13 @@ utilisation (72-81% in fiscal 2020-2023) says why it is long.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from burstbench.core.checks import ParamError
 from burstbench.core.reference import vm_key
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
@@ -50,10 +52,10 @@ class JobClass:
 
     def __post_init__(self) -> None:
         if self.problem is None and not (self.flow_node_hours and self.flow_node_hours > 0):
-            raise ValueError(f"job {self.name}: no size (give a problem, or its node-hours on "
+            raise ParamError(f"job {self.name}: no size (give a problem, or its node-hours on "
                              "Flow)")
         if self.nodes < 1 or self.solves < 1:
-            raise ValueError(f"job {self.name}: nodes and solves must be at least 1")
+            raise ParamError(f"job {self.name}: nodes and solves must be at least 1")
 
 
 #: The keys of a user's job, and of its problem.
@@ -68,35 +70,37 @@ def user_jobs(user: dict, data: job.Data, solves: int) -> list[JobClass]:
     flow_node_hours, nodes}), parsed strictly: an unknown key is refused with the valid
     ones, never ignored."""
     if not isinstance(user, dict):
-        raise ValueError(f"user_job must be a mapping, not {user!r}")
+        raise ParamError(f"user_job must be a mapping, not {user!r}")
     for where, got, keys in (("user_job", user, USER_KEYS),
                              ("user_job's problem", user.get("problem") or {}, PROBLEM_KEYS)):
         if not isinstance(got, dict):
-            raise ValueError(f"{where} must be a mapping, not {got!r}")
+            raise ParamError(f"{where} must be a mapping, not {got!r}")
         bad = [k for k in got if k not in keys]
         if bad:
-            raise ValueError(f"{where}: unknown key {bad[0]!r} (the keys are: "
-                             f"{', '.join(keys)})")
+            near = difflib.get_close_matches(str(bad[0]), keys, n=1)
+            raise ParamError(f"{where}: unknown key {bad[0]!r} ("
+                             + (f"did you mean {near[0]}? " if near else "")
+                             + f"the keys are: {', '.join(keys)})")
     p = user.get("problem") or {}
     name = str(user.get("name", "user job"))
     if "poisson" in p:
         grid = p["poisson"]
         if not (isinstance(grid, (list, tuple)) and len(grid) == 3
                 and all(isinstance(v, int) and v > 0 for v in grid)):
-            raise ValueError(f"user_job's problem: poisson must be three positive integers, "
+            raise ParamError(f"user_job's problem: poisson must be three positive integers, "
                              f"not {grid!r}")
         problem = Problem.poisson(*grid)
     elif {"n", "nnz"} <= set(p):
         problem = Problem(name, int(p["n"]), int(p["nnz"]))
     elif p:
-        raise ValueError("user_job's problem: give poisson: [nx, ny, nz], or n and nnz")
+        raise ParamError("user_job's problem: give poisson: [nx, ny, nz], or n and nnz")
     else:
         problem = None
     nodes = user.get("nodes", [1])
     nodes = [nodes] if isinstance(nodes, int) else nodes
     if not (isinstance(nodes, (list, tuple)) and nodes
             and all(isinstance(n, int) and n >= 1 for n in nodes)):
-        raise ValueError(f"user_job: nodes must be a list of positive integers, not {nodes!r}")
+        raise ParamError(f"user_job: nodes must be a list of positive integers, not {nodes!r}")
     udata = job.Data(user.get("input_gb", data.input_gb), user.get("output_gb", data.output_gb),
                      user.get("keep_months", data.keep_months))
     return [JobClass(f"{name}, {n} node(s)", n, udata, problem, int(user.get("solves", solves)),
@@ -230,7 +234,9 @@ def staging_limit(opt: Option, wan: np.ndarray) -> str:
     limits[pool < least] = f"the pool ({opt.pool.text})"
     least = np.minimum(least, pool)
     if opt.vm_storage is not None:
-        limits[opt.vm_storage[0] < least] = f"this VM's storage ({opt.vm_storage[1]})"
+        # a tie with a pool sized for it: the storage is the limit the pool was sized to
+        limits[opt.vm_storage[0] <= least * (1 + 1e-9)] = \
+            f"this VM's storage ({opt.vm_storage[1]})"
     values, n = np.unique(limits.astype(str), return_counts=True)
     k = int(np.argmax(n))
     share = n[k] / len(wan)
@@ -330,7 +336,10 @@ def decide(jobs: list[JobClass], machine_of: dict[str, Machine], flow: Machine,
                 rows.append(base | {"vm": vm, "status": str(exc)})
                 continue
             if pr.empty:
-                rows.append(base | {"vm": vm, "how": vp.how, "status": "no price known"})
+                rows.append(base | {"vm": vm, "how": vp.how, "status": (
+                    f"no price known: {vm} is a machine measured here, not an offer; a "
+                    "vm_price in its params file prices it") if m.measured
+                    else "no price known"})
                 continue
             for p in pr.itertuples():
                 opts = options_of(vm, p, jc)

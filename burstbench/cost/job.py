@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burstbench.core.checks import ParamError
+
 TIB, MIB, GB, TB = 2 ** 40, 2 ** 20, 1e9, 1e12
 #: Hours in a month, as Azure bills by the hour.
 HOURS_PER_MONTH = 730
@@ -56,7 +58,7 @@ class Data:
             ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             if not ok or v < 0 or (v == 0 and name != "keep_months"):
                 what = "a positive number" if name != "keep_months" else "0 or more"
-                raise ValueError(f"{name} must be {what}, not {v!r}")
+                raise ParamError(f"{name} must be {what}, not {v!r}")
 
     @property
     def total_gb(self) -> float:
@@ -111,9 +113,9 @@ def pool_per_job(data: Data, tiers: list[Tier], min_tib: float, wanted_mib_s: fl
     """The cheapest tier and size that holds the data, is at least `min_tib`, and delivers
     `wanted_mib_s` (a pool grows to reach a throughput).  ValueError with no tier priced."""
     if not tiers:
-        raise ValueError("no storage tier with a price")
+        raise ParamError("no storage tier with a price")
     if min_tib < 0:
-        raise ValueError(f"the pool's minimum size must be 0 or more TiB, not {min_tib:g}")
+        raise ParamError(f"the pool's minimum size must be 0 or more TiB, not {min_tib:g}")
     tier, tib = min(((t, max(min_tib, data.tib, wanted_mib_s / t.mib_s_per_tib))
                      for t in tiers), key=lambda o: (o[1] * o[0].jpy_per_tib_month, o[0].name))
     return Pool(PER_JOB, tier, tib)
@@ -124,12 +126,12 @@ def shared_pool(tiers: list[Tier], tier: str, tib: float, jobs_per_month: float)
     `jobs_per_month` burst jobs."""
     t = next((t for t in tiers if t.name == tier), None)
     if t is None:
-        raise ValueError(f"no price for Azure NetApp Files {tier}")
+        raise ParamError(f"no price for Azure NetApp Files {tier}")
     if not jobs_per_month > 0:
-        raise ValueError(f"jobs per month of the shared pool must be positive, not "
+        raise ParamError(f"jobs per month of the shared pool must be positive, not "
                          f"{jobs_per_month!r}")
     if tib < 0:
-        raise ValueError(f"the pool's minimum size must be 0 or more TiB, not {tib:g}")
+        raise ParamError(f"the pool's minimum size must be 0 or more TiB, not {tib:g}")
     return Pool(SHARED, t, tib, tib * t.jpy_per_tib_month / jobs_per_month)
 
 
@@ -137,7 +139,7 @@ def staging_hours(gb: float, mib_s):
     """Hours to move `gb` GB at `mib_s` MiB/s."""
     rate = np.asarray(mib_s, dtype=float)
     if not np.all(rate > 0):
-        raise ValueError(f"staging needs a positive bandwidth, not {np.min(rate)!r} MiB/s")
+        raise ParamError(f"staging needs a positive bandwidth, not {np.min(rate)!r} MiB/s")
     return gb * GB / (rate * MIB) / 3600
 
 
@@ -172,7 +174,7 @@ class VmJob:
 def egress_jpy(data: Data, jpy_per_gb: float, free_gb: float = 0.0) -> float:
     """The output's transfer out of the cloud, past a free allowance."""
     if free_gb < 0:
-        raise ValueError(f"the free egress allowance must be 0 or more GB, not {free_gb:g}")
+        raise ParamError(f"the free egress allowance must be 0 or more GB, not {free_gb:g}")
     return max(0.0, data.output_gb - free_gb) * jpy_per_gb
 
 
@@ -184,9 +186,9 @@ def vm_job(compute_h, nodes: int, price_per_node_h: float, data: Data, staging_m
     it, the pool for the job's hours; egress of the output."""
     if nodes < 1 or price_per_node_h < 0 or np.any(np.asarray(compute_h) < 0) \
             or np.any(np.asarray(deploy_h) < 0):
-        raise ValueError("nodes must be at least 1; hours and prices must not be negative")
+        raise ParamError("nodes must be at least 1; hours and prices must not be negative")
     if not math.isfinite(price_per_node_h):
-        raise ValueError("no price")
+        raise ParamError("no price")
     stage_in = staging_hours(data.input_gb, staging_mib_s)
     stage_out = staging_hours(data.output_gb, staging_mib_s)
     billed = deploy_h + stage_in + (compute_h if billed_compute_h is None
@@ -201,7 +203,7 @@ def onprem_job(compute_h, nodes: int, fee_per_node_h: float, data: Data,
                storage_jpy_per_tb_month: float):
     """(hours, JPY) of the job on the supercomputer, its queue wait left out."""
     if nodes < 1 or np.any(np.asarray(compute_h) < 0) or fee_per_node_h < 0:
-        raise ValueError("nodes must be at least 1; hours and fees must not be negative")
+        raise ParamError("nodes must be at least 1; hours and fees must not be negative")
     keep = data.total_gb * GB / TB * storage_jpy_per_tb_month * data.keep_months \
         if data.keep_months else 0.0
     return compute_h, nodes * compute_h * fee_per_node_h + keep

@@ -172,11 +172,3 @@ def storage_rates(merits: list[Merits]) -> dict[str, tuple[float, str]]:
             out[str(vm)] = (float(slow["value"]), f"{slow['target']} "
                             f"{slow['merit'].split('_')[1]}, measured here")
     return out
-
-
-def staging_rate(wan_mib_s: float, storage: tuple[float, str] | None) -> tuple[float, str]:
-    """MiB/s a VM stages its data at, and what limits it: the WAN, or the VM's own storage
-    where it was measured slower."""
-    if storage is not None and storage[0] < wan_mib_s:
-        return storage[0], f"this VM's storage ({storage[1]})"
-    return wan_mib_s, "the WAN"

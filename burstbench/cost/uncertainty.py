@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from burstbench.core.checks import ParamError
+
 #: The inputs' names, as the tables and the tornado chart print them.
 ERROR = "model error"
 FLOW_FRACTION = "Flow's Triad fraction"
@@ -45,15 +47,15 @@ class Range:
     def __post_init__(self) -> None:
         for v in (self.low, self.mode, self.high):
             if not (isinstance(v, (int, float)) and math.isfinite(v)):
-                raise ValueError(f"{self.name}: its range must be numbers, not {v!r}")
+                raise ParamError(f"{self.name}: its range must be numbers, not {v!r}")
         if self.low > self.high:
-            raise ValueError(f"{self.name}: the range's low end {self.low:g} is above its "
+            raise ParamError(f"{self.name}: the range's low end {self.low:g} is above its "
                              f"high end {self.high:g}")
         if not self.low <= self.mode <= self.high:
-            raise ValueError(f"{self.name}: {self.mode:g} is outside its range "
+            raise ParamError(f"{self.name}: {self.mode:g} is outside its range "
                              f"{self.low:g}-{self.high:g}")
         if self.log and not self.low > 0:
-            raise ValueError(f"{self.name}: a log-uniform range must be above 0, not "
+            raise ParamError(f"{self.name}: a log-uniform range must be above 0, not "
                              f"{self.low:g}")
 
     @classmethod

@@ -56,14 +56,15 @@ def table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, ti
 
 
 def figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption: str,
-                  runs: list[str], show: bool, legend_right: float = 1.0) -> Entry:
+                  runs: list[str], show: bool, legend_right: float = 1.0,
+                  caption_size: float = 7) -> Entry:
     """Save a figure (PNG + SVG, captioned), show it in a notebook if asked, close it.
 
     In a Jupyter kernel the figure shown is the PNG just written, at the figure's size on
     screen: the inline backend would draw the figure twice more (for its tight box, then its
     image), a fifth of a report rebuild's time.  Elsewhere, plt.show().
     """
-    files = style.save(fig, fig_dir / stem, caption, legend_right)
+    files = style.save(fig, fig_dir / stem, caption, legend_right, caption_size)
     if show:
         ipython = sys.modules.get("IPython")  # imported where a kernel runs this
         shell = ipython.get_ipython() if ipython else None

@@ -73,27 +73,32 @@ def palette(n: int) -> list:
     return sns.color_palette("husl", n)
 
 
-def caption_width(fig: plt.Figure) -> int:
+def caption_width(fig: plt.Figure, size: float = 7) -> int:
     """Characters per caption line: 150, fewer on a figure narrower than 8.8 inches (about
-    17 characters of 7-point text an inch), so that no line runs off its right edge."""
-    return min(150, int(fig.get_figwidth() * 17))
+    17 characters of 7-point text an inch, fewer of larger text), so that no line runs off
+    its right edge."""
+    return min(150, int(fig.get_figwidth() * 17 * 7 / size))
 
 
-def add_caption(fig: plt.Figure, caption: str) -> int:
+def add_caption(fig: plt.Figure, caption: str, size: float = 7) -> int:
     """A small caption under the axes saying which data produced the figure; its lines."""
-    lines = textwrap.wrap(caption, caption_width(fig))
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, color="0.3", ha="left", va="bottom")
+    lines = textwrap.wrap(caption, caption_width(fig, size))
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=size, color="0.3", ha="left",
+             va="bottom")
     return len(lines)
 
 
-def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0) -> list[Path]:
+def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0,
+         caption_size: float = 7) -> list[Path]:
     """Write `stem`.png and `stem`.svg with the caption; return the paths.
 
     `legend_right` < 1 keeps that fraction of the width for the axes (a figure
     legend sits to the right).
     """
-    lines = add_caption(fig, caption)
-    fig.tight_layout(rect=(0, 0.03 + 0.022 * lines, legend_right, 1))
+    lines = add_caption(fig, caption, caption_size)
+    # a line of the caption as a share of the height (7 points: as every figure has had)
+    line_h = 0.022 if caption_size == 7 else caption_size * 1.25 / 72 / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0.03 + line_h * lines, legend_right, 1))
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
     # Byte for byte the same from the same data: no date, no matplotlib version (a patch

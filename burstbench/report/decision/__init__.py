@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from burstbench.core import paths
+from burstbench.core.checks import ParamError
 from burstbench.cost import decision, job, machines, model, study_check
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
@@ -24,8 +25,6 @@ from burstbench.report.sections import Section
 
 #: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
 WAITS_H = (0.0, 10 / 60, 1.0, 4.0, 24.0)
-#: The storage scenario the figure draws: the study's own setup.
-FIGURE_SCENARIO = job.SHARED
 
 
 def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
@@ -46,9 +45,9 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     [low, high], or [low, mode, high], for this and the other ranged parameters.  ValueError,
     one line, for anything given wrong."""
     if not (isinstance(queue_wait_h, (int, float)) and queue_wait_h >= 0):
-        raise ValueError(f"queue_wait_h must be 0 or more hours, not {queue_wait_h!r}")
+        raise ParamError(f"queue_wait_h must be 0 or more hours, not {queue_wait_h!r}")
     if not (isinstance(mc_draws, int) and mc_draws >= 100):
-        raise ValueError(f"mc_draws must be an integer of at least 100, not {mc_draws!r}")
+        raise ParamError(f"mc_draws must be an integer of at least 100, not {mc_draws!r}")
     section = Section("decision")
     runs = paths.runs_dir(runs_dir)
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
@@ -109,8 +108,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             swings[jc.name] = (" ".join(str(k) for k in key[1:]), at_modes,
                                decision.sensitivity(result, jc.name, key))
         section.entries.append(figures.decision_figure(
-            result, [jc.name for jc in jobs], region, FIGURE_SCENARIO, flow_system,
-            queue_wait_h, fig_dir, show))
+            result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show))
         text.sensitivity_table(section, swings, fig_dir)
         section.entries.append(figures.tornado(swings, fig_dir, show))
         section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,

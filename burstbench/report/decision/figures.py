@@ -102,56 +102,66 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
 
 
 
-def decision_figure(decision: Decision, names: list[str], region: str, scenario: str,
-                    flow_system: str, queue_wait_h: float, fig_dir: Path, show: bool) -> Entry:
-    """Per job class: P(the VM returns the result sooner) against Flow's queue wait, one
-    line per VM (pay-as-you-go solid, spot dashed) in `region` with `scenario`'s storage;
-    the verdict's 10% and 90% lines and the user's wait."""
+def decision_figure(decision: Decision, names: list[str], flow_system: str,
+                    queue_wait_h: float, fig_dir: Path, show: bool) -> Entry:
+    """Per job class: P(the VM returns the result sooner) against Flow's queue wait for two
+    options only, the fastest (the lowest median break-even) and the cheapest (spot
+    included; the rest are in the table), over the waits where their break-evens lie; the
+    verdict's 10% and 90% lines and the wait asked about.  Sized to be read where JupyterLab
+    shows it: 9 inches wide, no text under 9 points."""
     rows = decision.rows
-    priced = rows[(rows["status"] == "priced") & (rows["region"] == region)
-                  & (rows["storage_scenario"] == scenario)]
+    priced = rows[rows["status"] == "priced"]
     names = [n for n in names if (priced["job"] == n).any()]
-    cols = min(3, max(1, len(names)))
+    cols = min(2, max(1, len(names)))
     nrows = max(1, -(-len(names) // cols))
     style.apply_style()
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.8 * cols, 3.6 * nrows + 1.0),
-                             squeeze=False)
-    vms = sorted(set(priced["vm"]))
-    colors = dict(zip(vms, style.palette(len(vms))))
-    x = np.geomspace(1 / 60, 48, 240)
-    for ax, name in zip(axes.flat, names):
+    fig, axes = plt.subplots(nrows, cols, figsize=(9.0, 2.9 * nrows + 1.6), squeeze=False)
+    shown = {}
+    for name in names:
         d = priced[priced["job"] == name]
-        for r in d.itertuples():
+        fast = d.sort_values(["break_even_p50_h", "jpy"], kind="stable").iloc[0]
+        cheap = d.sort_values(["jpy", "break_even_p50_h"], kind="stable").iloc[0]
+        shown[name] = [("fastest", fast)] + ([("cheapest", cheap)] if cheap.name != fast.name
+                                            else [])
+    ends = [v for opts in shown.values() for _, r in opts
+            for v in (r.break_even_p10_h, r.break_even_p90_h)] + [queue_wait_h]
+    lo = max(1 / 60, min(e for e in ends if e > 0) / 2 if any(e > 0 for e in ends) else 1 / 60)
+    hi = max(max(ends) * 2, lo * 10)
+    x = np.geomspace(lo, hi, 240)
+    colors = {"fastest": "#4878d0", "cheapest": "#d65f5f"}
+    for ax, name in zip(axes.flat, names):
+        for kind, r in shown[name]:
             be = decision.draws[(name, r.vm, r.region, r.billing, r.storage_scenario)]
             p = np.searchsorted(be, x, side="left") / len(be)
-            ax.plot(x, p, color=colors[r.vm], lw=1.5, ls="-" if r.billing == "payg" else "--",
-                    label=f"{r.vm} {r.billing}" + (f" ({r.jpy:,.0f} JPY)"
-                                                   if r.billing == "payg" else ""))
+            ax.plot(x, p, color=colors[kind], lw=2.0, ls="-" if kind == "fastest" else "--",
+                    label=f"{kind}: {r.vm} {r.billing}, {r.region}, {r.jpy:,.0f} JPY")
         for level in (0.1, 0.9):
-            ax.axhline(level, color="0.6", lw=0.8, ls=":")
-        ax.axvline(queue_wait_h, color="black", lw=0.9, ls="-.")
-        ax.set(xscale="log", xlim=(x[0], x[-1]), ylim=(-0.02, 1.02),
-               xlabel=f"queue wait on {flow_system}", ylabel="P(VM sooner)")
-        ax.xaxis.set_major_locator(FixedLocator(WAIT_TICKS_H))
+            ax.axhline(level, color="0.55", lw=0.8, ls=":")
+        ax.axvline(queue_wait_h, color="black", lw=1.0, ls="-.")
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel(f"queue wait on {flow_system}", fontsize=10)
+        ax.set_ylabel("P(VM sooner)", fontsize=10)
+        ticks = [t for t in (1 / 60, 5 / 60, 10 / 60, 20 / 60, 1, 2, 4, 8, 24, 48)
+                 if lo <= t <= hi]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda h, _: tick(h)))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_title(name, fontsize=9)
-        ax.legend(fontsize=6, loc="lower right", frameon=True)
+        ax.tick_params(labelsize=9)
+        ax.set_title(name, fontsize=10)
+        ax.legend(fontsize=9, loc="lower right", frameon=True)
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
-    fig.suptitle(f"When bursting pays (predicted): P(a VM in {region} returns the result "
-                 f"before {flow_system} would)", fontweight="bold")
-    caption = ("Data: figures/burst_decision.csv. Every time behind it is predicted by the time "
-               "model (figures/biccg_model_validation.png), none measured; each line is the "
-               "share of the Monte Carlo's draws (the model's error, Flow's bandwidth, the WAN, "
-               "deployment, iterations, evictions, latencies: "
-               "figures/burst_sensitivity.md) in which the VM, deployed, staged through the "
-               f"{scenario} and computing, is done before Flow's queue wait plus Flow's own "
-               "computing. Dotted: 10% and 90%, between them the verdict is undecided; "
-               f"dash-dotted: the wait asked about ({hours(queue_wait_h)}). Legend: the "
-               "pay-as-you-go option's median whole cost.")
+    fig.suptitle(f"When bursting pays: P(the VM returns the result before {flow_system} "
+                 "would), predicted", fontweight="bold", fontsize=11)
+    caption = ("Data: figures/burst_decision.csv (every option). Each curve: the share of "
+               "Monte Carlo draws of every uncertain input (figures/burst_inputs.md) in which "
+               "the VM, deployed, staged and computing, is done before Flow's queue wait plus "
+               "Flow's computing. Dotted: 10% and 90%, between them undecided; dash-dotted: "
+               f"the wait asked about ({hours(queue_wait_h)}). Costs are medians.")
     return figure_entry(fig, fig_dir, "burst_decision", "When bursting pays", caption,
-                        ["figures/burst_decision.csv"], show)
+                        ["figures/burst_decision.csv"], show, caption_size=9)
 
 
 def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
@@ -160,7 +170,7 @@ def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
     to its high end (the others at their modes), the inputs ranked by that swing."""
     names = list(swings)
     style.apply_style()
-    fig, axes = plt.subplots(len(names), 1, figsize=(7.5, 1.9 * len(names) + 0.9),
+    fig, axes = plt.subplots(len(names), 1, figsize=(9.0, 1.9 * len(names) + 1.4),
                              squeeze=False)
     for ax, name in zip(axes.flat, names):
         option, base, ss = swings[name]
@@ -171,13 +181,14 @@ def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
             ax.barh(y, (hi - lo) * 60, left=lo * 60, color="#4878d0" if s.at_high >= s.at_low
                     else "#ee854a", height=0.6)
         ax.axvline(base * 60, color="black", lw=0.9)
-        ax.set_yticks(ys, [s.name for s in ss], fontsize=8)
-        ax.set_title(f"{name}: {option}", fontsize=9)
-        ax.set_xlabel("break-even queue wait (min)", fontsize=8)
+        ax.set_yticks(ys, [s.name for s in ss], fontsize=9)
+        ax.tick_params(labelsize=9)
+        ax.set_title(f"{name}: {option}", fontsize=10)
+        ax.set_xlabel("break-even queue wait (min)", fontsize=10)
     fig.suptitle("What decides the break-even wait: each input over its range, the others "
-                 "at their modes", fontweight="bold", fontsize=10)
+                 "at their modes", fontweight="bold", fontsize=11)
     caption = ("Data: figures/burst_sensitivity.csv. Blue: the wait rises from the input's low "
                "to its high end; orange: it falls. The black line: every input at its mode. "
                "Predicted, not measured.")
     return figure_entry(fig, fig_dir, "burst_sensitivity", "What decides the break-even wait",
-                        caption, ["figures/burst_sensitivity.csv"], show)
+                        caption, ["figures/burst_sensitivity.csv"], show, caption_size=9)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from burstbench.core.checks import ParamError
 from burstbench.core.merits import Merits
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost import decision, job
@@ -102,15 +103,15 @@ def as_range(name: str, value, unit: str, source: str, log: bool = False) -> u.R
         v = [float(x) for x in value]
         if len(v) == 2:
             if v[0] > v[1]:
-                raise ValueError(f"{name}: the range's low end {v[0]:g} is above its high end "
+                raise ParamError(f"{name}: the range's low end {v[0]:g} is above its high end "
                                  f"{v[1]:g}")
             return u.Range.log_uniform(name, v[0], v[1], unit, source) if log else \
                 u.Range(name, v[0], (v[0] + v[1]) / 2, v[1], unit, source)
         if v[0] > v[2]:
-            raise ValueError(f"{name}: the range's low end {v[0]:g} is above its high end "
+            raise ParamError(f"{name}: the range's low end {v[0]:g} is above its high end "
                              f"{v[2]:g}")
         return u.Range(name, v[0], v[1], v[2], unit, source)
-    raise ValueError(f"{name} must be a number, [low, high] or [low, mode, high], not "
+    raise ParamError(f"{name} must be a number, [low, high] or [low, mode, high], not "
                      f"{value!r}")
 
 
@@ -138,7 +139,7 @@ def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
     elif wan_mib_s in (0, None, []):
         g = gfrep_rates(ref_dir, problems)
         if len(g) < 2:
-            raise ValueError("no WAN rate: gfarm_azure_gfrep.csv lacks its within- and "
+            raise ParamError("no WAN rate: gfarm_azure_gfrep.csv lacks its within- and "
                              "between-region rows, and wan_mib_s is not given")
         out[u.WAN] = u.Range.log_uniform(
             u.WAN, min(g.values()), max(g.values()), "MiB/s",
@@ -148,7 +149,7 @@ def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
     else:
         out[u.WAN] = as_range(u.WAN, wan_mib_s, "MiB/s", "wan_mib_s", log=True)
     if out[u.WAN].low <= 0:
-        raise ValueError(f"wan_mib_s must be positive, not {out[u.WAN].low:g}")
+        raise ParamError(f"wan_mib_s must be positive, not {out[u.WAN].low:g}")
     out[u.DEPLOY] = as_range(u.DEPLOY, deploy_minutes, "min",
                              "deploy_minutes (the study: about 5 min from submission to start "
                              "under CycleCloud; the ends are assumed)")
@@ -164,7 +165,7 @@ def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
                              "for every published machine")
     for r in (out[u.DEPLOY], out[u.EVICTIONS]):
         if r.low < 0:
-            raise ValueError(f"{r.name} must not be negative, not {r.low:g}")
+            raise ParamError(f"{r.name} must not be negative, not {r.low:g}")
     return out
 
 
@@ -202,9 +203,9 @@ def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
     study's always-on pool shared by a month's burst jobs; a reason where a region has no
     transfer or storage price."""
     if pool_min_tib < 0:
-        raise ValueError(f"pool_min_tib must be 0 or more, not {pool_min_tib:g}")
+        raise ParamError(f"pool_min_tib must be 0 or more, not {pool_min_tib:g}")
     if not pool_jobs_per_month > 0:
-        raise ValueError(f"pool_jobs_per_month must be positive, not {pool_jobs_per_month!r}")
+        raise ParamError(f"pool_jobs_per_month must be positive, not {pool_jobs_per_month!r}")
 
     def of(vm: str, p, jc: decision.JobClass) -> list[decision.Option] | str:
         region = p.region

@@ -162,18 +162,27 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
         lead = leading(rows, jc.name)
         cheap = d.sort_values(["jpy", "break_even_p50_h"], kind="stable").iloc[0]
         top = [s.name for s in swings[jc.name][2][:2]] if jc.name in swings else []
-        option = f"{lead['vm']} {lead['billing']} {lead['region']}, {lead['storage_scenario']}"
-        answer = {"burst": f"burst, on {option}",
-                  "stay": f"stay on {flow_system}",
-                  "undecided": "undecided"}[lead["verdict"]]
+        billing = {"payg": "pay-as-you-go", "spot": "spot"}.get(lead["billing"],
+                                                                lead["billing"])
+        option = f"{lead['vm']} ({billing}, {lead['region']}, {lead['storage_scenario']})"
+        band = (f"{hours(lead['break_even_p50_h'])} (10-90%: "
+                f"{hours(lead['break_even_p10_h'])} to {hours(lead['break_even_p90_h'])})")
+        p = lead[f"p_sooner_at_{wait_label(queue_wait_h)}"]
+        by = f"; decided most by {' and '.join(top)}" if top else ""
+        answer = {
+            "burst": f"burst to {option} when {flow_system}'s queue passes {band}; it costs "
+                     f"{abs(lead['extra_jpy']):,.0f} JPY "
+                     f"{'more' if lead['extra_jpy'] >= 0 else 'less'} than Flow. At a "
+                     f"{hours(queue_wait_h)} "
+                     f"wait: **burst** (P(sooner) {p:.0%}{by})",
+            "stay": f"**stay** on {flow_system} at a {hours(queue_wait_h)} wait: the soonest "
+                    f"option, {option}, is sooner only once the queue passes {band}{by}",
+            "undecided": f"**undecided** at a {hours(queue_wait_h)} wait: {option} is sooner "
+                         f"once {flow_system}'s queue passes {band}, a band that holds the "
+                         f"wait (P(sooner) {p:.0%}{by})"}[lead["verdict"]]
         lines.append(
-            f"- **{jc.name}** at a {hours(queue_wait_h)} wait: **{answer}**"
-            + (f" (decided by {' and '.join(top)})" if top else "") + ".\n"
-            f"  - Leading option {option}: sooner than {flow_system} once its queue is longer "
-            f"than {hours(lead['break_even_p50_h'])} (10-90%: "
-            f"{hours(lead['break_even_p10_h'])} to {hours(lead['break_even_p90_h'])}); "
-            f"P(sooner) {lead[f'p_sooner_at_{wait_label(queue_wait_h)}']:.0%} at "
-            f"{hours(queue_wait_h)}. {hours(lead['time_h'])} to the result for "
+            f"- **{jc.name}**: {answer}.\n"
+            f"  - Time and cost: {hours(lead['time_h'])} to the result for "
             f"{lead['jpy']:,.0f} JPY ({lead['jpy_low']:,.0f}-{lead['jpy_high']:,.0f}): "
             f"node-hours {lead['compute_jpy']:,.0f}, storage {lead['storage_jpy']:,.0f} "
             f"({lead['pool']}), egress {lead['egress_jpy']:,.0f} (medians; they need not add "
