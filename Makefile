@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PARAMS ?= papermill_params/local.yaml
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: report measure figures test test-fast lint install clean lab
+.PHONY: report measure figures test test-fast lint install clean lab nbstripout
 
 ## build, measure this machine with $(PARAMS), rebuild every figure and table
 report: measure figures
@@ -77,7 +77,19 @@ $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*/*.[ch] kernels_
 	    setuptools wheel
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
 	    -e '.[test,mpi]'
+	$(MAKE) --no-print-directory nbstripout
 	touch $@
+
+## nbstripout: notebooks/ reach git without outputs, execution counts or the kernel's
+## language_info (.gitattributes names the filter; this sets it in .git/config, outside
+## a git checkout it does nothing): running or autosaving a notebook in JupyterLab leaves
+## `git status` clean. Cell ids are kept.
+nbstripout:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git config filter.nbstripout.clean \
+	    "'$(abspath $(PY))' -m nbstripout --keep-id --extra-keys metadata.language_info" && \
+	  git config filter.nbstripout.smudge cat && \
+	  echo "git filter nbstripout: notebooks/*.ipynb committed without outputs"; fi
 
 clean:
 	rm -rf build $(VENV)
