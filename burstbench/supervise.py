@@ -180,6 +180,10 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
     fresh = not run_dir.exists()
     held = contextlib.ExitStack()
     try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise locks.Busy(f"cannot create run folder {run_dir}: {exc.strerror}") from exc
+    try:
         with signals.stop_signals():  # a stop while waiting for the host leaves no lock
             said = held.enter_context(locks.holding(run_dir, token, wait, force, say))
     except OSError as exc:

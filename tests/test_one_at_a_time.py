@@ -110,7 +110,7 @@ def test_a_live_run_has_one_writer_and_a_host_one_sweep_the_next_waits_or_is_ref
     params, release = held_params(tmp_path)
     runs, other = tmp_path / "runs", tmp_path / "other-runs"
     first = start(run_argv(params, runs), sweep_env)
-    waiter = None
+    waiter = stopped = None
     try:
         wait_for(lambda: len(held_ranks(tag)) == 2, 90, "ranks of the held solve")
         (run_dir,) = (runs / "one").iterdir()
@@ -129,10 +129,17 @@ def test_a_live_run_has_one_writer_and_a_host_one_sweep_the_next_waits_or_is_ref
             "--wait\n"))
         assert not (other / "one").exists() or not any((other / "one").iterdir())
 
+        waiting = (f"waiting for the sweep measuring on this host: {holder}, measuring into "
+                   f"{run_dir}\n")
+        stopped = start(run_argv(params, other, "--wait"), sweep_env)
+        assert stopped.stderr.readline() == waiting
+        stopped.terminate()  # a stop while waiting: nothing measured, nothing held
+        assert stopped.communicate(timeout=60)[1] == ("stopped by SIGTERM while waiting: "
+                                                      "nothing was measured\n")
+        assert stopped.returncode == 143 and not any((other / "one").iterdir())
+
         waiter = start(run_argv(params, other, "--wait"), sweep_env)
-        line = waiter.stderr.readline()
-        assert line == (f"waiting for the sweep measuring on this host: {holder}, measuring "
-                        f"into {run_dir}\n")
+        assert waiter.stderr.readline() == waiting
         assert len(held_ranks(tag)) == 2  # the first still measures, alone
         release.touch()
         out, err = first.communicate(timeout=300)
@@ -143,7 +150,7 @@ def test_a_live_run_has_one_writer_and_a_host_one_sweep_the_next_waits_or_is_ref
         (waited,) = (other / "one").iterdir()
         assert f"done: {waited}" in out
     finally:
-        for p in (first, waiter):
+        for p in (first, waiter, stopped):
             if p is not None:
                 p.kill()
         kill_all(tag)
