@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from test_batch import ROOT, write_params
 from test_signals import HELD, MARKER, held_mpiexec, held_ranks, kill_all, marked, wait_for
 
@@ -36,10 +37,11 @@ HOST = socket.gethostname()
 
 
 def held_params(folder: Path, vm: str = "one") -> tuple[Path, Path]:
-    """(params, release file): a two-configuration BICCG sweep whose second configuration
-    waits at the gate until the release file exists."""
+    """(params, release file): the smoke sweep (papermill_params/smoke.yaml), its BICCG with
+    two configurations, the second waiting at the gate until the release file exists."""
     mpiexec, release = held_mpiexec(folder)
-    params = write_params(folder, f"{vm}.yaml", {
+    smoke = yaml.safe_load((ROOT / "papermill_params" / "smoke.yaml").read_text())
+    params = write_params(folder, f"{vm}.yaml", smoke | {
         "vm": vm, "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(HELD)] * 3}],
         "biccg_combination": {"mpiexec": str(mpiexec), "launcher": "hydra"},
         "biccg_ranks_per_node": [2], "biccg_threads": [1], "biccg_baselines": [],
@@ -48,8 +50,9 @@ def held_params(folder: Path, vm: str = "one") -> tuple[Path, Path]:
 
 
 def run_argv(params: Path, runs: Path, *more: str) -> list[str]:
-    return [sys.executable, "-m", "burstbench", "run", "--params", str(params), "--runs-dir",
-            str(runs), "--quiet", *more]
+    """`burstbench run` of the held smoke sweep's BICCG, in the order of its resume command."""
+    return [sys.executable, "-m", "burstbench", "run", "--params", str(params), "--only",
+            "biccg", "--runs-dir", str(runs), "--quiet", *more]
 
 
 def start(argv: list[str], env: dict) -> subprocess.Popen:
