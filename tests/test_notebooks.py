@@ -314,7 +314,8 @@ def test_report_parameters_a_notebook_lacks_are_refused(tmp_path, cli):
     proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
     assert proc.returncode == 2 and not figs.exists()
     assert proc.stderr.startswith(f"error: {bad}: 'user_jobb' is not a parameter of any report "
-                                  "notebook (they are: checkpoint_h, deploy_minutes, ")
+                                  "notebook (did you mean user_job? they are: checkpoint_h, "
+                                  "deploy_minutes, ")
     assert "user_job, " in proc.stderr
     bad.write_text("figures_dir: /tmp/elsewhere\n")
     proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
