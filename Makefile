@@ -61,8 +61,8 @@ lab: $(STAMP)
 	  '    f"error: port {port} is taken (make lab PORT={port + 2})"' \
 	  '    if e.errno == errno.EADDRINUSE else f"error: cannot listen on {ip}:{port}: {e.strerror}")' \
 	  | $(PY) - '$(IP)' '$(PORT)'
-	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=$(IP) \
-	    --ServerApp.port=$(PORT) --ServerApp.port_retries=0 $(LAB_ROOT)
+	$(PY) -m jupyter lab --config=jupyter_server_config.py --ServerApp.root_dir=notebooks \
+	    --ServerApp.ip=$(IP) --ServerApp.port=$(PORT) --ServerApp.port_retries=0 $(LAB_ROOT)
 
 ## install: virtual environment + editable install (rebuilt when the C or build files change).
 ## MPI (the mpich wheel) and mpi4py go in first, and the build sees the environment's
