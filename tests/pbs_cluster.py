@@ -2,12 +2,13 @@
 
 OpenPBS is built once from the shared source tarball into a cache outside the
 checkout, keyed by the tarball's hash (:func:`build`).  The session's cluster
-(server, scheduler, comm, MoM and PBS's own PostgreSQL datastore) then runs in a
+(server, scheduler, comm, two MoMs and PBS's own PostgreSQL datastore) then runs in a
 private mount and network namespace held by one ``unshare`` process, so that
 nothing outside it changes:
 
-- the host name resolves to a non-loopback address only there (a hosts file
-  bound over /etc/hosts, the address on the namespace's own loopback device);
+- the host name and the nodes' names resolve to non-loopback addresses only
+  there (a hosts file bound over /etc/hosts, the addresses on the namespace's
+  own loopback device);
 - PBS's fixed ports (15001-15007, 17001) are the namespace's own;
 - the job user exists only there (passwd and group files bound over /etc's);
 - PBS_HOME lives in the session's temporary folder, bound over an empty
@@ -54,7 +55,7 @@ BUILD_DEPS = ("gcc g++ make libtool autoconf automake pkg-config libhwloc-dev li
 #: The job user: an ordinary user (PBS refuses root's jobs), in the namespace alone.
 USER, UID = "bbpbs", 61029
 #: The host's name resolves to this, on the namespace's loopback device (TEST-NET-3).
-ADDRESS = "203.0.113.29"
+ADDRESS = "203.0.113.2"  # the nodes: .21, .22
 
 
 def tarball() -> Path:
@@ -178,12 +179,14 @@ def _shadow_script(keep: dict[Path, set[str]], hold: Path) -> list[str]:
 
 
 class PbsCluster:
-    """OpenPBS's server, scheduler, comm, MoM and datastore in a namespace, under `root`.
+    """OpenPBS's server, scheduler, comm, two MoMs and datastore in a namespace, under `root`.
 
-    The MoM has two vnodes, n1 and n2 (2 CPUs each, all this host has, as a
-    Slurm node here has), each with a host name of its own, so that
-    ``select=2:...`` with ``place=scatter`` places two chunks and the job's
-    ``$PBS_NODEFILE`` names two nodes, as on CycleCloud's execute nodes.
+    The MoMs are nodes n1 and n2 (2 CPUs each, all this host has, as a Slurm
+    node here has), each on an address of its own, so that ``select=2:...``
+    with ``place=scatter`` places two chunks on two hosts and the job's
+    ``$PBS_NODEFILE`` names both, as on CycleCloud's execute nodes.  (One MoM
+    with two vnodes would not: PBS writes the MoM's host name in the node file
+    once per chunk, and ``place=scatter`` spreads over hosts, not vnodes.)
     """
 
     nodes = ("n1", "n2")
@@ -242,12 +245,13 @@ class PbsCluster:
         keep = _shadowed([ROOT, Path(sys.prefix), Path(sys.base_prefix),
                           Path(sys.executable).resolve().parent, self.root])
         ready = self.root / "namespace-ready"
+        hosts = "".join(f"{a} {name}\\n" for name, a in self.addresses().items())
         script = "\n".join([
-            "set -eu", "ip link set lo up", f"ip addr add {ADDRESS}/32 dev lo",
+            "set -eu", "ip link set lo up",
+            *[f"ip addr add {a}/32 dev lo" for a in self.addresses().values()],
             f"mount -t tmpfs -o mode=0755,size=16m burstbench-pbs {hold}",
             f"mkdir {hold}/etc {hold}/up", *_shadow_script(keep, hold / "up"),
-            f"printf '127.0.0.1 localhost\\n{ADDRESS} {self.host} {' '.join(self.nodes)}\\n'"
-            f" > {hold}/etc/hosts",
+            f"printf '127.0.0.1 localhost\\n{hosts}' > {hold}/etc/hosts",
             f"{{ cat /etc/passwd; echo {shlex.quote(passwd)}; }} > {hold}/etc/passwd",
             f"{{ cat /etc/group; echo {USER}:x:{UID}:; }} > {hold}/etc/group",
             *[f"mount --bind {hold}/etc/{f} /etc/{f}" for f in ("hosts", "passwd", "group")],
@@ -261,13 +265,17 @@ class PbsCluster:
         wait_until(ready.exists, 30, "the PBS namespace", lambda: "" if self.holder.poll() is None
                    else f"the namespace's setup failed: {self._tail('namespace.log')}")
 
+    def addresses(self) -> dict[str, str]:
+        """The host's and each node's address: apart, so that PBS sees distinct hosts."""
+        return {self.host: ADDRESS} | {n: f"{ADDRESS}{i + 1}" for i, n in enumerate(self.nodes)}
+
     def _tail(self, name: str, lines: int = 5) -> str:
         f = self.root / name
         text = f.read_text(errors="replace").strip() if f.exists() else ""
         return " | ".join(text.splitlines()[-lines:]) or "(no log)"
 
     def start(self) -> PbsCluster:
-        """Build if needed, then start every daemon and wait until both vnodes are free."""
+        """Build if needed, then start every daemon and wait until both nodes are free."""
         t0 = time.monotonic()
         self.prefix = build(log=lambda m: print(m, file=sys.stderr, flush=True))
         self.times["build"] = time.monotonic() - t0
@@ -285,7 +293,7 @@ class PbsCluster:
 PBS_START_SERVER=1
 PBS_START_SCHED=1
 PBS_START_COMM=1
-PBS_START_MOM=1
+PBS_START_MOM=0
 PBS_EXEC={self.prefix}
 PBS_HOME={self.home}
 PBS_CORE_LIMIT=unlimited
@@ -295,16 +303,6 @@ PBS_TMPDIR={self.root / 'tmp'}
         self.run(f"{self.prefix}/libexec/pbs_postinstall", "server", "23.06.06",
                  str(self.prefix), str(self.home), "postgres", "sameconf", user=False,
                  check=True, timeout=120)
-        with open(self.root / "pbs_home" / "mom_priv" / "config", "a") as f:
-            # local copies for output files; resources (walltime) checked every few seconds
-            f.write(f"$clienthost {self.host}\n$usecp *:/ /\n$min_check_poll 2\n"
-                    "$max_check_poll 4\n")
-        vnodes = self.root / "vnodes"
-        vnodes.write_text("$configversion 2\n" + f"{self.host}: resources_available.ncpus = 0\n"
-                          + "".join(f"{n}: resources_available.ncpus = {self.ncpus}\n"
-                                    f"{n}: resources_available.host = {n}\n"
-                                    for n in self.nodes))
-        self.run("pbs_mom", "-s", "insert", "burstbench", str(vnodes), user=False, check=True)
         for attempt in range(3):  # its first start creates the datastore, and can race it
             proc = self.run(f"{self.prefix}/libexec/pbs_init.d", "start", user=False,
                             timeout=180)
@@ -314,24 +312,44 @@ PBS_TMPDIR={self.root / 'tmp'}
             if "database system is starting up" not in out or attempt == 2:
                 raise ClusterError(f"pbs_init.d start: exit {proc.returncode}: {out[-2000:]}")
             self.run(f"{self.prefix}/libexec/pbs_init.d", "stop", user=False, timeout=120)
+        for n, node in enumerate(self.nodes):
+            self._start_mom(node, 15002 + 10 * n)
         for c in ("set server job_history_enable = True",
                   "set server scheduler_iteration = 2",
                   f"set queue workq resources_max.ncpus = {self.ncpus * len(self.nodes)}",
-                  f"set queue workq resources_max.nodect = {len(self.nodes)}"):
+                  f"set queue workq resources_max.nodect = {len(self.nodes)}",
+                  *[f"create node {n} Mom={n},port={15002 + 10 * i},"
+                    f"resources_available.ncpus={self.ncpus}"
+                    for i, n in enumerate(self.nodes)]):
             self.qmgr(c)
-        wait_until(self.all_free, 60, "the MoM's vnodes",
+        wait_until(self.all_free, 60, "the MoMs' nodes",
                    lambda: "" if self.holder and self.holder.poll() is None
                    else "the namespace ended")
         self.times["start"] = time.monotonic() - t0
         return self
 
-    def vnodes(self) -> dict[str, dict]:
+    def _start_mom(self, node: str, port: int) -> None:
+        """A MoM named `node` on `port` (and port + 1), its home beside PBS_HOME's own."""
+        home = self.root / "pbs_home" / f"mom-{node}"
+        for d in ("mom_priv", "mom_logs", "aux", "spool", "undelivered", "checkpoint"):
+            shutil.copytree(self.root / "pbs_home" / d, home / d, symlinks=True)
+        shutil.copy2(self.root / "pbs_home" / "pbs_environment", home)
+        with open(home / "mom_priv" / "config", "a") as f:
+            # local copies for output files; resources (walltime) checked every few seconds
+            f.write(f"$clienthost {self.host}\n$usecp *:/ /\n$min_check_poll 2\n"
+                    "$max_check_poll 4\n")
+        self.run("pbs_mom", user=False, check=True, env={
+            "PBS_MOM_HOME": str(self.home / f"mom-{node}"), "PBS_MOM_NODE_NAME": node,
+            "PBS_LEAF_NAME": node, "PBS_MOM_SERVICE_PORT": str(port),
+            "PBS_MANAGER_SERVICE_PORT": str(port + 1)})
+
+    def pbsnodes(self) -> dict[str, dict]:
         """``pbsnodes -av -F json``'s nodes."""
         out = self.run("pbsnodes", "-av", "-F", "json", user=False, check=True).stdout
         return json.loads(out).get("nodes", {})
 
     def all_free(self) -> bool:
-        nodes = self.vnodes()
+        nodes = self.pbsnodes()
         return all(nodes.get(n, {}).get("state") == "free" for n in self.nodes)
 
     def namespace_pids(self) -> list[int]:

@@ -1,6 +1,6 @@
 """The batch path through a real OpenPBS (PBS Professional) on this host: the study's scheduler.
 
-The cluster (server, scheduler, comm, one MoM with two vnodes, PBS's datastore;
+The cluster (server, scheduler, comm, two MoMs as nodes n1 and n2, PBS's datastore;
 tests/pbs_cluster.py) is built once into a cache, started once for this module
 and stopped at its end, whatever happened.  Jobs are submitted as an ordinary
 user, as PBS requires.  Where PBS cannot be built or started here the module is
@@ -114,10 +114,11 @@ LONG = {"triad_size": 4_000_000, "triad_ntimes": 5, "triad_repetitions": 12,
         "triad_baselines": []}
 
 
-def test_the_mom_has_two_free_vnodes(pbs):
-    nodes = pbs.vnodes()
+def test_two_nodes_on_hosts_of_their_own(pbs):
+    nodes = pbs.pbsnodes()
     assert [nodes[n]["state"] for n in pbs.nodes] == ["free", "free"]
     assert [nodes[n]["resources_available"]["ncpus"] for n in pbs.nodes] == [2, 2]
+    assert [nodes[n]["resources_available"]["host"] for n in pbs.nodes] == ["n1", "n2"]
 
 
 def test_root_cannot_submit_and_the_user_can(pbs):
@@ -135,7 +136,7 @@ def test_the_smoke_study_as_a_pbs_job(pbs):
     jobid = submit(pbs, params, 1, runs)
     finished(pbs, jobid, runs, "smoke")
     out = job_output(runs, "smoke", jobid)
-    assert f"burstbench job {jobid} on: {pbs.host} (" in out and "done: " in out
+    assert f"burstbench job {jobid} on: n1 (" in out and "done: " in out
     run_dir = the_run(runs, "smoke")
     assert statuses(run_dir) == dict.fromkeys(BENCHMARKS, "complete")  # smoke.yaml has all
     for bench in BENCHMARKS:
@@ -147,7 +148,7 @@ def test_the_smoke_study_as_a_pbs_job(pbs):
 
 def test_the_layout_as_the_job_sees_it(pbs):
     """select=2:ncpus=2:mpiprocs=1:ompthreads=2 with place=scatter:excl: one chunk on each
-    vnode, each a rank of 2 threads, as the job itself and its provenance see it."""
+    node, each a rank of 2 threads, as the job itself and its provenance see it."""
     params, runs = study(pbs, "layout", {"triad_threads": [2], "triad_repetitions": 1,
                                          "triad_baselines": []})
     jobid = submit(pbs, params, 2, runs, "--only", "triad", "--ranks-per-node", "1",
@@ -162,8 +163,8 @@ def test_the_layout_as_the_job_sees_it(pbs):
     env = prov["environment"]
     assert env["OMP_NUM_THREADS"] == "2"
     assert env["PBS_JOBID"] == jobid and env["PBS_NODEFILE"].endswith(f"/aux/{jobid}")
-    # one line per rank: the MoM's host once per chunk (one MoM holds both vnodes)
-    assert job_output(runs, "layout", jobid).startswith(f"burstbench job {jobid} on: {pbs.host} (")
+    # the hosts as $PBS_NODEFILE named them (sort -u: one line per rank)
+    assert job_output(runs, "layout", jobid).startswith(f"burstbench job {jobid} on: n1 n2 (")
     assert prov["system"]["cpu"]["available_to_process"]  # the binding the run was given
     triad = stored_once(the_run(runs, "layout"), "triad")
     assert set(triad["threads"]) == {2}
@@ -253,7 +254,7 @@ def test_a_select_pbs_refuses(pbs):
     assert proc.stderr.strip() == "error: ranks per node must be at least 1, not 0"
     proc = jobs(pbs, params, 1, runs, "--threads", "0")
     assert proc.returncode == 2 and "threads must be at least 1, not 0" in proc.stderr
-    # 3 nodes: more than the queue's resources_max.nodect (the 2 vnodes it has)
+    # 3 nodes: more than the queue's resources_max.nodect (the 2 nodes it has)
     proc = jobs(pbs, params, 3, runs)
     assert proc.returncode == 1
     assert proc.stderr.strip().endswith(
