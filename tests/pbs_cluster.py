@@ -142,7 +142,8 @@ def build(log=print) -> Path:
 def _private() -> dict[Path, str]:
     """Folders the namespace gets a fresh tmpfs for (their mount options): where PBS, its
     PostgreSQL and the jobs leave sockets and scratch files."""
-    out = {Path("/tmp"): "mode=1777", Path("/dev/shm"): "mode=1777"}
+    out = {Path("/tmp"): "mode=1777", Path("/var/tmp"): "mode=1777",  # qstat's query stamp
+           Path("/dev/shm"): "mode=1777"}
     pg = Path("/run/postgresql")  # the datastore's socket
     if pg.is_dir():
         out[pg] = f"mode=2775,uid={pg.stat().st_uid},gid={pg.stat().st_gid}"
