@@ -193,6 +193,7 @@ def test_a_rerun_job_resumes_its_run(pbs):
     table = stored_once(run_dir, "triad")
     assert set(table["key"]) >= {Path(k).stem for k in parts}
     out = job_output(runs, "rerun", jobid)
+    assert out.count(f"burstbench job {jobid} on: n1 (") == 2  # PBS appends the rerun's output
     assert "resuming" in out
 
 
