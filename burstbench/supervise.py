@@ -6,11 +6,12 @@ stopped, with time for the kernel to store what it measured first.
 Ctrl-C, a scheduler's SIGTERM or a hang-up reaches this process, which interrupts the
 kernel as Jupyter's stop button does and kills what is left after STOP_GRACE_S.
 
-What no handler can catch (``kill -9`` of the run, the OOM killer) is covered twice: the
-papermill child gets SIGTERM when the run dies (``PR_SET_PDEATHSIG``), and a watcher
+What no handler can catch (``kill -9`` of the run, the OOM killer) is covered three times:
+the papermill child gets SIGTERM when the run dies (``PR_SET_PDEATHSIG``); a watcher
 (``python -m burstbench.supervise TOKEN``, see start_watch) stops every process of the
 sweep, found by the token in its environment (the kernel, its configurations and their MPI
-ranks, in whatever session or process group they are).
+ranks, in whatever session or process group they are); and, where Linux lets this process
+make one, the whole tree is in a cgroup of its own, which the watcher empties.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
         argv += ["--execution-timeout", str(int(timeout))]
     proc = subprocess.Popen(argv, stdout=None if log else subprocess.DEVNULL,
                             stderr=None if log else subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=runner.die_with_parent())
+                            start_new_session=True, preexec_fn=_in_sweep(_SWEEP.get("cgroup")))
     try:
         _, err = runner.wait(proc)  # a Ctrl-C during the start above is not lost
     except KeyboardInterrupt:
@@ -119,13 +120,56 @@ def notebook_error(output: Path) -> str | None:
 WATCH_GRACE_S = 0.5
 
 
-def start_watch(token: str) -> subprocess.Popen:
+#: The cgroup of the sweep that guarded() runs, while there is one (see sweep_cgroup).
+_SWEEP: dict[str, Path] = {}
+
+
+def sweep_cgroup(token: str) -> Path | None:
+    """A cgroup (v2) of the sweep's own, below this process's: every process of the sweep
+    starts in it, and the watcher empties it whatever their environment says.  Linux, where
+    this process may make one (root, or a delegated subtree); None elsewhere."""
+    try:
+        own = next(ln[3:] for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                   if ln.startswith("0::"))
+        mount = next(ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text()
+                     .splitlines() if " - cgroup2 " in ln)
+        group = Path(mount + own.rstrip("/")) / f"burstbench-{token}"
+        group.mkdir()
+    except (OSError, StopIteration, IndexError):
+        return None
+    for old in group.parent.glob("burstbench-*"):  # left empty by a watcher killed outright
+        if old != group and not locks.sweep_pids(old.name.split("-", 1)[1]):
+            with contextlib.suppress(OSError):
+                old.rmdir()  # refused (EBUSY) while a process is in it
+    return group
+
+
+def _in_sweep(group: Path | None) -> Callable[[], None]:
+    """A preexec_fn: the child dies with this process (PR_SET_PDEATHSIG) and starts in the
+    sweep's cgroup (where there is one), so that everything it starts is in it too."""
+    die = runner.die_with_parent()
+
+    def preexec() -> None:
+        if die is not None:
+            die()
+        if group is not None:
+            with contextlib.suppress(OSError):
+                fd = os.open(group / "cgroup.procs", os.O_WRONLY)
+                os.write(fd, b"0")
+                os.close(fd)
+
+    return preexec
+
+
+def start_watch(token: str, group: Path | None = None) -> subprocess.Popen:
     """Start the watcher of the sweep `token`: when this process ends, however it ends (its
     pipe to the watcher closes with it, even on SIGKILL), the watcher stops every process
-    whose environment carries the token (see locks.SWEEP_ENV), then exits."""
-    return subprocess.Popen([sys.executable, "-m", "burstbench.supervise", token],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    whose environment carries the token (see locks.SWEEP_ENV) and empties the sweep's
+    cgroup `group`, then exits."""
+    return subprocess.Popen([sys.executable, "-m", "burstbench.supervise", token,
+                             str(group or "")], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def end_watch(watcher: subprocess.Popen) -> None:
@@ -135,25 +179,46 @@ def end_watch(watcher: subprocess.Popen) -> None:
     watcher.wait()
 
 
-def watch(token: str) -> None:
-    """The watcher: wait for its parent's pipe to close, then stop what is left of the sweep.
+def watch(token: str, group: Path | None = None) -> None:
+    """The watcher: wait for its parent's pipe to close, then stop what is left of the sweep:
+    SIGTERM first (an MPI launcher then takes its ranks down on every node), SIGKILL after
+    WATCH_GRACE_S; then whatever is left in the sweep's cgroup, and the cgroup itself.
 
     The stop signals are ignored: a scheduler that signals every process of a job leaves
     the watcher to do its work once the run is gone.
     """
-    from burstbench.core import locks
-
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     sys.stdin.buffer.read()
     for signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGKILL):
         left = locks.sweep_pids(token)
         if not left:
-            return
+            break
         runner.signal_all(left, signum)
         deadline = time.monotonic() + WATCH_GRACE_S
         while locks.sweep_pids(token) and time.monotonic() < deadline:
             time.sleep(0.05)
+    if group is not None:
+        _empty(group)
+
+
+def _empty(group: Path) -> None:
+    """Kill every process left in the cgroup `group` (cgroup.kill, or one by one before
+    Linux 5.14), wait until it is empty, and remove it."""
+    try:
+        (group / "cgroup.kill").write_text("1")
+    except OSError:
+        with contextlib.suppress(OSError, ValueError):
+            runner.signal_all([int(p) for p in (group / "cgroup.procs").read_text().split()],
+                              signal.SIGKILL)
+    deadline = time.monotonic() + 2 * WATCH_GRACE_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if "populated 0" in (group / "cgroup.events").read_text():
+                break
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        group.rmdir()
 
 
 class WaitStopped(Exception):
@@ -200,11 +265,18 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
         for line in said:
             say(line)
         os.environ[locks.SWEEP_ENV] = token  # every process of the sweep inherits it
-        watcher = start_watch(token)
+        group = sweep_cgroup(token)
+        if group is not None:
+            _SWEEP["cgroup"] = group
+        watcher = start_watch(token, group)
         try:
             yield
         finally:
             end_watch(watcher)
+            _SWEEP.pop("cgroup", None)
+            if group is not None:  # the watcher's, unless it was killed
+                with contextlib.suppress(OSError):
+                    group.rmdir()
             os.environ.pop(locks.SWEEP_ENV, None)
 
 
@@ -265,4 +337,4 @@ def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
 
 
 if __name__ == "__main__":
-    watch(sys.argv[1])
+    watch(sys.argv[1], Path(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None)

@@ -28,6 +28,7 @@ import yaml
 from test_batch import ROOT, write_params
 from test_signals import HELD, MARKER, held_mpiexec, held_ranks, kill_all, marked, wait_for
 
+from burstbench import supervise
 from burstbench.core import contention, locks, runner, store
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -77,9 +78,15 @@ def test_a_kill_9_of_the_run_leaves_no_process_and_its_stale_locks_are_taken_ove
     params, release = held_params(tmp_path)
     runs = tmp_path / "runs"
     argv = run_argv(params, runs)
+    probe = supervise.sweep_cgroup(f"probe-{tag}")  # where one may be made, the run makes one
+    if probe is not None:
+        probe.rmdir()
     proc = start(argv, sweep_env)
     try:
-        wait_for(lambda: len(held_ranks(tag)) == 2, 90, "ranks of the held solve")
+        ranks = wait_for(lambda: len(held_ranks(tag)) == 2 and held_ranks(tag), 90,
+                         "ranks of the held solve")
+        groups = {Path(f"/proc/{pid}/cgroup").read_text().splitlines()[-1].split("::")[-1]
+                  for pid in ranks}
         os.kill(proc.pid, signal.SIGKILL)  # what no handler can catch
         proc.communicate(timeout=30)
         time.sleep(2)
@@ -88,6 +95,10 @@ def test_a_kill_9_of_the_run_leaves_no_process_and_its_stale_locks_are_taken_ove
         proc.kill()
         kill_all(tag)
     assert left == [], left
+    if probe is not None:  # the ranks were in the sweep's own cgroup, emptied and removed
+        (group,) = groups
+        assert Path(group).name.startswith("burstbench-")
+        assert not (probe.parent / Path(group).name).exists()
     (run_dir,) = (runs / "one").iterdir()
     dead = locks.read(run_dir / locks.RUN_LOCK)
     assert dead is not None and dead.pid == proc.pid  # left behind, its holder gone
@@ -411,8 +422,6 @@ def test_collect_takes_a_run_stopped_before_it_could_fold_its_parts(tmp_path):
                              "run_id": "r1", "vm": "vm", "benchmark": "demo", "label": "b"}],
              [], ())
     os.utime(run.parts_dir("demo") / "k2.json", ns=(time.time_ns() + 10**9,) * 2)
-    from burstbench import supervise
-
     run.set_section("demo", status="running", planned=2)  # resumed, then killed outright
     assert supervise.mark_stopped(run.root, ["demo"], "interrupted") == \
         "demo 2 of 2 (interrupted)"
