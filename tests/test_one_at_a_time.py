@@ -303,6 +303,16 @@ def test_collect_refuses_a_run_written_after_it_was_finalized_or_whose_writer_li
                            "may still be written; collect it once that sweep has ended\n")
 
     locks.release(run.root / locks.RUN_LOCK, "live")
+    away = locks.Holder("node7", 4242, 1, "2026-11-26T01:00:00+00:00", "b7", "t7", "r1")
+    locks.acquire(run.root / locks.RUN_LOCK, away, lambda s, w: w)
+    proc = cli("-m", "burstbench", "collect", str(run.root), "--runs-dir", str(tmp_path / "all"))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"refused {run.root}: its writer's lock is held by {away}, another "
+                           "host: the run may still be written there; collect it once that "
+                           f"sweep has ended (or remove {run.root / locks.RUN_LOCK} if it "
+                           "died)\n")
+
+    (run.root / locks.RUN_LOCK).unlink()  # as the message says
     proc = cli("-m", "burstbench", "collect", str(run.root), "--runs-dir", str(tmp_path / "all"))
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "all" / "vm" / "r1").iterdir()) == [

@@ -73,9 +73,13 @@ def untrusted(run_dir: Path) -> list[str]:
     holder = locks.read(run_dir / locks.RUN_LOCK)
     if holder is not None:
         state, why = locks.judge(holder)
-        if state != "stale":
+        if state == "alive":
             return [f"its writer's lock is held by {why}: the run may still be written; "
                     "collect it once that sweep has ended"]
+        if state == "foreign":  # not to be judged from here
+            return [f"its writer's lock is held by {why}, another host: the run may still "
+                    f"be written there; collect it once that sweep has ended (or remove "
+                    f"{run_dir / locks.RUN_LOCK} if it died)"]
     run, issues = Run(run_dir), []
     try:
         sections = run.provenance().get("benchmarks", {})
