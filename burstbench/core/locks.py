@@ -119,8 +119,6 @@ def read(path: Path) -> Holder | None:
     killed while writing it left nothing that can hold anything)."""
     try:
         return Holder(**json.loads(Path(path).read_text()))
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, TypeError):
         return None
 
@@ -150,8 +148,12 @@ def acquire(path: Path, holder: Holder, refuse: Callable[[str, str], str],
             said = (f"took over the lock {path} from another host (--force): {why}"
                     if state == "foreign" else f"took over the stale lock {path}: {why}")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(holder)) + "\n")
-        os.replace(tmp, path)
+        try:  # whole or not at all: a full disk leaves the old lock, and no part of a new one
+            tmp.write_text(json.dumps(asdict(holder)) + "\n")
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
         return said
 
 
