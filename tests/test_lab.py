@@ -20,6 +20,7 @@ that is a failure instead.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -286,8 +287,13 @@ class Lab:
             self.fail(name, f"not every code cell ran: {st['prompts']}")
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+@contextlib.contextmanager
+def _jupyterlab(tmp: Path, root: Path, env_extra: dict[str, str], settings: dict[str, dict],
+                config: Path | None = None):
+    """JupyterLab serving `root` and a headless chromium on it, stopped afterwards; its
+    config, data and runtime folders in `tmp`; `settings`: user settings by plugin file
+    ("@jupyterlab/apputils-extension/notification"), news and update checks always off;
+    `config`: a server config file, as make lab passes the repository's."""
     problem = _problem()
     if problem:
         _unavailable(problem)
@@ -295,17 +301,13 @@ def lab(tmp_path_factory):
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
 
-    tmp = tmp_path_factory.mktemp("lab")
-    root = tmp / "notebooks"  # what JupyterLab serves: copies, never the checkout's files
-    root.mkdir()
-    for nb in NOTEBOOKS.glob("*.ipynb"):
-        shutil.copy2(nb, root / nb.name)
-    shutil.copy2(NOTEBOOKS / MEASURE, root / BAD)
     # Notifications asking about news and updates would cover the notebook: off.
-    settings = tmp / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab" / \
-        "apputils-extension" / "notification.jupyterlab-settings"
-    settings.parent.mkdir(parents=True)
-    settings.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    settings = {"@jupyterlab/apputils-extension/notification": {
+        "fetchNews": "false", "checkForUpdates": False}} | settings
+    for plugin, values in settings.items():
+        path = tmp / "jupyter-config" / "lab" / "user-settings" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
 
     port, token = _free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
@@ -315,7 +317,7 @@ def lab(tmp_path_factory):
         "JUPYTER_DATA_DIR": str(tmp / "jupyter-data"),
         "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
         "IPYTHONDIR": str(tmp / "ipython"),
-    }
+    } | env_extra
     log = tmp / "jupyterlab.log"
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
@@ -324,6 +326,8 @@ def lab(tmp_path_factory):
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if os.geteuid() == 0:
         cmd.append("--ServerApp.allow_root=True")
+    if config is not None:
+        cmd.append(f"--config={config}")
     base = f"http://127.0.0.1:{port}"
     driver = None
     with open(log, "wb") as out:
@@ -376,6 +380,18 @@ def lab(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "notebooks"  # what JupyterLab serves: copies, never the checkout's files
+    root.mkdir()
+    for nb in NOTEBOOKS.glob("*.ipynb"):
+        shutil.copy2(nb, root / nb.name)
+    shutil.copy2(NOTEBOOKS / MEASURE, root / BAD)
+    with _jupyterlab(tmp, root, {}, {}) as lab:
+        yield lab
 
 
 @pytest.mark.parametrize("name", REPORTS)
@@ -469,4 +485,101 @@ def test_a_second_run_all_measures_with_the_edited_parameters(lab):
     assert sizes == {"first": {200000}, "second": {300000}}, f"{sizes} (screenshot: {shot})"
     assert sorted(p.name for p in runs.iterdir()) == ["first", "second"]
     assert (first / "triad.csv").read_bytes() == before
+    lab.shutdown_kernels()
+
+
+# -- exploring changes nothing it should not (the checkout as people use it) -----------------
+
+#: Seconds between JupyterLab's autosaves in the clone's lab (its default is 120).
+AUTOSAVE_S = 3
+
+
+def _git(clone: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(clone), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def clone_lab(tmp_path_factory):
+    """JupyterLab on a git clone of this repository's HEAD, as `make lab` runs it: its
+    notebooks/ served in place (not copies) with the repository's server config, the
+    nbstripout filter set (make nbstripout), autosave every AUTOSAVE_S seconds, the
+    kernels' project the clone."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing to keep clean")
+    tmp = tmp_path_factory.mktemp("clone-lab")
+    clone = tmp / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True)
+    made = subprocess.run(["make", "-s", "-C", str(clone), "nbstripout",
+                           f"VENV={Path(sys.prefix)}"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    settings = {"@jupyterlab/docmanager-extension/plugin": {"autosave": True,
+                                                             "autosaveInterval": AUTOSAVE_S}}
+    with _jupyterlab(tmp, clone / "notebooks", {"BURSTBENCH_ROOT": str(clone)},
+                     settings, clone / "jupyter_server_config.py") as lab:
+        lab.clone = clone
+        yield lab
+
+
+def _clean(lab, name: str, shot: Path, *folders: str) -> None:
+    time.sleep(AUTOSAVE_S * 3)  # past the autosave interval, twice over
+    status = _git(lab.clone, "status", "--porcelain", "--untracked-files=all", *folders)
+    assert status == "", f"{name} left the checkout changed: {status} (screenshot: {shot})"
+
+
+@pytest.mark.parametrize("name", ["190_report_cost.ipynb", EXPLORE])
+def test_opening_and_running_leaves_git_clean(clone_lab, name):
+    """Open, Run All, File > Save, autosave: the notebook on disk is as committed (its
+    outputs stay on the page), and nothing under notebooks/ or figures/ changed."""
+    lab = clone_lab
+    lab.open(name)
+    st = lab.run_all(name, timeout=240)
+    shot = lab.screenshot(f"{Path(name).stem}-clean")
+    lab.check_ran_clean(name, st)
+    assert st["images"] > 0, f"{name}: no figure shown (screenshot: {shot})"
+    _clean(lab, name, shot, "notebooks", "figures")
+    assert not _code_cells(lab.clone / "notebooks" / name)[-1].get("outputs"), "outputs saved"
+    lab.shutdown_kernels()
+
+
+def test_your_job_goes_to_your_folder_and_git_stays_clean(clone_lab):
+    """190 with a user's job, run and saved (and autosaved): the decision goes to
+    build/mine/, said in the last cell; notebooks/ and figures/ stay as committed."""
+    lab, name = clone_lab, "190_report_cost.ipynb"
+    lab.open(name)
+    lab.add_lines(name, ['user_job = {"name": "mine", "problem": {"poisson": [64, 64, 64], '
+                         '"iterations": 70}, "solves": 1000, "nodes": [1, 2]}'])
+    st = lab.run_all(name, timeout=240)
+    lab.driver.execute_script(  # the decision's figure: the last but one (the tornado last)
+        "const i = [...document.querySelectorAll('.jp-OutputArea-output img')];"
+        "i[i.length - 2].scrollIntoView({block: 'start'});")
+    time.sleep(0.5)
+    shot = lab.screenshot("190-decision-figure")
+    lab.check_ran_clean(name, st)
+    mine = lab.clone / "build" / "mine"
+    assert "mine, 1 node(s)" in (mine / "burst_decision.csv").read_text(), shot
+    said = lab.driver.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent)"
+        ".join('\\n')")
+    assert f"written to {mine}" in said, f"the notebook does not say where: {shot}"
+    _clean(lab, name, shot, "figures")
+    lab.shutdown_kernels()
+
+
+@pytest.mark.parametrize("line,message", [
+    ('user_job = {"name": "mine", "node": [1, 2], "problem": {"poisson": [64, 64, 64]}}',
+     "ParamError: user_job: unknown key 'node' (did you mean nodes? the keys are: name, nodes, "
+     "problem, solves, input_gb, output_gb, keep_months, flow_node_hours)"),
+    ('user_job = {"name": "mine", "input_gb": -50, "problem": {"poisson": [64, 64, 64]}}',
+     "ParamError: input_gb must be a positive number, not -50")])
+def test_a_bad_job_is_one_line_in_the_notebook(clone_lab, line, message):
+    lab, name = clone_lab, "190_report_cost.ipynb"
+    lab.open(name)
+    lab.add_lines(name, [line])
+    st = lab.run_all(name, timeout=240)
+    lab.show(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "end")
+    shot = lab.screenshot(f"190-{message.split(':')[1].strip().split()[0]}")
+    shown = [" ".join(s.split()) for s in st["stderr"] if TRACEBACK.search(s)]
+    assert shown == [message], f"error outputs {shown} (screenshot: {shot})"
+    _clean(lab, name, shot, "figures")
     lab.shutdown_kernels()
