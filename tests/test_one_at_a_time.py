@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -438,3 +439,33 @@ def test_collect_takes_a_run_stopped_before_it_could_fold_its_parts(tmp_path):
     added, _, refused = store.collect([run.root], tmp_path / "all")
     assert refused == [] and added == ["vm/r1 (incomplete: demo interrupted, 2 of 2 "
                                        "configurations stored)"]
+
+
+def test_the_host_lock_is_one_for_every_user_of_the_host(monkeypatch):
+    """Any user's sweep takes over another user's stale host lock: the shared folder is
+    writable by all, without the sticky bit that would forbid replacing another's file."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as a second user")
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # /tmp/pytest-of-root is not for other users
+    try:
+        top.chmod(0o755)
+        shared = top / "burstbench-locks"
+        monkeypatch.setattr(locks, "HOST_LOCK_DIR", str(shared))
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        dead = locks.Holder(HOST, gone.pid, 1, "2026-11-26T01:00:00+00:00", locks.boot_id(),
+                            "d", "r")
+        locks.acquire(shared / locks.HOST_LOCK, dead, lambda s, w: w)  # root's, then gone
+        assert shared.stat().st_mode & 0o7777 == 0o777
+        code = ("import sys; from burstbench.core import locks; "
+                "print(locks.take_host(locks.me('n', 'mine')))")
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60,
+                              env=os.environ | {locks.LOCK_DIR_ENV: str(shared)})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == f"took over the stale lock {shared / locks.HOST_LOCK}: {dead} " \
+                              "is gone\n"
+        assert locks.read(shared / locks.HOST_LOCK).token == "n"
+    finally:
+        shutil.rmtree(top)

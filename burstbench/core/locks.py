@@ -28,8 +28,12 @@ from pathlib import Path
 
 #: The environment variable that marks every process of a sweep with its token.
 SWEEP_ENV = "BURSTBENCH_SWEEP"
-#: Where the host's measurement lock lives (default $XDG_RUNTIME_DIR, else /tmp).
+#: Where the host's measurement lock lives (default HOST_LOCK_DIR).
 LOCK_DIR_ENV = "BURSTBENCH_LOCK_DIR"
+#: The host's lock folder: the same for every user, shell and batch job of the host (a
+#: login's $XDG_RUNTIME_DIR is per user, and a job may inherit one its node lacks; $TMPDIR
+#: may be per job), writable by all (no sticky bit: any user may take over a stale lock).
+HOST_LOCK_DIR = "/tmp/burstbench-locks"
 #: The lock file of a run folder, and the host's measurement lock file.
 RUN_LOCK, HOST_LOCK = "writer.lock", "burstbench-measure.lock"
 #: Seconds between two looks at a busy lock while waiting for it.
@@ -125,8 +129,12 @@ def read(path: Path) -> Holder | None:
 
 @contextlib.contextmanager
 def _mutex(path: Path) -> Iterator[None]:
-    """An flock of `path`.mutex while a lock file is judged and written."""
-    with open(path.with_name(path.name + ".mutex"), "a") as fh:
+    """An flock of `path`.mutex while a lock file is judged and written (the mutex is made
+    writable by all in the host's shared folder, where another user's sweep takes it too)."""
+    mutex = path.with_name(path.name + ".mutex")
+    with open(mutex, "a") as fh:
+        if str(path.parent) == HOST_LOCK_DIR and mutex.stat().st_uid == os.getuid():
+            mutex.chmod(0o666)
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
@@ -138,6 +146,8 @@ def acquire(path: Path, holder: Holder, refuse: Callable[[str, str], str],
     `force`, when it is on another host)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if str(path.parent) == HOST_LOCK_DIR and path.parent.stat().st_uid == os.getuid():
+        path.parent.chmod(0o777)
     with _mutex(path):
         old = read(path)
         said = ""
@@ -167,9 +177,8 @@ def release(path: Path, token: str) -> None:
 
 
 def host_lock_path() -> Path:
-    """This host's measurement lock: under $BURSTBENCH_LOCK_DIR, $XDG_RUNTIME_DIR or /tmp."""
-    where = os.environ.get(LOCK_DIR_ENV) or os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    return Path(where) / HOST_LOCK
+    """This host's measurement lock: under $BURSTBENCH_LOCK_DIR, else HOST_LOCK_DIR."""
+    return Path(os.environ.get(LOCK_DIR_ENV) or HOST_LOCK_DIR) / HOST_LOCK
 
 
 def take_run(run_dir: Path, holder: Holder, force: bool = False) -> str:
