@@ -271,8 +271,11 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     section.problems += prices.problems
     for vm in sorted({r["vm"] for r in measured}):
         if _prices_for(prices, vm).empty:
-            section.problems.append(f"VM '{vm}' has no known price: give vm_price in its "
-                                    "parameters or add it to data/reference/prices_vm.csv")
+            section.problems.append(f"VM '{vm}' has no known price: it is a machine measured "
+                                    f"with this project (data/runs/{vm}/, the `vm` label of "
+                                    "its params file), not an Azure offer, so the cost tables "
+                                    "leave it out; give vm_price in its parameters or add it "
+                                    "to data/reference/prices_vm.csv to price it")
     _triad_costs(section, _of(merits, "memory_bandwidth_gbs"), prices, ref_dir, fig_dir,
                  region, show)
     solves = _of(merits, "solve_time_s")
