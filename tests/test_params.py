@@ -405,3 +405,25 @@ def test_a_param_error_shows_as_one_line_in_ipython():
     err = params.ParamError("notebook x.ipynb: triad_ntimes must be at least 2, not 1")
     assert err._render_traceback_() == [
         "ParamError: notebook x.ipynb: triad_ntimes must be at least 2, not 1"]
+
+
+@pytest.mark.parametrize("text,code,out", [
+    ("user_job: {name: mine, problem: {poisson: [64, 64, 64]}, nodes: [1, 2]}\n"
+     "queue_wait_h: 4\n", 0, "ok: {f} (report parameters: burstbench report --params)\n"),
+    ("vm: x\ntriad_ntimes: 3\n", 0, "ok: {f} (a measurement: burstbench run --params)\n"),
+    ("user_jobs: {name: mine}\n", 2, "error: {f}: 'user_jobs' is not a parameter of any report "
+     "notebook (did you mean user_job? they are: "),
+    ("user_job: {name: mine, node: [1, 2]}\n", 2, "error: {f}: user_job: unknown key 'node' "
+     "(did you mean nodes? the keys are: name, nodes, problem, solves, input_gb, output_gb, "
+     "keep_months, flow_node_hours)\n"),
+    ("vm: x\ntriad_ntime: 3\n", 2, "error: {f}: unknown parameter 'triad_ntime' (did you mean "
+     "triad_ntimes")])
+def test_params_checks_either_kind_of_file_and_says_which(cli, tmp_path, text, code, out):
+    """One command for a measurement file and a report-parameter file: it says which, and a
+    typo of either kind is named with the nearest valid key."""
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    proc = cli("-m", "burstbench", "params", str(f))
+    assert proc.returncode == code, proc.stderr
+    said = proc.stdout if code == 0 else proc.stderr
+    assert said.startswith(out.format(f=f)), said
