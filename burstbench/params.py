@@ -335,3 +335,16 @@ def kind_of(path: str | Path, notebooks: list[Path]) -> str:
     near_report = sum(bool(difflib.get_close_matches(str(k), sorted(report), 1)) for k in data
                       if k not in report and k not in measure)
     return "report" if ours + near_report > theirs else "measurement"
+
+
+def check_file(path: str | Path, reports: list[Path]) -> str:
+    """Check a measurement file or a report-parameter file (`reports`: the report
+    notebooks), whichever it is; say which, with the command that takes it.  ParamError,
+    one line, for a key of neither or a value wrong."""
+    if Path(path).is_file() and kind_of(path, reports) == "report":
+        report_parameters(reports, path)
+        return "report parameters: burstbench report --params"
+    values = load_file(path)
+    for name in notebooks():
+        validate(values, name, where=str(path))
+    return "a measurement: burstbench run --params"
