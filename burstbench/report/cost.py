@@ -228,7 +228,7 @@ def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region:
         a2.legend()
         fig.suptitle(f"Spot {vm} ({region}): {nodes} nodes, {work_h:g} h of work, "
                      f"checkpoint every {interval_h:g} h", fontweight="bold")
-        caption = ("Data: figures/cost_spot.csv (model in burstbench/cost.py; prices "
+        caption = ("Data: figures/cost_spot.csv (model in burstbench/cost/spot.py; prices "
                    "data/reference/prices_vm.csv).")
         section.entries.append(figure_entry(
             fig, fig_dir, "cost_spot", "Spot VMs: time and cost against the eviction rate",
