@@ -263,6 +263,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """A centre's accounting log replayed against the burst decision (burstbench.replay)."""
+    from burstbench.replay.command import replay_command
+
+    return replay_command(args)
+
+
 def _index_code(fig_dir: Path) -> str:
     """figures/README.md written by a kernel that has the report's modules imported already."""
     return f"from burstbench.report import index as _index\n_index.write_index({str(fig_dir)!r})\n"
@@ -382,6 +389,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--include-test-runs", action="store_true",
                      help="also draw runs whose params say `test: true` (smoke.yaml), labelled "
                      "as test runs; by default they are left out and named in the notes")
+
+    from burstbench.replay.command import add_arguments as _replay_arguments
+
+    _replay_arguments(_command(
+        sub, "replay", cmd_replay, "replay a centre's accounting log: which jobs would have "
+        "burst, how much sooner, at what price", "Read an accounting log (SWF, sacct "
+        "--parsable2 or PBS Pro E records; the format guessed from its content), decide at "
+        "each submit from the rebuilt queue state whether the job bursts, for thresholds "
+        "from minutes to days and for the oracle; print the leading VM's table.",
+        "burstbench replay --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"))
 
     pc = _command(sub, "params", cmd_params, "check parameter files",
                   "Check a measurement file (burstbench run --params) or a file of report "
