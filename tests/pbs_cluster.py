@@ -370,6 +370,19 @@ PBS_TMPDIR={self.root / 'tmp'}
                 continue
         return pids
 
+    def job_pids(self, jobid: str) -> list[int]:
+        """Processes of the job `jobid` (its PBS_JOBID in their environment) in our namespace:
+        another session's cluster numbers its jobs alike."""
+        mark = f"PBS_JOBID={jobid}\0".encode()
+        pids = []
+        for pid in self.namespace_pids():
+            try:
+                if mark in Path(f"/proc/{pid}/environ").read_bytes():
+                    pids.append(pid)
+            except OSError:
+                continue
+        return pids
+
     def stop(self) -> None:
         """Stop PBS, end whatever is left in the namespace, then the namespace itself."""
         if self.holder is None:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import scheduler_cluster
 from conftest import run_cli
 from pbs_cluster import PbsCluster, why_not
 from scheduler_cluster import (
@@ -82,11 +81,6 @@ def finished(pbs: PbsCluster, jobid: str, runs: Path, vm: str, timeout: float = 
     return info
 
 
-def job_processes(jobid: str) -> list[str]:
-    """Command lines of processes that still carry this job's PBS_JOBID."""
-    return scheduler_cluster.job_processes(f"PBS_JOBID={jobid}")
-
-
 def wait_for_parts(runs: Path, vm: str, jobid: str, n: int, timeout: float = 180) -> dict:
     """Once the job has stored `n` configurations: {part file name: its bytes}."""
     end = time.monotonic() + timeout
@@ -98,11 +92,12 @@ def wait_for_parts(runs: Path, vm: str, jobid: str, n: int, timeout: float = 180
     pytest.fail(f"job {jobid} stored fewer than {n} configurations in {timeout:g} s")
 
 
-def gone(jobid: str, timeout: float = 30) -> bool:
+def gone(pbs: PbsCluster, jobid: str, timeout: float = 30) -> bool:
+    """Whether no process of the job is left (waiting `timeout` s for them to end)."""
     end = time.monotonic() + timeout
-    while job_processes(jobid) and time.monotonic() < end:
+    while pbs.job_pids(jobid) and time.monotonic() < end:
         time.sleep(0.3)
-    return not job_processes(jobid)
+    return not pbs.job_pids(jobid)
 
 
 #: What an interrupted sweep says in the job's output: what it kept and how to resume.
@@ -181,7 +176,7 @@ def test_a_rerun_job_resumes_its_run(pbs):
     try:
         pbs.run("qrerun", jobid, user=False, check=True)
         info = pbs.wait_job(jobid, states=("Q",), timeout=60)
-        assert gone(jobid), job_processes(jobid)
+        assert gone(pbs, jobid), pbs.job_pids(jobid)
         run_dir = the_run(runs, "rerun")
         assert statuses(run_dir)["triad"] != "complete"
         assert {Path(k).stem for k in parts} <= stored_keys(run_dir, "triad")
@@ -213,13 +208,13 @@ def test_a_job_killed_at_its_walltime_says_how_to_resume(pbs):
     assert hint.group(2) == str(run_dir)
     before = stored_keys(run_dir, "triad")
     assert before and statuses(run_dir)["triad"] != "complete"
-    assert gone(jobid)
+    assert gone(pbs, jobid)
     jobid2 = submit(pbs, params, 1, runs, "--only", "triad")
     wait_stored(run_dir, "triad", len(before) + 3,
                 lambda: job_output(runs, "late", jobid2)[-3000:])
     pbs.run("qdel", jobid2, check=True)
     pbs.wait_job(jobid2, timeout=120)
-    assert gone(jobid2)
+    assert gone(pbs, jobid2)
     assert the_run(runs, "late") == run_dir and before < stored_keys(run_dir, "triad")
 
 
@@ -231,7 +226,7 @@ def test_qdel_stops_the_run_consistently(pbs):
     parts = wait_for_parts(runs, "deleted", jobid, 2)
     pbs.run("qdel", jobid, check=True)
     pbs.wait_job(jobid, timeout=120)
-    assert gone(jobid)
+    assert gone(pbs, jobid)
     out = job_output(runs, "deleted", jobid)
     hint = HINT.search(out)
     assert hint, out[-3000:]
