@@ -162,7 +162,8 @@ def test_the_layout_as_the_job_sees_it(pbs):
     assert job_output(runs, "layout", jobid).startswith(f"burstbench job {jobid} on: n1 n2 (")
     assert prov["system"]["cpu"]["available_to_process"]  # the binding the run was given
     triad = stored_once(the_run(runs, "layout"), "triad")
-    assert set(triad["threads"]) == {2}
+    assert set(triad["threads"]) == {2}  # each configuration bound to 2 CPUs of the chunk
+    assert {len(str(c).split(",")) for c in triad["bound_cpus"]} == {2}, triad["bound_cpus"]
 
 
 def test_a_rerun_job_resumes_its_run(pbs):
