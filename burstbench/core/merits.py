@@ -45,3 +45,9 @@ def newest(rows: pd.DataFrame) -> pd.DataFrame:
     if "newest" not in rows:
         return rows
     return rows[rows["newest"].map(lambda v: True if pd.isna(v) else bool(v))]
+
+
+def merit(merits: list[Merits], name: str) -> pd.DataFrame:
+    """The rows of merit `name`, whichever benchmarks give it, in the registry's order."""
+    parts = [m.of(name) for m in merits if len(m.of(name))]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)

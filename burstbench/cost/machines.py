@@ -10,16 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from burstbench.core.merits import Merits, newest
+from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost.predict import Link, Machine
-
-
-def merit(merits: list[Merits], name: str) -> pd.DataFrame:
-    """The rows of merit `name`, whichever benchmarks give it."""
-    parts = [m.of(name) for m in merits if len(m.of(name))]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["vm", "merit", "value", "unit", "source", "data"])
 
 
 def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:

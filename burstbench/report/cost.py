@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from burstbench.core import paths
-from burstbench.core.merits import Merits, newest
+from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost import prices as cost
 from burstbench.cost.spot import spot_expected, spot_simulate
@@ -247,13 +247,6 @@ def _merits(section: Section, runs: Path, ref_dir: Path) -> list[Merits]:
     return out
 
 
-def _of(merits: list[Merits], name: str) -> pd.DataFrame:
-    """The rows of merit `name`, whichever benchmarks give it, in the registry's order."""
-    parts = [m.of(name) for m in merits if len(m.of(name))]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["vm", "merit", "value", "unit", "source", "data"])
-
-
 def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 figures_dir: Path | str = "", usd_jpy: float = 145.0, region: str = "East US",
                 spot_vm: str = "HB120rs_v3", job_nodes: int = 4, job_hours: float = 10.0,
@@ -276,9 +269,9 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                     "its params file), not an Azure offer, so the cost tables "
                                     "leave it out; give vm_price in its parameters or add it "
                                     "to data/reference/prices_vm.csv to price it")
-    _triad_costs(section, _of(merits, "memory_bandwidth_gbs"), prices, ref_dir, fig_dir,
+    _triad_costs(section, merit(merits, "memory_bandwidth_gbs"), prices, ref_dir, fig_dir,
                  region, show)
-    solves = _of(merits, "solve_time_s")
+    solves = merit(merits, "solve_time_s")
     _biccg_costs(section, newest(solves), prices, fig_dir)
     _spot(section, prices, fig_dir, spot_vm, region, job_nodes, job_hours, checkpoint_h,
           restart_h, eviction_rates or [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], show)
