@@ -1,0 +1,277 @@
+"""The replay of a centre's log (burstbench/replay): SWF, sacct and PBS Pro files written here,
+bad input said in one line, a five-job log whose queue state, savings and costs are computed
+by hand, the report's section, and the real Slurm cluster's own jobs through the sacct path."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from scheduler_cluster import session
+from slurm_cluster import SlurmCluster, missing_programs
+
+from burstbench.core.checks import ParamError
+from burstbench.cost import decision, job
+from burstbench.replay import logs, policy, run
+
+SWF_HEAD = """; Version: 2.2
+; Computer: Test SP2
+; Installation: Hand-written centre
+; Acknowledge: nobody
+; UnixStartTime: 1000000000
+; MaxNodes: 2
+; MaxProcs: 2
+"""
+
+
+def swf_line(job, submit, wait, run_s, procs, req_time=-1, status=1, queue=1) -> str:
+    f = [job, submit, wait, run_s, procs, -1, -1, procs, req_time, -1, status, 1, 1, -1,
+         queue, -1, -1, -1]
+    return " ".join(str(v) for v in f)
+
+
+#: The five jobs, on a 2-node machine: (job, submit, wait, run, nodes, requested time).
+FIVE = [(1, 0, 0, 3600, 2, 7200), (2, 600, 3000, 3600, 1, 3600), (3, 1200, 2400, 7200, 1, 7200),
+        (4, 1800, 9000, 1800, 2, 3600), (5, 3000, 0, 600, 1, -1)]
+
+
+def five_jobs(tmp_path: Path) -> Path:
+    p = tmp_path / "five.swf"
+    p.write_text(SWF_HEAD + "\n".join(swf_line(j, s, w, r, n, q) for j, s, w, r, n, q in FIVE)
+                 + "\n")
+    return p
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+def test_swf_every_field_and_the_header(tmp_path):
+    p = tmp_path / "a.swf.gz"
+    body = SWF_HEAD + "\n".join([
+        swf_line(1, 0, 10, 100, 2, 200),
+        swf_line(2, 5, -1, 100, 1),          # unknown wait: dropped
+        "3 10 0 50 1 -1",                     # 6 fields: said by its line number
+        swf_line(4, 20, 5, -7, 1),           # negative run time
+        swf_line(5, 30, -3, 10, 1),          # start before submit
+        swf_line(6, 40, 0, 10, 4),           # more processors than MaxProcs
+        swf_line(7, 50, 0, 10, 1, 60, queue=3)]) + "\n"
+    with gzip.open(p, "wt") as f:
+        f.write(body)
+    lg = logs.read_log(p)
+    assert lg.fmt == "swf"
+    assert (lg.max_nodes, lg.max_procs, lg.start_time) == (2, 2, 1e9)
+    assert lg.machine == "Hand-written centre, Test SP2, 2 nodes" and lg.acknowledge == "nobody"
+    assert list(lg.jobs["job"]) == [1, 7]
+    one = lg.jobs.iloc[0]
+    assert (one.submit, one.wait, one.run, one.procs, one.req_time) == (0, 10, 100, 2, 200)
+    assert math.isnan(lg.jobs.iloc[1].req_time) is False and lg.jobs.iloc[1].queue == 3
+    assert lg.dropped == {"wrong field count": 1, "unknown wait or run time (-1)": 1,
+                          "a negative run time": 1,
+                          "a start before its submit (negative wait)": 1,
+                          "more processors than MaxProcs (2)": 1}
+    text = " ".join(lg.notes)
+    assert "1 line(s) without SWF's 18 fields (line 10)" in text
+    assert "1 job(s) with a negative run time: dropped" in text
+
+
+SACCT = """JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit
+11|2024-01-01T00:00:00|2024-01-01T00:10:00|2024-01-01T01:10:00|2|8|COMPLETED|1-00:00:00
+11.batch|2024-01-01T00:10:00|2024-01-01T00:10:00|2024-01-01T01:10:00|1|4|COMPLETED|
+12|2024-01-01T00:05:00|2024-01-01T00:05:00|2024-01-01T00:35:00|1|4|CANCELLED by 0|30:00
+13|2024-01-01T00:06:00|Unknown|Unknown|1|4|PENDING|UNLIMITED
+14|2024-01-01T00:07:00|2024-01-01T00:08:00
+15|2024-01-01T00:09:00|2024-01-01T00:09:00|2024-01-01T00:19:00|1|2|COMPLETED|90
+"""
+
+
+def test_sacct_parsable2(tmp_path):
+    p = tmp_path / "sacct.txt"
+    p.write_text(SACCT)
+    lg = logs.read_log(p)
+    assert lg.fmt == "sacct"
+    j = lg.jobs.set_index("job")
+    assert list(j.index) == ["11", "12", "15"]  # sorted by submit; the step skipped
+    assert j.loc["11", "wait"] == 600 and j.loc["11", "run"] == 3600
+    assert j.loc["11", "nodes"] == 2 and j.loc["11", "procs"] == 8
+    assert j.loc["11", "req_time"] == 86400 and j.loc["12", "req_time"] == 1800
+    assert j.loc["15", "req_time"] == 5400 and j.loc["12", "status"] == "CANCELLED"
+    assert j.loc["11", "submit"] == 0 and j.loc["15", "submit"] == 540
+    assert lg.dropped == {"wrong field count": 1, "never started or no end": 1}
+    assert "line 6" in " ".join(lg.notes)
+
+
+PBS = """01/02/2024 10:00:00;Q;101.pbs;queue=workq
+01/02/2024 10:00:05;S;101.pbs;user=a start=1704189605
+01/02/2024 11:00:05;E;101.pbs;user=a group=g queue=workq ctime=1704189600 qtime=1704189600 \
+etime=1704189600 start=1704189605 exec_host=n1/0*4 Resource_List.ncpus=4 Resource_List.nodect=1 \
+Resource_List.walltime=02:00:00 session=1 end=1704193205 Exit_status=0 \
+resources_used.walltime=01:00:00
+01/02/2024 12:00:00;E;102.pbs;user=b qtime=1704190000 start=1704191000 end=1704191100 \
+Resource_List.ncpus=16 Resource_List.nodect=2 Exit_status=1
+not a record at all
+"""
+
+
+def test_pbs_pro_end_records(tmp_path):
+    p = tmp_path / "20240102"
+    p.write_text(PBS)
+    lg = logs.read_log(p)
+    assert lg.fmt == "pbs"
+    j = lg.jobs.set_index("job")
+    assert list(j.index) == ["101.pbs", "102.pbs"]
+    assert (j.loc["101.pbs", "wait"], j.loc["101.pbs", "run"]) == (5, 3600)
+    assert j.loc["101.pbs", "req_time"] == 7200 and j.loc["101.pbs", "procs"] == 4
+    assert j.loc["102.pbs", "nodes"] == 2 and math.isnan(j.loc["102.pbs", "req_time"])
+    assert j.loc["102.pbs", "submit"] == 400
+    assert lg.dropped == {"wrong field count": 1} and "line 5" in lg.notes[0]
+
+
+# -- bad input, each one line ------------------------------------------------------------------
+
+def test_bad_input_is_one_line(tmp_path):
+    (tmp_path / "x.txt").write_text("hello world\n")
+    with pytest.raises(ParamError, match=r"not a workload log: expected SWF .*sacct "
+                       r"--parsable2 .*PBS Pro") as e:
+        logs.read_log(tmp_path / "x.txt")
+    assert "\n" not in str(e.value)
+    (tmp_path / "e.swf").write_text("; MaxNodes: 4\n;\n")
+    with pytest.raises(ParamError, match="the log is empty"):
+        logs.read_log(tmp_path / "e.swf")
+    (tmp_path / "neg.swf").write_text(swf_line(1, 0, 0, -5, 1) + "\n")
+    with pytest.raises(ParamError, match="no job left to replay .*negative run time"):
+        logs.read_log(tmp_path / "neg.swf")
+    with pytest.raises(ParamError, match="must increase: 1 h after 2 h"):
+        policy.check_thresholds([0.5, 2, 1])
+    with pytest.raises(ParamError, match="cannot read"):
+        logs.read_log(tmp_path / "missing.swf")
+
+
+def test_the_command_says_bad_input_in_one_line(tmp_path):
+    (tmp_path / "x.txt").write_text("hello\n")
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "x.txt"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "expected SWF" in proc.stderr
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+                   "--thresholds", "2,1")
+    assert proc.returncode == 2 and "must increase" in proc.stderr, proc.stderr
+
+
+# -- five jobs, by hand ----------------------------------------------------------------------
+
+def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
+    """Capacity 2 nodes. Predicted waits (node-seconds ahead / 2): J1 0; J2 (J1 running, 2
+    nodes x 6,600 s left of its 7,200 requested; J2 cannot start) 6,600 s; J3 (J2 queued
+    3,600 + J1 12,000) 7,800 s; J4 (J2 3,600 + J3 7,200 queued + J1 10,800) 10,800 s; J5 (J2,
+    J3, J4 2 x 3,600 queued + J1 8,400) 13,200 s.  On the VM: 0.1 h deployment + 0.05 h each
+    way of staging (180 GB at 1 GB/s) + run x 0.5; cost nodes x hours x 100 JPY + 100 JPY of
+    shared pool + 180 GB x 10 JPY of egress."""
+    lg = logs.read_log(five_jobs(tmp_path))
+    j = lg.jobs
+    nodes = j["procs"].to_numpy().astype(np.int64)
+    s, w, r = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
+    est = np.where(j["req_time"].notna(), j["req_time"], r)
+    pred = policy.predicted_wait(s, s + w, s + w + r, nodes, est, 2)
+    assert pred.tolist() == [0, 6600, 7800, 10800, 13200]
+    gb_per_s = 1e9 / 2 ** 20  # MiB/s
+    klass = policy.JobClass("all", job.Data(180, 180), speed=0.5)
+    tier = job.Tier("fast", 1e6, 1000.0)
+    opt = decision.Option("vm", "here", "payg", 100.0, job.shared_pool([tier], "fast", 4, 40),
+                          None, 10.0)
+    c = policy.cost_option(nodes, r / 3600, np.zeros(5, dtype=np.int64), [klass],
+                           lambda cl, k: np.array([0.5, 0.5]), lambda cl: opt, None,
+                           np.array([gb_per_s, gb_per_s]), np.array([0.1, 0.1]))
+    vm_h = [0.2 + 0.5, 0.2 + 0.5, 0.2 + 1.0, 0.2 + 0.25, 0.2 + 600 / 7200]
+    assert c.hours[:, 0] == pytest.approx(vm_h)
+    jpy = [2 * 0.7 * 100 + 1900, 0.7 * 100 + 1900, 1.2 * 100 + 1900, 2 * 0.45 * 100 + 1900,
+           (0.2 + 1 / 12) * 100 + 1900]
+    assert c.jpy[:, 0] == pytest.approx(jpy)
+    turnaround = (w + r) / 3600
+    flow = nodes * r / 3600 * 44.3
+    rows = {(x["policy"], x["threshold_h"]): x for x in
+            policy.sweep([1.0, 2.0, 3.0], pred / 3600, w / 3600, turnaround, c, flow)}
+    q1 = rows[("queue state", 1.0)]  # J2, J3, J4, J5
+    saved = [5 / 6 + 1 - 0.7, 2 / 3 + 2 - 1.2, 2.5 + 0.5 - 0.45, 1 / 6 - (0.2 + 1 / 12)]
+    assert q1["jobs_burst"] == 4
+    assert q1["hours_saved"] == pytest.approx(sum(saved))          # 5.0333 h
+    assert q1["jpy_spent"] == pytest.approx(sum(jpy[1:]))          # 7,908.33 JPY
+    assert q1["median_saved_h"] == pytest.approx((saved[0] + saved[1]) / 2)  # 1.3 h
+    assert q1["share_made_later"] == 0.25  # J5: 17 min on the VM after no wait at all
+    assert q1["jpy_per_hour_saved"] == pytest.approx(sum(jpy[1:]) / sum(saved))
+    assert q1["onprem_jpy_not_paid"] == pytest.approx(44.3 * (1 + 2 + 1 + 1 / 6))
+    o1 = rows[("oracle", 1.0)]  # the real waits: J4 (2.5 h) alone passes 1 h
+    assert (o1["jobs_burst"], o1["hours_saved"], o1["jpy_spent"]) == (
+        1, pytest.approx(2.55), pytest.approx(1990))
+    q3 = rows[("queue state", 3.0)]  # J5 alone (3.67 h predicted): made later, no saving
+    assert q3["jobs_burst"] == 1 and q3["hours_saved"] == pytest.approx(saved[3])
+    assert math.isnan(q3["jpy_per_hour_saved"])
+    assert rows[("oracle", 3.0)]["jobs_burst"] == 0
+
+
+def test_five_jobs_through_the_decision_machines(tmp_path):
+    """The whole path with data/reference's VMs: a VM without InfiniBand keeps the two-node
+    jobs on premise, counted; the rows are one per VM x policy x threshold."""
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0, 2.0], draws=10)
+    assert r.capacity == 2 and r.capacity_how == "the log's MaxNodes"
+    assert r.left_on_premise["D96s_v5"] == 2 and r.left_on_premise["HB120rs_v3"] == 0
+    assert len(r.rows) == len(r.left_on_premise) * 2 * 2
+    hb = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "queue state")]
+    assert hb["jobs_burst"].tolist() == [4, 3]
+    assert (hb["hours_saved_p10"] <= hb["hours_saved_p90"]).all()
+
+
+def test_the_section_says_a_missing_log_and_draws_a_present_one(tmp_path):
+    from burstbench.replay import report
+
+    s = report.replay_report(str(tmp_path / "nowhere.swf"), figures_dir=tmp_path / "f")
+    assert not s.entries and "no log at" in s.problems[0]
+    s = report.replay_report(str(five_jobs(tmp_path)), figures_dir=tmp_path / "f",
+                             thresholds_h=[1.0, 2.0], draws=10)
+    files = sorted(f for e in s.entries for f in e.files)
+    assert files == ["replay_choices.csv", "replay_choices.md", "replay_curve.png",
+                     "replay_curve.svg", "replay_policies.csv", "replay_policies.md"]
+    assert all("LOWER BOUND" in e.caption and "Hand-written centre" in e.caption
+               for e in s.entries)
+
+
+# -- the real Slurm cluster's own jobs through sacct ---------------------------------------
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    missing = missing_programs()
+    yield from session(SlurmCluster(tmp_path_factory.mktemp("slurm")), "Slurm",
+                       "BURSTBENCH_REQUIRE_SLURM",
+                       f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
+                       if missing else "")
+
+
+def test_the_clusters_own_jobs_through_sacct(slurm, tmp_path):
+    """Accounting storage is off on the test cluster (no slurmdbd), so sacct reads its job
+    completion log (jobcomp/filetxt): `sacct -c --parsable2`, the same columns.  Slurm
+    22.05's reader of that log prints each job's start as its Submit (the log's SubmitTime
+    is not read back), so these waits are 0: the path is proven, not the waits."""
+    ids = []
+    for nodes, secs in ((1, 1), (2, 2), (1, 3)):
+        out = slurm.run("sbatch", "-N", str(nodes), "-t", "5", "--wrap", f"sleep {secs}",
+                        "-o", str(tmp_path / "%j.out"), check=True).stdout
+        ids.append(out.split()[-1])
+    for i in ids:
+        assert slurm.wait_job(i)["JobState"] == "COMPLETED"
+    fmt = ",".join(logs.SACCT_FIELDS)
+    proc = slurm.run("sacct", "-c", "--parsable2", f"--format={fmt}", "-S", "2000-01-01",
+                     "-E", "now", check=True)
+    log = tmp_path / "sacct.txt"
+    log.write_text(proc.stdout)
+    lg = logs.read_log(log)
+    assert lg.fmt == "sacct"
+    j = lg.jobs.set_index("job").loc[ids]
+    assert j["nodes"].tolist() == [1, 2, 1]
+    assert (j["run"] >= [1, 2, 3]).all() and (j["run"] < 60).all(), j
+    assert (j["req_time"] == 300).all() and (j["wait"] >= 0).all()
+    cli = run_cli("-m", "burstbench", "replay", "--log", str(log), "--thresholds", "0,1",
+                  "--draws", "10")
+    assert cli.returncode == 0, cli.stderr
+    assert re.search(r"\d+ jobs; bursting to", cli.stdout), cli.stdout
