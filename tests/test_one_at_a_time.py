@@ -469,3 +469,16 @@ def test_the_host_lock_is_one_for_every_user_of_the_host(monkeypatch):
         assert locks.read(shared / locks.HOST_LOCK).token == "n"
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.slow
+def test_a_report_rebuild_takes_no_lock(tmp_path, cli, monkeypatch):
+    """Only measuring is one at a time: the report reads data/ and rebuilds while a sweep
+    holds the host."""
+    monkeypatch.setenv(locks.LOCK_DIR_ENV, str(tmp_path / "host"))
+    sweep = locks.me("measuring", tmp_path / "a-run")
+    locks.acquire(locks.host_lock_path(), sweep, lambda s, w: w)
+    proc = cli("-m", "burstbench", "report", "--figures-dir", str(tmp_path / "figures"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "measuring on this host" not in proc.stdout + proc.stderr
+    assert locks.read(locks.host_lock_path()) == sweep
