@@ -78,8 +78,19 @@ def start_ticks(pid: int) -> int | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return None
+        return _alive(pid) if not Path("/proc/self").exists() else None
     return None if fields[0] in "ZX" else int(fields[19])
+
+
+def _alive(pid: int) -> int | None:
+    """Without /proc (macOS): 0 when `pid` is alive (its start unknown), else None."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return 0
 
 
 def me(token: str, run: Path | str) -> Holder:
@@ -92,7 +103,9 @@ def me(token: str, run: Path | str) -> Holder:
 def sweep_pids(token: str) -> list[int]:
     """Live processes whose environment carries SWEEP_ENV=`token` (this one left out)."""
     needle = f"{SWEEP_ENV}={token}".encode()
-    found = []
+    found: list[int] = []
+    if not Path("/proc").is_dir():  # no /proc (macOS): the holder's pid alone says
+        return found
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
