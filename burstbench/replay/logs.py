@@ -12,6 +12,7 @@ could not be used, counted and said, never silently dropped.
 from __future__ import annotations
 
 import gzip
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -122,11 +123,12 @@ def parse_swf(text: str, source: str = "") -> Log:
             continue
         rows.append(s)
     notes = [_lines_note(f"without SWF's {len(SWF_FIELDS)} fields", bad)] if bad else []
-    try:
-        values = np.array(" ".join(rows).split(), dtype=float).reshape(-1, len(SWF_FIELDS))
+    try:  # pandas' C reader: a fifth of the time of numpy's conversion of the strings
+        d = pd.read_csv(io.StringIO("\n".join(rows)), sep=r"\s+", header=None,
+                        names=list(SWF_FIELDS), dtype=float) if rows else \
+            pd.DataFrame(columns=list(SWF_FIELDS), dtype=float)
     except ValueError:
         raise ParamError(f"{source or 'the log'}: SWF fields must be numbers") from None
-    d = pd.DataFrame(values, columns=list(SWF_FIELDS))
     procs = np.where(d["procs"] > 0, d["procs"], d["req_procs"])
     unknown = d["req_time"] <= 0
     jobs = pd.DataFrame({"job": d["job"].astype(np.int64), "submit": d["submit"],

@@ -83,8 +83,8 @@ def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
     source = path.name
     about = describe(r, source)
     data = [f"{source}", "data/reference/prices_vm.csv", "data/reference/flow_systems.csv"]
-    rows = r.rows.round(6)
-    table_entry(section, [d | {"data": ", ".join(data)} for d in rows.to_dict("records")],
+    rows = r.rows.drop(columns=["region", "billing", "storage"]).round(6)
+    table_entry(section, [d | {"data": source} for d in rows.to_dict("records")],
                 fig_dir, "replay_policies", f"Replay of {lg.machine}: every VM, policy and "
                 "threshold", f"Per VM ({region}, {billing}, {storage}), policy and threshold: "
                 "jobs burst, turnaround saved (total at the inputs' modes with its band; "
@@ -120,7 +120,7 @@ def choices(rows: pd.DataFrame, vm: str, thresholds: list[float], data: list[str
                     "oracle_jobs_burst": o["jobs_burst"],
                     "oracle_hours_saved": round(o["hours_saved"]),
                     "oracle_mjpy_spent": round(o["jpy_spent"] / 1e6, 2),
-                    "data": ", ".join(data)})
+                    "data": data[0]})
     return out
 
 
@@ -155,6 +155,6 @@ def summary_text(r: run.Replayed, top: int = 3) -> str:
     """The CLI's answer: the leading VM's thresholds and the oracle's, as a text table."""
     thresholds = sorted(set(r.rows["threshold_h"]))
     lead = run.leading(r.rows, run.middle(thresholds))
-    t = pd.DataFrame(choices(r.rows, lead, thresholds, [])).drop(columns="data")
+    t = pd.DataFrame(choices(r.rows, lead, thresholds, [""])).drop(columns="data")
     return (f"{r.log.machine}: {len(r.log.jobs):,} jobs; bursting to {lead}; queue state by "
             f"{r.estimate_how}\n" + t.to_string(index=False) + "\n" + LOWER_BOUND)
