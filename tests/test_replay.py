@@ -275,3 +275,20 @@ def test_the_clusters_own_jobs_through_sacct(slurm, tmp_path):
                   "--draws", "10")
     assert cli.returncode == 0, cli.stderr
     assert re.search(r"\d+ jobs; bursting to", cli.stdout), cli.stdout
+
+
+def test_job_classes_map_jobs_to_a_speed_and_refuse_typos(tmp_path):
+    with pytest.raises(ParamError, match="unknown key 'nmae' .did you mean name"):
+        policy.job_classes([{"nmae": "x"}], 1, 1)
+    with pytest.raises(ParamError, match="speed must be 'memory', 'biccg' or a positive"):
+        policy.job_classes([{"speed": "fast"}], 1, 1)
+    cls = policy.job_classes([{"name": "small", "max_nodes": 1, "speed": "biccg"},
+                              {"name": "rest", "speed": 2.0, "input_gb": 5}], 10, 30)
+    assert policy.assign(np.array([1, 2, 1]), np.zeros(3), cls).tolist() == [0, 1, 0]
+    assert cls[1].data == job.Data(5, 30)
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0], draws=10,
+                   classes=[{"name": "rest", "speed": 2.0}])
+    slow = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "oracle")].iloc[0]
+    # J4 alone: 2.5 h wait + 0.5 h run on premise, against ~0.35 h of deployment and
+    # staging + 1 h (2 x its run) on the VM
+    assert slow["jobs_burst"] == 1 and 1.4 < slow["hours_saved"] < 1.8

@@ -47,7 +47,9 @@ def describe(r: run.Replayed, source: str) -> str:
             f"Triad ratio to {r.system}'s (memory-bound), cost = the decision's whole cost "
             f"(nodes, storage, egress); bands: 10-90% of {r.draws} seeded draws of deployment, "
             f"the WAN and {r.system}'s Triad fraction. A job larger than a VM allows stays on "
-            f"premise, counted. {LOWER_BOUND}")
+            f"premise, counted."
+            + (" Spot: its price, no eviction replayed." if set(r.rows.get("billing", []))
+               == {"spot"} else "") + f" {LOWER_BOUND}")
 
 
 def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
@@ -59,7 +61,9 @@ def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
                   job_input_gb: float = 10.0, job_output_gb: float = 30.0,
                   deploy_minutes=(4.0, 5.0, 10.0), wan_mib_s=0, flow_fraction=0.793,
                   flow_vm: str = "flow-cloud", draws: int = 40, seed: int = 2023,
-                  usd_jpy: float = 145.0, show: bool = False) -> Section:
+                  usd_jpy: float = 145.0, pool_min_tib: float = 4.0,
+                  pool_jobs_per_month: float = 30.0, egress_free_gb: float = 0.0,
+                  show: bool = False) -> Section:
     """The replay's figure and tables (see the module docstring).  A missing log is said in
     the notes, and nothing drawn; ParamError, one line, for a parameter or a log given wrong."""
     section = Section("replay")
@@ -75,7 +79,8 @@ def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
                    classes=classes, job_input_gb=job_input_gb, job_output_gb=job_output_gb,
                    deploy_minutes=deploy_minutes, wan_mib_s=wan_mib_s,
                    flow_fraction=flow_fraction, flow_vm=flow_vm, draws=draws, seed=seed,
-                   usd_jpy=usd_jpy)
+                   usd_jpy=usd_jpy, pool_min_tib=pool_min_tib,
+                   pool_jobs_per_month=pool_jobs_per_month, egress_free_gb=egress_free_gb)
     section.problems += r.problems
     if r.rows.empty:
         return section
