@@ -33,6 +33,9 @@ def describe(r: run.Replayed, source: str) -> str:
     taken: said in every caption."""
     lg = r.log
     dropped = "; ".join(lg.notes) if lg.notes else "no job dropped"
+    classes = "; ".join(
+        f"{c.name}: {c.data.input_gb:g} GB in, {c.data.output_gb:g} GB out"
+        + (f", speed {c.speed}" if c.speed != "memory" else "") for c in r.classes)
     ack = f" Acknowledgement (as its header asks): {lg.acknowledge}." if lg.acknowledge else ""
     return (f"Log: {source} ({lg.fmt}), {lg.machine}: {len(lg.jobs):,} jobs replayed "
             f"({dropped}).{ack} Each job keeps its node count ({r.procs_per_node:g} "
@@ -45,7 +48,8 @@ def describe(r: run.Replayed, source: str) -> str:
             f"jobs pass the queue); the oracle knows each job's real wait. VM time = "
             f"deployment + staging + run time x the VM's node "
             f"Triad ratio to {r.system}'s (memory-bound), cost = the decision's whole cost "
-            f"(nodes, storage, egress); bands: 10-90% of {r.draws} seeded draws of deployment, "
+            f"(nodes, storage, egress) with {classes} (parameters: the log has no data "
+            f"sizes); bands: 10-90% of {r.draws} seeded draws of deployment, "
             f"the WAN and {r.system}'s Triad fraction. A job larger than a VM allows stays on "
             f"premise, counted."
             + (" Spot: its price, no eviction replayed." if set(r.rows.get("billing", []))
