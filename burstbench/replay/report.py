@@ -151,7 +151,7 @@ def figure(rows: pd.DataFrame, lead: str, machine: str, about: str, data: list[s
                                 xytext=(3, 3), textcoords="offset points", color=color)
     ax.set_xlabel("turnaround saved (thousand job-hours, lower bound)")
     ax.set_ylabel("JPY spent on the VMs (million)")
-    ax.set_title(f"A year of jobs ({machine.split(',')[0][:40]}), replayed")
+    ax.set_title("A centre's jobs replayed: what each burst threshold buys")
     ax.legend(fontsize=6, loc="upper left")
     caption = ("A point per threshold (labelled for the leading VM, " + lead + "): the "
                "queue-state policy (solid) and the oracle at the same threshold on the real "
