@@ -92,14 +92,22 @@ def stop_notebook(proc: subprocess.Popen) -> None:
                 os.killpg(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.communicate(timeout=STOP_GRACE_S)
-    while runner.descendants(os.getpid()) and time.monotonic() < deadline:
+    while _left() and time.monotonic() < deadline:
         time.sleep(0.1)  # an orphaned kernel finishing its clean-up
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-    runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)
+    runner.signal_all(_left(), signal.SIGKILL)
     proc.communicate()
     runner.reap_orphans()
+
+
+def _left() -> list[int]:
+    """This process's descendants but the sweep's watcher: what a stop waits for (the
+    watcher lives until the run ends; waiting for it made every stop take STOP_GRACE_S,
+    past the 10 s a scheduler gives between SIGTERM and SIGKILL)."""
+    watcher = _SWEEP.get("watcher")
+    return [p for p in runner.descendants(os.getpid()) if p != watcher]
 
 
 def notebook_error(output: Path) -> str | None:
@@ -121,7 +129,7 @@ WATCH_GRACE_S = 0.5
 
 
 #: The cgroup of the sweep that guarded() runs, while there is one (see sweep_cgroup).
-_SWEEP: dict[str, Path] = {}
+_SWEEP: dict[str, Path | int] = {}
 
 
 def sweep_cgroup(token: str) -> Path | None:
@@ -269,10 +277,12 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
         if group is not None:
             _SWEEP["cgroup"] = group
         watcher = start_watch(token, group)
+        _SWEEP["watcher"] = watcher.pid
         try:
             yield
         finally:
             end_watch(watcher)
+            _SWEEP.pop("watcher", None)
             _SWEEP.pop("cgroup", None)
             if group is not None:  # the watcher's, unless it was killed
                 with contextlib.suppress(OSError):
