@@ -26,9 +26,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not (slurm or pbs or browser or gfarm or slow)"
 
-## lint: ruff, with the rules in pyproject.toml (CI fails on a finding)
+## lint: ruff, with the rules in pyproject.toml, and mypy on burstbench/ (the hooks a
+## benchmark declares are typed: registry.py); CI fails on a finding of either
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 ## lab: JupyterLab on notebooks/ with this environment's kernel, at http://$(IP):$(PORT)/
 ## (`make lab PORT=8890` where 8888 is taken). The first time it installs the `lab` extra

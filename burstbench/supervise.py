@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -129,7 +130,7 @@ WATCH_GRACE_S = 0.5
 
 
 #: The cgroup of the sweep that guarded() runs, while there is one (see sweep_cgroup).
-_SWEEP: dict[str, Path | int] = {}
+_SWEEP: dict[str, Any] = {}
 
 
 def sweep_cgroup(token: str) -> Path | None:
@@ -183,7 +184,8 @@ def start_watch(token: str, group: Path | None = None) -> subprocess.Popen:
 def end_watch(watcher: subprocess.Popen) -> None:
     """Close the watcher's pipe and wait for it to exit (nothing of the sweep is left then)."""
     with contextlib.suppress(OSError):
-        watcher.stdin.close()
+        if watcher.stdin is not None:
+            watcher.stdin.close()
     watcher.wait()
 
 

@@ -15,6 +15,7 @@ utilisation (72-81% in fiscal 2020-2023) says why it is long.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,7 +146,7 @@ def parts(jc: JobClass, m: Machine, model: Model, flow: Machine) -> Parts:
         raise ValueError(f"no InfiniBand: {jc.nodes} nodes not offered")
     if jc.problem is None:
         ratio = flow.bandwidth(flow.cores) / m.bandwidth(m.cores)
-        return Parts(node_hours_h=jc.flow_node_hours / jc.nodes * ratio,
+        return Parts(node_hours_h=float(jc.flow_node_hours or 0) / jc.nodes * ratio,
                      how="Flow node-hours x bandwidth ratio")
     layout = Layout(jc.nodes, RANKS_PER_NODE, max(1, m.cores // RANKS_PER_NODE))
     if jc.iterations:
@@ -283,6 +284,10 @@ def summarize(out: dict[str, np.ndarray], s: Settings) -> dict:
     return row
 
 
+#: One option's evaluation: input draws -> its outputs (evaluate, bound to the option).
+Evaluator = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+
+
 @dataclass
 class Decision:
     """The decision's rows, each priced row's break-even draws (for the figure) and the
@@ -291,7 +296,7 @@ class Decision:
     rows: pd.DataFrame
     draws: dict[tuple, np.ndarray]
     ranges: dict[str, u.Range]
-    evaluators: dict[tuple, object] = field(default_factory=dict)
+    evaluators: dict[tuple, Evaluator] = field(default_factory=dict)
 
 
 def decide(jobs: list[JobClass], machine_of: dict[str, Machine], flow: Machine,
@@ -308,7 +313,8 @@ def decide(jobs: list[JobClass], machine_of: dict[str, Machine], flow: Machine,
     def flow_scale(x: dict[str, np.ndarray]):
         return np.full_like(x[u.ERROR], 1.0) if flow_measured else nominal / x[u.FLOW_FRACTION]
 
-    rows, draws, evaluators = [], {}, {}
+    rows, draws = [], {}
+    evaluators: dict[tuple, Evaluator] = {}
     priced_vms = prices.table[prices.table["kind"] == "cloud"]
     vms = sorted({r.system for r in priced_vms.itertuples()} | set(machine_of) -
                  {m for m in machine_of if m.startswith("Flow") or m == flow.name},

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -148,14 +149,14 @@ class VmJob:
     """A job's time to result and cost on a VM, with the parts they add up from (numbers,
     or arrays of draws)."""
 
-    deploy_h: object
-    stage_in_h: object
-    compute_h: object  # wall time (spot: expected, with evictions and restarts)
-    stage_out_h: object
-    billed_h: object  # per node
+    deploy_h: Any  # a number, or an array of draws
+    stage_in_h: Any
+    compute_h: Any  # wall time (spot: expected, with evictions and restarts)
+    stage_out_h: Any
+    billed_h: Any  # per node
     nodes: int
     price_per_node_h: float
-    storage_jpy: object
+    storage_jpy: Any
     egress_jpy: float
 
     @property

@@ -111,7 +111,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
             continue
         gbs = float(f.memory_bandwidth_theoretical_gbs_per_cpu) * float(f.cpus_per_node)
         edr = "EDR" in str(f.interconnect)
-        net = "HC44rs's (InfiniBand EDR, as Flow's)" if edr else \
+        said = "HC44rs's (InfiniBand EDR, as Flow's)" if edr else \
             f"{f.interconnect}: none published"
         out[f.system] = Machine(
             name=f.system, cores=int(cores.iloc[0]),
@@ -119,7 +119,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
             intra=hc if edr else None, inter=hc if edr else None,
             sources={"triad": f"theoretical {gbs:g} GB/s x {flow_fraction:g} "
                               "(data/reference/flow_systems.csv)",
-                     "theoretical_gbs": str(gbs), "pingpong": net, "network": net})
+                     "theoretical_gbs": str(gbs), "pingpong": said, "network": said})
     return out
 
 

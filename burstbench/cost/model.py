@@ -155,6 +155,8 @@ def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -
     n_it = same(iters, r)["value"].iloc[0]
     ref_traffic = traffic_for(r["problem"], int(r["ranks"]), same(counts, r))
     m_ref = machine(r["vm"], r["run_id"])
+    if m_ref is None:
+        raise ValueError(f"the model's reference {reference}: no Triad of its machine")
     eff = fit_efficiency(_problem(r), m_ref, layout, n_it, r["value"], ref_traffic)
     setup = same(setups, r)
     ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic)

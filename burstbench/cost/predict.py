@@ -71,7 +71,8 @@ class Problem:
         other's from the `n` and `nnz` measured with it."""
         m = _GRID.match(name)
         if m:
-            return cls.poisson(*(int(x) for x in m.groups()), factor=factor)
+            nx, ny, nz = (int(x) for x in m.groups())
+            return cls.poisson(nx, ny, nz, factor=factor)
         if not (n > 0 and nnz > 0):
             raise ValueError(f"problem {name}: its rows and nonzeros are not known")
         return cls(name, int(n), int(nnz), factor)

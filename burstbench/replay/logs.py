@@ -147,7 +147,7 @@ def parse_swf(text: str, source: str = "") -> Log:
     machine = ", ".join(v for v in (header.get("Installation"), header.get("Computer")) if v)
     log = Log(jobs, "swf", machine or "the log's machine (its SWF header names none)",
               integer("MaxNodes"), integer("MaxProcs"),
-              float(integer("UnixStartTime")) if integer("UnixStartTime") is not None else None,
+              float(start) if (start := integer("UnixStartTime")) is not None else None,
               notes, {"wrong field count": len(bad)} if bad else {},
               header.get("Acknowledge", ""))
     if log.max_nodes is not None:
@@ -220,7 +220,7 @@ def parse_sacct(text: str, source: str = "") -> Log:
                          f"{', '.join(missing)} (give sacct --parsable2 --format="
                          f"{','.join(SACCT_FIELDS)})")
     rows, bad = [], []
-    for i, line in enumerate(lines[first + 1:], first + 2):
+    for i, line in enumerate(lines[(first or 0) + 1:], (first or 0) + 2):
         if not line.strip():
             continue
         f = line.rstrip("\n").split("|")

@@ -93,7 +93,7 @@ def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> 
         return [JobClass("every job", job.Data(input_gb, output_gb), speed="memory")]
     if not isinstance(given, list):
         raise ParamError(f"classes must be a list of mappings, not {given!r}")
-    out = []
+    out: list = []
     for c in given:
         if not isinstance(c, dict):
             raise ParamError(f"classes: each class must be a mapping, not {c!r}")

@@ -24,6 +24,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 KERNELS_ENV = "BURSTBENCH_REPORT_KERNELS"
 
@@ -127,7 +128,8 @@ def inject_parameters(nb, parameters: dict) -> None:
 class _Kernel:
     def __init__(self, number: int, cwd: Path, env: dict, log: bool):
         self.number, self.cwd, self.env, self.log = number, cwd, env, log
-        self.km = self.kc = None
+        self.km: Any = None  # the kernel's manager and client, once launched
+        self.kc: Any = None
 
     async def start(self) -> None:
         await self.launch()
@@ -259,7 +261,7 @@ async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: 
     p = plan(notebooks, setting, last_seconds(out_dir))
     results: list[Result] = []
     kernels: dict[int, _Kernel] = {}
-    after_why = "not run"
+    after_why: str | None = "not run"
     try:
         for i in range(p.kernels):  # all started before anything else, each with its own core
             kernel = _Kernel(i, cwd, env, log)

@@ -55,7 +55,7 @@ COLORBLIND = ["#0173B2", "#DE8F05", "#029E73", "#D55E00", "#CC78BC", "#CA9161", 
 def apply_style() -> None:
     """The shared look: white grid, paper-sized fonts, colour-blind palette; SVG ids hashed
     with a fixed salt (see save)."""
-    plt.rcParams.update(THEME | {
+    plt.rcParams.update(THEME | {  # type: ignore[arg-type]
         "axes.prop_cycle": cycler(color=palette(len(COLORBLIND))),
         "figure.dpi": 110, "savefig.dpi": 150, "axes.titleweight": "bold",
         "legend.frameon": False, "svg.hashsalt": "burstbench"})

@@ -92,7 +92,7 @@ def markdown_table(df: pd.DataFrame, floatfmt: str | None = None) -> str:
         if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
             return ""
         if f is not None and _is_number(v):
-            return f(float(v))
+            return f(float(v))  # type: ignore[arg-type]  # _is_number said it is one
         return str(v).replace("|", "\\|")
 
     head = "| " + " | ".join(column_header(c).replace("|", "\\|") for c in df.columns) + " |"

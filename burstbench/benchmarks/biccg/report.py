@@ -92,7 +92,7 @@ def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axe
     colors = dict(zip(labels, style.palette(len(labels))))
     # the series at one core count side by side (equal offsets in log space), so their
     # error bars do not hide each other; a series alone at its core count stays on it
-    shift = {}
+    shift: dict = {}
     for c, at in d0.groupby("cores"):
         here = [lab for lab in labels if lab in set(at["label"])]
         shift |= {(lab, c): f for lab, f in zip(here, style.log_dodge(len(here), d0["cores"]))}

@@ -194,9 +194,10 @@ def estimate_s(P: dict, test: str, validate: bool = False) -> float:
     message size, two messages per iteration (the window's worth for bw and bibw)."""
     from kernels_ext.pingpong import LARGE_MESSAGE_SIZE, message_sizes, method
 
-    m = method(test, *(None, None, None, None) if validate else
-               (P["pingpong_iterations"], P["pingpong_skip"], P["pingpong_iterations_large"],
-                P["pingpong_skip_large"]), window=P["pingpong_window"])
+    counts = {} if validate else {
+        "iterations": P["pingpong_iterations"], "skip": P["pingpong_skip"],
+        "iterations_large": P["pingpong_iterations_large"], "skip_large": P["pingpong_skip_large"]}
+    m = method(test, window=P["pingpong_window"], **counts)
     if validate:
         m |= {"iterations": 10, "skip": 1, "iterations_large": 2, "skip_large": 1}
     lo = P["pingpong_min_size"] if test == "latency" else max(1, P["pingpong_min_size"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 
@@ -23,7 +24,7 @@ from burstbench.cost.predict import Problem
 #: (kernels_ext.biccg.mtx --write-poisson 1259 1259 1) is of its size, for validating the
 #: model on a matrix file; at 6-8 iterations it says nothing of G3_circuit's count.
 STUDY_NODES = (1, 2, 4, 8)
-G3 = {"name": "G3_circuit", "n": 1_585_478, "nnz": 7_660_826}
+G3: dict = {"name": "G3_circuit", "n": 1_585_478, "nnz": 7_660_826}
 G3_PROXY = "poisson2d_1259"
 
 
@@ -115,7 +116,13 @@ def as_range(name: str, value, unit: str, source: str, log: bool = False) -> u.R
                      f"{value!r}")
 
 
-def ranges(model: Model, flow_fraction, flow_measured: bool, ref_dir: Path,
+class _Erring(Protocol):
+    """What ranges() needs of the time model: its error as a Range."""
+
+    def error(self) -> u.Range: ...
+
+
+def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: Path,
            wan_mib_s, deploy_minutes, spot_evictions_per_h, problems: list[str],
            measured_wan: pd.DataFrame | None = None) -> dict[str, u.Range]:
     """Every uncertain input of the decision, with its source (burstbench.cost.uncertainty).

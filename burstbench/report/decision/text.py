@@ -160,6 +160,8 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
                          + (f" {jc.note}." if jc.note else ""))
             continue
         lead = leading(rows, jc.name)
+        if lead is None:
+            continue
         cheap = d.sort_values(["jpy", "break_even_p50_h"], kind="stable").iloc[0]
         top = [s.name for s in swings[jc.name][2][:2]] if jc.name in swings else []
         billing = {"payg": "pay-as-you-go", "spot": "spot"}.get(lead["billing"],
