@@ -3,7 +3,7 @@
 A benchmark is a package ``burstbench.benchmarks.<name>`` whose ``__init__`` declares its
 :class:`Benchmark` as ``SPEC``: its parameters and the columns its rows carry (light, read
 by ``burstbench params`` and ``--help``), and its heavy parts as :func:`lazy` references
-(its plan, parse, spread, report section and hooks), imported only when called.
+(its plan, parse, report section and hooks), imported only when called.
 :data:`BENCHMARKS` lists the packages in the report's order: a new benchmark is one line
 there.  The shared modules (params, the CLI, the report index, the cost section, explore,
 the job scripts, provenance) ask :func:`benchmarks` and name no benchmark.
@@ -15,15 +15,17 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from burstbench.core.checks import Param
 
 if TYPE_CHECKING:  # annotations only: importing these here would make --help slow
     import pandas as pd
 
-    from burstbench.core import store
+    from burstbench.core import runner, store
+    from burstbench.core.merits import Merits
     from burstbench.core.sweep import Plan
+    from burstbench.report.sections import Section
 
 #: The benchmarks, by package name under burstbench.benchmarks, in the report's order.
 BENCHMARKS = ("triad", "pingpong", "biccg", "storage")
@@ -41,51 +43,88 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
     return call
 
 
-@dataclass(frozen=True)
+# -- the hooks, each typed once here: the type checker (make lint) sees every call ----------
+
+class PlanHook(Protocol):
+    def __call__(self, P: dict, /) -> Plan:
+        """Validated parameters -> the sweep's Plan (probe() the machine, then expand())."""
+
+
+class ParseHook(Protocol):
+    def __call__(self, task: runner.Task, stdout: str, stderr: str, /
+                 ) -> tuple[list[dict], list[dict], str]:
+        """One task's output -> (tidy rows, raw records, a one-line summary)."""
+
+
+class ReportHook(Protocol):
+    def __call__(self, runs_dir: Path | str = "", reference_dir: Path | str = "",
+                 figures_dir: Path | str = "", show: bool = False) -> Section:
+        """The benchmark's report section, written to `figures_dir` (its report notebook
+        calls it)."""
+
+
+class NodesHook(Protocol):
+    def __call__(self, P: dict, /) -> tuple[int, str]:
+        """Validated parameters -> (the nodes it needs, the key that asks): job scripts."""
+
+
+class HeadlineHook(Protocol):
+    def __call__(self, table: pd.DataFrame, /) -> pd.DataFrame:
+        """Its results table -> the value it is judged by, in explore's common columns."""
+
+
+class AgainstStudyHook(Protocol):
+    def __call__(self, newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
+                 reference_dir: Path, /) -> list[dict]:
+        """A VM's newest headline rows and their summary -> rows comparing them with the
+        study's published values (explore)."""
+
+
+class MeritsHook(Protocol):
+    def __call__(self, runs_dir: Path | str, reference_dir: Path | str, /) -> Merits:
+        """Its figures of merit per VM, measured (newest run) and published: the cost and
+        burst-decision models read them by merit name, never by benchmark."""
+
+
+class SpreadHook(Protocol):
+    def __call__(self, table: pd.DataFrame, /) -> pd.DataFrame:
+        """Its results table -> one row per configuration over its repetitions."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Benchmark:
-    """A benchmark, declared once in its package (``SPEC = Benchmark(...)``): what params,
-    the CLI, the report and the notebooks need of it.
+    """A benchmark, declared once in its package (``SPEC = Benchmark(...)``, by keyword):
+    what params, the CLI, the report and the notebooks need of it.  Each hook's signature
+    is its Protocol above.
 
     name        the section: ``<name>_*`` parameters, data/runs/<vm>/<run>/<name>.csv
     params      its parameters (the common ones are params.COMMON)
     columns     the configuration columns its rows carry besides store.HEAD and
                 store.TAIL: the store keeps each of them and refuses any other
-    notebook    its measurement notebook (notebooks/), report_notebook its report one
-    plan        validated parameters -> Plan (probe() the machine, then expand())
-    parse       one task's output -> tidy rows, raw records, a one-line summary
-    spread      the results table -> one row per configuration over its repetitions
-    report      (runs_dir, reference_dir, figures_dir, show) -> its report Section of
-                figures/ (the report notebook calls it)
+    notebook    its measurement notebook (notebooks/); its report notebook is
+                notebooks/1N0_report_<name>.ipynb, found by the report command's glob
+    plan, parse, report   the sweep's plan, a task's parse, the report section (required)
     title       its name in papermill_params/README.md (params.docs() writes it), and
     labels      what that page says of its labels (Markdown)
     env_prefixes  environment variables that change what it measures (provenance records
                 them: ``ROMIO_``, ``GFARM_``)
-    nodes       validated parameters -> (nodes it needs, the key that asks) for the job
-                scripts; None: one node
-    headline    its table -> the value it is judged by, in explore's common columns
-    against_study  (headline rows of one run, vm, reference_dir) -> rows comparing them
-                with the study's published values (explore)
-    merits      (runs_dir, reference_dir, problems) -> its figures of merit per VM, measured
-                (newest run) and published: the cost and burst-decision models read them
-                by merit name, never by benchmark
+    nodes, headline, against_study, merits   optional hooks (None: not offered)
     """
 
     name: str
     params: tuple[Param, ...]
     columns: tuple[str, ...]
     notebook: str
-    report_notebook: str
-    plan: Callable[[dict], Plan]
-    parse: Callable[..., tuple[list[dict], list[dict], str]]
-    spread: Callable[..., pd.DataFrame]
-    report: Callable[..., Any]
+    plan: PlanHook
+    parse: ParseHook
+    report: ReportHook
     title: str = ""
     labels: str = ""
     env_prefixes: tuple[str, ...] = ()
-    nodes: Callable[[dict], tuple[int, str]] | None = None
-    headline: Callable[[pd.DataFrame], pd.DataFrame] | None = None
-    against_study: Callable[..., list[dict]] | None = None
-    merits: Callable[..., pd.DataFrame] | None = None
+    nodes: NodesHook | None = None
+    headline: HeadlineHook | None = None
+    against_study: AgainstStudyHook | None = None
+    merits: MeritsHook | None = None
 
     def open_run(self, P: dict) -> tuple[store.Run, bool]:
         """The run this sweep writes to (resuming an unfinished one with these parameters)."""

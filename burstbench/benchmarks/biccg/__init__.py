@@ -17,12 +17,12 @@ COLUMNS = ("problem", "nodes", "ranks", "threads", "block_size", "colors", "size
            "function", "blocking", "factor_precision")
 
 SPEC = Benchmark(
-    "biccg", tuple(PARAMS), COLUMNS, "030_measure_biccg.ipynb", "130_report_biccg.ipynb",
+    name="biccg", params=tuple(PARAMS), columns=COLUMNS, notebook="030_measure_biccg.ipynb",
     plan=lazy(f"{__name__}.tasks", "plan"), parse=lazy(f"{__name__}.results", "parse"),
-    spread=lazy(f"{__name__}.results", "spread"),
     report=lazy(f"{__name__}.report", "report_section"), title="BICCG", labels=LABELS,
     env_prefixes=("OMP_", "I_MPI_", "MPICH_", "OMPI_", "UCX_"),
     nodes=lazy(f"{__name__}.tasks", "nodes_needed"),
     headline=lazy(f"{__name__}.results", "headline"),
     merits=lazy(f"{__name__}.results", "merits"))
-plan, parse, spread, report_section = SPEC.plan, SPEC.parse, SPEC.spread, SPEC.report
+plan, parse, report_section = SPEC.plan, SPEC.parse, SPEC.report
+spread = lazy(f"{__name__}.results", "spread")

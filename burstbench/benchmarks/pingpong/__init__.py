@@ -20,12 +20,13 @@ COLUMNS = ("variant", "compiler", "compiler_version", "flags", "placement", "ran
            "message_size", "function", "bound_cpus")
 
 SPEC = Benchmark(
-    "pingpong", tuple(PARAMS), COLUMNS, "020_measure_pingpong.ipynb",
-    "120_report_pingpong.ipynb", plan=lazy(f"{__name__}.tasks", "plan"),
-    parse=lazy(f"{__name__}.results", "parse"), spread=lazy(f"{__name__}.results", "spread"),
+    name="pingpong", params=tuple(PARAMS), columns=COLUMNS, notebook="020_measure_pingpong.ipynb",
+    plan=lazy(f"{__name__}.tasks", "plan"),
+    parse=lazy(f"{__name__}.results", "parse"),
     report=lazy(f"{__name__}.report", "report_section"), title="MPI ping-pong",
     labels=LABELS, env_prefixes=("I_MPI_", "MPICH_", "OMPI_", "UCX_"),
     headline=lazy(f"{__name__}.results", "headline"),
     against_study=lazy(f"{__name__}.results", "against_study"),
     merits=lazy(f"{__name__}.results", "merits"))
-plan, parse, spread, report_section = SPEC.plan, SPEC.parse, SPEC.spread, SPEC.report
+plan, parse, report_section = SPEC.plan, SPEC.parse, SPEC.report
+spread = lazy(f"{__name__}.results", "spread")

@@ -20,12 +20,13 @@ COLUMNS = ("target", "api", "access", "collective", "operation", "ranks", "nodes
            "iteration", "size")
 
 SPEC = Benchmark(
-    "storage", tuple(PARAMS), COLUMNS, "040_measure_storage.ipynb",
-    "140_report_storage.ipynb", plan=lazy(f"{__name__}.tasks", "plan"),
-    parse=lazy(f"{__name__}.results", "parse"), spread=lazy(f"{__name__}.results", "spread"),
+    name="storage", params=tuple(PARAMS), columns=COLUMNS, notebook="040_measure_storage.ipynb",
+    plan=lazy(f"{__name__}.tasks", "plan"),
+    parse=lazy(f"{__name__}.results", "parse"),
     report=lazy(f"{__name__}.report", "report_section"), title="Storage", labels=LABELS,
     env_prefixes=("ROMIO_", "GFARM_", "MPICH_", "OMPI_"),
     nodes=lazy(f"{__name__}.tasks", "nodes_needed"),
     headline=lazy(f"{__name__}.results", "headline"),
     merits=lazy(f"{__name__}.results", "merits"))
-plan, parse, spread, report_section = SPEC.plan, SPEC.parse, SPEC.spread, SPEC.report
+plan, parse, report_section = SPEC.plan, SPEC.parse, SPEC.report
+spread = lazy(f"{__name__}.results", "spread")

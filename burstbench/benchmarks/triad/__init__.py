@@ -21,12 +21,12 @@ COLUMNS = ("variant", "compiler", "compiler_version", "flags", "stores", "places
            "kmp_affinity", "threads", "size", "function", "bound_cpus", "moved_threads")
 
 SPEC = Benchmark(
-    "triad", tuple(PARAMS), COLUMNS, "010_measure_triad.ipynb", "110_report_triad.ipynb",
+    name="triad", params=tuple(PARAMS), columns=COLUMNS, notebook="010_measure_triad.ipynb",
     plan=lazy(f"{__name__}.tasks", "plan"), parse=lazy(f"{__name__}.results", "parse"),
-    spread=lazy(f"{__name__}.results", "spread"),
     report=lazy(f"{__name__}.report", "report_section"), title="STREAM Triad", labels=LABELS,
     env_prefixes=("OMP_", "KMP_", "GOMP_", "NUMBA_"),
     headline=lazy(f"{__name__}.results", "headline"),
     against_study=lazy(f"{__name__}.results", "against_study"),
     merits=lazy(f"{__name__}.results", "merits"))
-plan, parse, spread, report_section = SPEC.plan, SPEC.parse, SPEC.spread, SPEC.report
+plan, parse, report_section = SPEC.plan, SPEC.parse, SPEC.report
+spread = lazy(f"{__name__}.results", "spread")
