@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 
 from burstbench.cost import job, model
-from burstbench.cost.predict import Layout, Link, Machine, Problem, fit_efficiency, predict
+from burstbench.cost.predict import (
+    Link,
+    MatrixModel,
+    NodeModel,
+    SolveLayout,
+    fit_efficiency,
+    predict,
+)
 from burstbench.cost.spot import spot_expected, spot_expected_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +31,11 @@ TIERS = [job.Tier("Standard", 64 / 4, 87579 / 4), job.Tier("Premium", 256 / 4, 1
 def test_the_byte_model_is_the_solvers():
     """bytes = 12 nnz + 24 n + (4 + f)(nnz - n) + (72 + f) n + 40 n; 568 MB at 128^3 with the
     single-precision factor (benchmarks/README.md)."""
-    p = Problem.poisson(64, 64, 64)
+    p = MatrixModel.poisson(64, 64, 64)
     assert (p.n, p.nnz) == (262144, 1810432)
     assert p.bytes == 12 * 1810432 + 24 * 262144 + 8 * (1810432 - 262144) + 76 * 262144 \
         + 40 * 262144 == 70_811_648
-    assert Problem.poisson(128, 128, 128).bytes == 568_459_264
+    assert MatrixModel.poisson(128, 128, 128).bytes == 568_459_264
 
 
 def test_a_prediction_worked_out_by_hand():
@@ -36,30 +43,30 @@ def test_a_prediction_worked_out_by_hand():
     efficiency 0.8; ping-pong 1 us + size / 10 GB/s within the node.  Two ranks in slabs:
     one neighbour, one 64 x 64 plane of doubles; two Allreduces of 12 B on average, each
     2 log2(2) message times."""
-    m = Machine(name="m", cores=2, triad_gbs={1: 20.0, 2: 30.0}, measured=True,
+    m = NodeModel(name="m", cores=2, triad_gbs={1: 20.0, 2: 30.0}, measured=True,
                 intra=Link(latency_us=1.0, bandwidth_gbs=10.0))
-    p = predict(Problem.poisson(64, 64, 64), m, Layout(1, 2, 1), 100, 0.8)
+    p = predict(MatrixModel.poisson(64, 64, 64), m, SolveLayout(1, 2, 1), 100, 0.8)
     memory = 70_811_648 / (30e9 * 0.8)
     halo = 1 * (1e-6 + 8 * 64 * 64 / 10e9)
     reduce = 2 * 2 * (1e-6 + 12 / 10e9)
     assert (p.memory_s, p.halo_s, p.reduce_s) == pytest.approx((memory, halo, reduce))
     assert p.solve_s == pytest.approx(100 * (memory + halo + reduce), rel=1e-12)
     assert p.solve_s == pytest.approx(0.29587669, rel=1e-7)  # 100 x (2950.49 + 4.28 + 4.00) us
-    one = predict(Problem.poisson(64, 64, 64), m, Layout(1, 1, 1), 100, 0.8)
+    one = predict(MatrixModel.poisson(64, 64, 64), m, SolveLayout(1, 1, 1), 100, 0.8)
     assert one.solve_s == pytest.approx(100 * 70_811_648 / (20e9 * 0.8))  # no communication
-    assert fit_efficiency(Problem.poisson(64, 64, 64), m, Layout(1, 2, 1), 100,
+    assert fit_efficiency(MatrixModel.poisson(64, 64, 64), m, SolveLayout(1, 2, 1), 100,
                           p.solve_s) == pytest.approx(0.8)
     # the solver's own count replaces the rule: here, three neighbours' worth
     from burstbench.cost.predict import Traffic
 
-    counted = predict(Problem.poisson(64, 64, 64), m, Layout(1, 2, 1), 100, 0.8,
+    counted = predict(MatrixModel.poisson(64, 64, 64), m, SolveLayout(1, 2, 1), 100, 0.8,
                       Traffic(3, 3 * 32768, 2, 24))
     assert counted.halo_s == pytest.approx(3 * halo)
 
 
 def test_the_slab_rule_is_what_the_solver_counts():
     """tests/test_biccg.py checks the kernel's counts; the model's rule gives the same."""
-    p = Problem.poisson(16, 16, 24)
+    p = MatrixModel.poisson(16, 16, 24)
     assert [(t.messages, t.message_bytes, t.reductions, t.reduction_bytes)
             for t in (p.traffic(1), p.traffic(2), p.traffic(3))] == [
         (0, 0, 0, 0), (1, 2048, 2, 24), (2, 4096, 2, 24)]
@@ -79,7 +86,7 @@ def test_a_message_is_priced_at_its_size_on_the_curve():
 
 
 def test_a_published_triad_scales_down_with_cores_never_up():
-    m = Machine(name="pub", cores=120, triad_gbs={24: 235.1}, measured=False)
+    m = NodeModel(name="pub", cores=120, triad_gbs={24: 235.1}, measured=False)
     assert m.bandwidth(120) == 235.1 and m.bandwidth(12) == pytest.approx(235.1 / 2)
 
 
@@ -87,18 +94,18 @@ LINK = Link(latency_us=1.0, bandwidth_gbs=10.0)
 
 
 @pytest.mark.parametrize("machine,layout,message", [
-    (Machine(name="small", cores=2, triad_gbs={2: 30.0}, measured=True, intra=LINK),
-     Layout(1, 2, 2), "small: 2x2 needs 4 cores of a node, it has 2"),
-    (Machine(name="noib", cores=48, triad_gbs={48: 300.0}, measured=False, intra=LINK,
-             max_nodes=1), Layout(2, 2, 24),
+    (NodeModel(name="small", cores=2, triad_gbs={2: 30.0}, measured=True, intra=LINK),
+     SolveLayout(1, 2, 2), "small: 2x2 needs 4 cores of a node, it has 2"),
+    (NodeModel(name="noib", cores=48, triad_gbs={48: 300.0}, measured=False, intra=LINK,
+             max_nodes=1), SolveLayout(2, 2, 24),
      "noib: no interconnect for 2 nodes (a VM without InfiniBand runs on one)"),
-    (Machine(name="lone", cores=16, triad_gbs={16: 50.0}, measured=True), Layout(1, 2, 8),
+    (NodeModel(name="lone", cores=16, triad_gbs={16: 50.0}, measured=True), SolveLayout(1, 2, 8),
      "lone: no ping-pong within a node measured or published"),
-    (Machine(name="none", cores=16, triad_gbs={}, measured=True), Layout(1, 1, 16),
+    (NodeModel(name="none", cores=16, triad_gbs={}, measured=True), SolveLayout(1, 1, 16),
      "none: no Triad measured or published")])
 def test_what_the_model_cannot_price_is_said(machine, layout, message):
     with pytest.raises(ValueError) as err:
-        predict(Problem.poisson(16, 16, 16), machine, layout, 10, 0.8)
+        predict(MatrixModel.poisson(16, 16, 16), machine, layout, 10, 0.8)
     assert str(err.value) == message
 
 
@@ -169,7 +176,7 @@ def test_no_price_is_never_priced_as_zero():
 
 
 def test_a_job_with_no_size_is_refused():
-    from burstbench.cost.decision import JobClass
+    from burstbench.cost.burst import JobClass
 
     with pytest.raises(ValueError) as err:
         JobClass("mine", 1, job.Data(1, 1, 1))
@@ -191,7 +198,7 @@ def test_the_error_range_holds_the_prediction_and_ignores_short_solves():
 
 # -- what the decision does not know ----------------------------------------------------------
 
-from burstbench.cost import decision  # noqa: E402
+from burstbench.cost import burst  # noqa: E402
 from burstbench.cost import uncertainty as u  # noqa: E402
 
 
@@ -210,9 +217,9 @@ def test_a_range_is_checked_and_its_draws_are_its_own():
     assert (u.draw(ranges, 5, 7)["b"] == 2).all()
 
 
-def _option(pool_mib_s: float = 1e9) -> decision.Option:
+def _option(pool_mib_s: float = 1e9) -> burst.Option:
     tier = job.Tier("T", pool_mib_s, 0.0)
-    return decision.Option("vm", "r", "payg", 100.0, job.Pool(job.PER_JOB, tier, 1.0), None,
+    return burst.Option("vm", "r", "payg", 100.0, job.Pool(job.PER_JOB, tier, 1.0), None,
                            0.0)
 
 
@@ -220,9 +227,9 @@ def test_the_monte_carlo_against_a_case_worked_out_by_hand():
     """Only the WAN varies, log-uniform between 20 and 200 MiB/s; 36 GB in and out, no
     deployment, 1 h of computing on the VM, 0.5 h on Flow.  The VM is sooner at wait w when
     1 + 36e9 / (rate MiB) / 3600 < w + 0.5, i.e. rate > R(w): P = ln(200 / R) / ln(10)."""
-    jc = decision.JobClass("j", 1, job.Data(18, 18), flow_node_hours=0.5)
-    vm = decision.Parts(node_hours_h=1.0)
-    flow = decision.Parts(node_hours_h=0.5)
+    jc = burst.JobClass("j", 1, job.Data(18, 18), flow_node_hours=0.5)
+    vm = burst.Parts(node_hours_h=1.0)
+    flow = burst.Parts(node_hours_h=0.5)
     ranges = {u.ERROR: u.Range.known(u.ERROR, 0, "", ""),
               u.FLOW_FRACTION: u.Range.known(u.FLOW_FRACTION, 1, "", ""),
               u.WAN: u.Range.log_uniform(u.WAN, 20, 200, "MiB/s", ""),
@@ -230,36 +237,36 @@ def test_the_monte_carlo_against_a_case_worked_out_by_hand():
               u.ITERATIONS: u.Range.known(u.ITERATIONS, 0, "", ""),
               u.EVICTIONS: u.Range.known(u.EVICTIONS, 0, "", ""),
               u.LATENCY: u.Range.known(u.LATENCY, 0, "", "")}
-    s = decision.Settings(44.3, 0.0, draws=4000, seed=1, waits_h=(0.6, 1.0), queue_wait_h=0.6)
+    s = burst.Settings(44.3, 0.0, draws=4000, seed=1, waits_h=(0.6, 1.0), queue_wait_h=0.6)
     x = u.draw(ranges, s.draws, s.seed)
-    out = decision.evaluate(jc, vm, flow, lambda i: np.ones_like(i[u.ERROR]), _option(), s, x)
-    row = decision.summarize(out, s)
+    out = burst.evaluate(jc, vm, flow, lambda i: np.ones_like(i[u.ERROR]), _option(), s, x)
+    row = burst.summarize(out, s)
     for w in (0.6, 1.0):
         need = 36e9 / 2 ** 20 / 3600 / (w + 0.5 - 1.0)  # the rate that just makes it
         exact = math.log(200 / need) / math.log(10)
-        assert row[f"p_sooner_at_{decision.wait_label(w)}"] == pytest.approx(exact, abs=0.025)
+        assert row[f"p_sooner_at_{burst.wait_label(w)}"] == pytest.approx(exact, abs=0.025)
     # the break-even's median: the time at the WAN's median rate (the geometric mean)
     assert row["break_even_p50_h"] == pytest.approx(
         1.0 + 36e9 / (math.sqrt(20 * 200) * 2 ** 20) / 3600 - 0.5, rel=0.02)
     assert row["verdict"] == "undecided"  # the 10-90% band, 0.56-0.88 h, holds 0.6 h
-    assert decision.verdict(0.1, 0.5, 1.0) == "burst" and decision.verdict(1.5, 3, 1) == "stay"
+    assert burst.verdict(0.1, 0.5, 1.0) == "burst" and burst.verdict(1.5, 3, 1) == "stay"
     # the pool caps the rate: at 30 MiB/s every draw stages at 30 or less
-    capped = decision.evaluate(jc, vm, flow, lambda i: np.ones_like(i[u.ERROR]), _option(30.0),
+    capped = burst.evaluate(jc, vm, flow, lambda i: np.ones_like(i[u.ERROR]), _option(30.0),
                                s, x)
     assert capped["staging_mib_s"].max() == 30.0
-    assert decision.staging_limit(_option(30.0), x[u.WAN]).startswith("the pool (T 1 TiB")
+    assert burst.staging_limit(_option(30.0), x[u.WAN]).startswith("the pool (T 1 TiB")
 
 
 def test_a_shared_input_is_the_same_draw_on_both_sides():
     """The model's error scales the VM's and Flow's predicted solves alike: with nothing else
     uncertain, the break-even is the difference of the two times, each / (1 + e)."""
-    jc = decision.JobClass("j", 1, job.Data(1, 1), Problem.poisson(8, 8, 8), 1)
-    vm = decision.Parts(memory_s=1.0, it_low=3600, it_high=3600)  # 1 h at e = 0
-    flow = decision.Parts(memory_s=2.0, it_low=3600, it_high=3600)  # 2 h at e = 0
+    jc = burst.JobClass("j", 1, job.Data(1, 1), MatrixModel.poisson(8, 8, 8), 1)
+    vm = burst.Parts(memory_s=1.0, it_low=3600, it_high=3600)  # 1 h at e = 0
+    flow = burst.Parts(memory_s=2.0, it_low=3600, it_high=3600)  # 2 h at e = 0
     x = {u.ERROR: np.array([0.0, -0.5]), u.ITERATIONS: np.zeros(2), u.LATENCY: np.zeros(2),
          u.WAN: np.full(2, 1e9), u.DEPLOY: np.zeros(2), u.EVICTIONS: np.zeros(2),
          u.FLOW_FRACTION: np.ones(2)}
-    out = decision.evaluate(jc, vm, flow, lambda i: np.ones(2), _option(), decision.Settings(
+    out = burst.evaluate(jc, vm, flow, lambda i: np.ones(2), _option(), burst.Settings(
         1.0, 0.0), x)
     stage = 2e9 / (1e9 * 2 ** 20) / 3600
     assert out["break_even_h"] == pytest.approx([1 + stage - 2, 2 + stage - 4])
@@ -312,7 +319,7 @@ def test_flow_measured_replaces_the_theoretical_figure():
     from burstbench.cost import machines
 
     _, m, _ = _committed_machines()
-    m["flow-cloud"] = Machine(name="flow-cloud", cores=80, triad_gbs={80: 150.0}, measured=True,
+    m["flow-cloud"] = NodeModel(name="flow-cloud", cores=80, triad_gbs={80: 150.0}, measured=True,
                               sources={"triad": "measured here (data/runs/flow-cloud/x)"})
     problems: list[str] = []
     flow, measured = machines.flow_machine(m, "Flow Cloud System", "flow-cloud", problems)
@@ -334,12 +341,12 @@ def test_flow_measured_replaces_the_theoretical_figure():
     ({"input_gb": -50, "flow_node_hours": 1}, "input_gb must be a positive number, not -50")])
 def test_a_users_job_is_parsed_strictly(user, message):
     with pytest.raises(ValueError) as err:
-        decision.user_jobs(user, job.Data(1, 1), 1)
+        burst.user_jobs(user, job.Data(1, 1), 1)
     assert str(err.value) == message
 
 
 def test_a_users_job_as_given():
-    jobs = decision.user_jobs({"name": "mine", "problem": {"poisson": [8, 8, 8],
+    jobs = burst.user_jobs({"name": "mine", "problem": {"poisson": [8, 8, 8],
                                                            "iterations": 20},
                                "nodes": [1, 4], "keep_months": 2}, job.Data(1, 2), 5)
     assert [(j.name, j.nodes, j.iterations, j.solves, j.data.keep_months) for j in jobs] == [

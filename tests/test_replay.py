@@ -16,7 +16,7 @@ from scheduler_cluster import session
 from slurm_cluster import SlurmCluster, missing_programs
 
 from burstbench.core.checks import ParamError
-from burstbench.cost import decision, job
+from burstbench.cost import burst, job
 from burstbench.replay import logs, policy, run
 
 SWF_HEAD = """; Version: 2.2
@@ -179,7 +179,7 @@ def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
     gb_per_s = 1e9 / 2 ** 20  # MiB/s
     klass = policy.JobClass("all", job.Data(180, 180), speed=0.5)
     tier = job.Tier("fast", 1e6, 1000.0)
-    opt = decision.Option("vm", "here", "payg", 100.0, job.shared_pool([tier], "fast", 4, 40),
+    opt = burst.Option("vm", "here", "payg", 100.0, job.shared_pool([tier], "fast", 4, 40),
                           None, 10.0)
     c = policy.cost_option(nodes, r / 3600, np.zeros(5, dtype=np.int64), [klass],
                            lambda cl, k: np.array([0.5, 0.5]), lambda cl: opt, None,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
-from burstbench.cost.predict import Link, Machine
+from burstbench.cost.predict import Link, NodeModel
 
 
 def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
@@ -34,13 +34,13 @@ def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
                 source=f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})")
 
 
-def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> Machine:
+def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> NodeModel:
     """A VM measured here: Triad by threads from `triad` (one run's rows), its ping-pong
     within a node and across nodes where measured."""
     by_threads = {int(t): float(v) for t, v in zip(triad["threads"], triad["value"])}
     here = pingpong[pingpong["source"] == "measured here"]
     intra, inter = _link(here, vm, False), _link(here, vm, True)
-    return Machine(name=vm, cores=max(by_threads), triad_gbs=by_threads, measured=True,
+    return NodeModel(name=vm, cores=max(by_threads), triad_gbs=by_threads, measured=True,
                    intra=intra, inter=inter,
                    sources={"triad": f"measured here ({triad['data'].iloc[0]})",
                             "pingpong": intra.source if intra else "none measured",
@@ -54,14 +54,14 @@ def pingpong_rows(merits: list[Merits]) -> pd.DataFrame:
 
 
 def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
-             problems: list[str], flow_vm: str = "") -> dict[str, Machine]:
+             problems: list[str], flow_vm: str = "") -> dict[str, NodeModel]:
     """Every machine the model can price: VMs measured here (Triad by threads, ping-pong
     curves by placement), the study's VMs (their published best Triad, osu.csv or a VM of
     the same interconnect, vm_sizes.csv's cores; within a node, where nothing is
     published, the curve measured here stands in), and Flow's systems: theoretical
     bandwidth x `flow_fraction` (InfiniBand EDR priced at HC44rs's published ping-pong),
     or, for the system a run labelled `flow_vm` measured, that run's machine."""
-    out: dict[str, Machine] = {}
+    out: dict[str, NodeModel] = {}
     pp = pingpong_rows(merits)
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
     for vm, d in newest(at).groupby("vm", sort=False):
@@ -91,7 +91,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
         intra = inter or stand_in
         threads = int(b["threads"].iloc[0]) if pd.notna(b["threads"].iloc[0]) else \
             int(r.physical_cores)
-        out[r.vm] = Machine(
+        out[r.vm] = NodeModel(
             name=r.vm, cores=int(r.physical_cores),
             triad_gbs={threads: float(b["value"].iloc[0])}, measured=False, intra=intra,
             inter=inter if ib else None, max_nodes=None if ib else 1,
@@ -113,7 +113,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
         edr = "EDR" in str(f.interconnect)
         said = "HC44rs's (InfiniBand EDR, as Flow's)" if edr else \
             f"{f.interconnect}: none published"
-        out[f.system] = Machine(
+        out[f.system] = NodeModel(
             name=f.system, cores=int(cores.iloc[0]),
             triad_gbs={int(cores.iloc[0]): gbs * flow_fraction}, measured=False,
             intra=hc if edr else None, inter=hc if edr else None,
@@ -123,8 +123,8 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
     return out
 
 
-def flow_machine(machine_of: dict[str, Machine], flow_system: str, flow_vm: str,
-                 problems: list[str]) -> tuple[Machine, bool]:
+def flow_machine(machine_of: dict[str, NodeModel], flow_system: str, flow_vm: str,
+                 problems: list[str]) -> tuple[NodeModel, bool]:
     """(Flow's machine, measured?): the run labelled `flow_vm` where one exists (its Triad;
     its ping-pong where measured, else the theoretical machine's), else the theoretical
     one."""
@@ -145,7 +145,7 @@ def flow_machine(machine_of: dict[str, Machine], flow_system: str, flow_vm: str,
         notes.append("no ping-pong across nodes measured: HC44rs's")
     if notes:
         problems.append(f"{flow_system} measured as {flow_vm}: " + "; ".join(notes))
-    return Machine(name=flow_system, cores=run.cores, triad_gbs=run.triad_gbs, measured=True,
+    return NodeModel(name=flow_system, cores=run.cores, triad_gbs=run.triad_gbs, measured=True,
                    intra=intra, inter=inter,
                    sources=run.sources | {"triad": f"measured as {flow_vm}: "
                                           f"{run.sources['triad']}"}), True

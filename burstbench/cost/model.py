@@ -13,7 +13,14 @@ import pandas as pd
 from burstbench.core.merits import Merits
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import measured_machine, merit, pingpong_rows
-from burstbench.cost.predict import Layout, Machine, Problem, Traffic, fit_efficiency, predict
+from burstbench.cost.predict import (
+    MatrixModel,
+    NodeModel,
+    SolveLayout,
+    Traffic,
+    fit_efficiency,
+    predict,
+)
 
 #: Seconds a measured solve must take to count in the model's error range.
 MIN_SOLVE_S = 1.0
@@ -78,8 +85,8 @@ def _growth(d: pd.DataFrame) -> float | None:
     return float((by[r2] / by[r1]) ** (1 / math.log2(r2 / r1)))
 
 
-def _problem(row) -> Problem:
-    return Problem.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
+def _problem(row) -> MatrixModel:
+    return MatrixModel.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
                          str(row.get("factor") or "single"))
 
 
@@ -122,7 +129,7 @@ class Model:
                        "fitted one (figures/biccg_model_validation.csv)")
 
 
-def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -> Model:
+def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict) -> Model:
     """Fit the efficiency on the `reference` solve ({vm, problem, layout}: the median of its
     newest measurement) and predict every measured configuration of the C solver."""
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
@@ -130,7 +137,7 @@ def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -
     paired = {run: measured_machine(d["vm"].iloc[0], d, pp)
               for run, d in at.groupby("run_id", sort=False)} if "run_id" in at else {}
 
-    def machine(vm: str, run_id: str) -> Machine | None:
+    def machine(vm: str, run_id: str) -> NodeModel | None:
         """The machine as it was in that run (its own Triad), else its newest."""
         return paired.get(run_id, machine_of.get(vm))
 
@@ -146,7 +153,7 @@ def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -
     if ref.empty:
         raise ValueError(f"the model's reference {reference} was not measured")
     r = ref.sort_values("run_id").iloc[-1]
-    layout = Layout(1, int(r["ranks"]), int(r["threads"]))
+    layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
 
     def same(d: pd.DataFrame, s) -> pd.DataFrame:
         return d[(d["run_id"] == s["run_id"]) & (d["problem"] == s["problem"])
@@ -165,7 +172,7 @@ def fit(merits: list[Merits], machine_of: dict[str, Machine], reference: dict) -
     for s in ours.itertuples(index=False):
         s = s._asdict()
         m = machine(s["vm"], s["run_id"])
-        lay = Layout(int(s["nodes"]), int(s["ranks"]) // int(s["nodes"]), int(s["threads"]))
+        lay = SolveLayout(int(s["nodes"]), int(s["ranks"]) // int(s["nodes"]), int(s["threads"]))
         it = same(iters, s)
         if m is None or it.empty:
             continue

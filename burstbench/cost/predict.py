@@ -26,7 +26,7 @@ where nothing was fitted):
    (recursive doubling); none on one rank.
 5. Iterations depend on the problem and the partition, not the machine: the count
    measured for the same problem and rank count, on any machine; else the one measured
-   with the nearest rank count (said so; burstbench.cost.decision gives it a range).
+   with the nearest rank count (said so; burstbench.cost.burst gives it a range).
 6. Setup (ordering, factorization, halo plan) once per solve: the reference solve's
    measured setup, as a number of its own iterations' memory time, scaled like the
    memory part of the solve (a factorization streams the matrix as an iteration does).
@@ -47,7 +47,7 @@ _GRID = re.compile(r"poisson(\d+)x(\d+)x(\d+)$")
 
 
 @dataclass(frozen=True)
-class Problem:
+class MatrixModel:
     """A matrix as the model sees it: rows, nonzeros (both triangles), the factor's
     precision, and the grid where it is a Poisson one."""
 
@@ -58,7 +58,7 @@ class Problem:
     grid: tuple[int, int, int] | None = None
 
     @classmethod
-    def poisson(cls, nx: int, ny: int, nz: int, factor: str = "single") -> Problem:
+    def poisson(cls, nx: int, ny: int, nz: int, factor: str = "single") -> MatrixModel:
         """The solver's 7-point Poisson matrix of an nx x ny x nz grid (5-point where nz = 1)."""
         n = nx * ny * nz
         nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
@@ -66,7 +66,7 @@ class Problem:
 
     @classmethod
     def named(cls, name: str, n: float = math.nan, nnz: float = math.nan,
-              factor: str = "single") -> Problem:
+              factor: str = "single") -> MatrixModel:
         """A problem by the name the solver records: a Poisson grid's from its name, any
         other's from the `n` and `nnz` measured with it."""
         m = _GRID.match(name)
@@ -158,7 +158,7 @@ def _loglog(xs: list[float], ys: list[float], x: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Machine:
+class NodeModel:
     """A node as the model sees it: its cores, Triad bandwidth by cores, and its ping-pong
     within a node (`intra`) and across nodes (`inter`; None: unknown), each with where it
     came from; max_nodes 1 for a VM without InfiniBand (no multi-node job is priced on
@@ -186,7 +186,7 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class Layout:
+class SolveLayout:
     """nodes x ranks per node x OpenMP threads per rank."""
 
     nodes: int
@@ -223,7 +223,7 @@ class Prediction:
         return self.memory_s + self.halo_s + self.reduce_s
 
 
-def iteration(problem: Problem, machine: Machine, layout: Layout, efficiency: float,
+def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, efficiency: float,
               traffic: Traffic | None = None,
               latency_position: float = 0.0) -> tuple[float, float, float]:
     """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4); `traffic`
@@ -254,7 +254,7 @@ def iteration(problem: Problem, machine: Machine, layout: Layout, efficiency: fl
     return memory, halo, reduce
 
 
-def predict(problem: Problem, machine: Machine, layout: Layout, iterations: float,
+def predict(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, iterations: float,
             efficiency: float, traffic: Traffic | None = None, setup_iterations: float = 0.0,
             latency_position: float = 0.0) -> Prediction:
     """The predicted solve time of `problem` on `layout` of `machine` (the module's model);
@@ -267,7 +267,7 @@ def predict(problem: Problem, machine: Machine, layout: Layout, iterations: floa
                       setup_iterations * memory)
 
 
-def fit_efficiency(problem: Problem, machine: Machine, layout: Layout, iterations: float,
+def fit_efficiency(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, iterations: float,
                    solve_s: float, traffic: Traffic | None = None) -> float:
     """The efficiency that makes predict() give `solve_s` for this measured solve: the
     memory part's share of the time left after the halo and reductions (assumption 1)."""

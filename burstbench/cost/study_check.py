@@ -12,9 +12,9 @@ import pandas as pd
 
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
-from burstbench.cost.decision import JobClass, parts
+from burstbench.cost.burst import JobClass, parts
 from burstbench.cost.model import Model
-from burstbench.cost.predict import Machine, Problem
+from burstbench.cost.predict import MatrixModel, NodeModel
 
 NODES = (1, 2, 4, 8, 16, 32)
 PAIR = ("HB120rs_v3", "HC44rs")
@@ -22,7 +22,7 @@ PAIR = ("HB120rs_v3", "HC44rs")
 STUDY = {"small": PAIR[0], "large": PAIR[1]}
 
 
-def study_check(model: Model, machine_of: dict[str, Machine], ranges: dict[str, u.Range],
+def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str, u.Range],
                 draws: int, seed: int, nodes: tuple[int, ...] = NODES,
                 pair: tuple[str, str] = PAIR) -> pd.DataFrame:
     """One row per node count: each machine's predicted solve (10th, 50th, 90th percentile
@@ -34,7 +34,7 @@ def study_check(model: Model, machine_of: dict[str, Machine], ranges: dict[str, 
                          "machines")
     x = u.draw(ranges, draws, seed)
     mode = u.modes(ranges)
-    problem = Problem.poisson(256, 256, 512)
+    problem = MatrixModel.poisson(256, 256, 512)
     rows = []
     for n in nodes:
         jc = JobClass(f"{problem.name}, {n} node(s)", n, job.Data(1, 1), problem, 1)

@@ -146,7 +146,7 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
                 wan: np.ndarray, deploy_h: np.ndarray, free_egress_gb: float = 0.0
                 ) -> Costed:
     """Each job's time to result and whole cost on one VM: `option_of(class)` gives its
-    burstbench.cost.decision.Option (the pool sized for the class's data); deployment +
+    burstbench.cost.burst.Option (the pool sized for the class's data); deployment +
     staging (at the least of the WAN, the pool and the VM's storage) + run time x
     `ratio_of(class, nodes)` (an array over draws), through burstbench.cost.job.vm_job, a
     group of jobs of one class and node count at a time.  A job the VM cannot take (more

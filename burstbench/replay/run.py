@@ -22,10 +22,10 @@ import pandas as pd
 from burstbench.core import paths
 from burstbench.core.checks import ParamError
 from burstbench.core.reference import vm_key
-from burstbench.cost import decision, machines, model
+from burstbench.cost import burst, machines, model
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
-from burstbench.cost.predict import Problem
+from burstbench.cost.predict import MatrixModel
 from burstbench.replay import policy
 from burstbench.replay.logs import Log
 from burstbench.report.decision import inputs
@@ -173,7 +173,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
 
         p = next(pr.itertuples())
 
-        def option_of(c: policy.JobClass, vm=vm, p=p) -> decision.Option:
+        def option_of(c: policy.JobClass, vm=vm, p=p) -> burst.Option:
             opts = options_of(vm, p, c)
             if isinstance(opts, str):
                 raise ParamError(f"{vm} in {region}: {opts}")
@@ -206,9 +206,9 @@ def _ratio(c: policy.JobClass, k: int, m, flow, fitted, x: dict[str, np.ndarray]
         return np.full(len(scale), float(c.speed))
     if c.speed == "memory":
         return flow_bw / m.bandwidth(m.cores) * scale
-    jc = decision.JobClass(c.name, k, c.data, Problem.poisson(*BICCG_PROBLEM))
+    jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*BICCG_PROBLEM))
     try:
-        vp, fp = decision.parts(jc, m, fitted, flow), decision.parts(jc, flow, fitted, flow)
+        vp, fp = burst.parts(jc, m, fitted, flow), burst.parts(jc, flow, fitted, flow)
     except ValueError:
         return None
     flow_h = fp.hours(x, 1 / scale)

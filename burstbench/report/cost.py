@@ -23,7 +23,7 @@ import pandas as pd
 from burstbench.core import paths
 from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
-from burstbench.cost import prices as cost
+from burstbench.cost import prices as price_tables
 from burstbench.cost.spot import spot_expected, spot_simulate
 from burstbench.registry import benchmarks
 from burstbench.report import style
@@ -48,7 +48,7 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
                  "The study's Table 3 (item 7, execution time, is the one the burst decision "
                  "answers: figures/burst_decision_choices.md), from "
                  "data/reference/requirements.csv.")
-    t4 = read_reference(ref_dir, "prices_vm.csv", cost.VM_PRICE_COLUMNS, p)
+    t4 = read_reference(ref_dir, "prices_vm.csv", price_tables.VM_PRICE_COLUMNS, p)
     if len(t4):
         wide = t4.pivot_table(index="vm", columns=["billing", "region"],
                               values="price_per_hour", aggfunc="first", sort=False)
@@ -90,12 +90,12 @@ def _run_prices(runs: list[dict]) -> list[dict]:
     return rows
 
 
-def _prices_for(prices: cost.Prices, vm: str) -> pd.DataFrame:
+def _prices_for(prices: price_tables.Prices, vm: str) -> pd.DataFrame:
     t = prices.table
     return t[t["key"] == vm_key(vm)]
 
 
-def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: cost.Prices,
+def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: price_tables.Prices,
                  ref_dir: Path, fig_dir: Path, region: str, show: bool) -> list[dict]:
     """Memory bandwidth (Triad) GB/s per 1,000 JPY per hour, per VM, billing and region;
     Flow at its fee."""
@@ -156,7 +156,7 @@ def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: cost.Prices,
     return rows
 
 
-def _biccg_costs(section: Section, solves: pd.DataFrame, prices: cost.Prices,
+def _biccg_costs(section: Section, solves: pd.DataFrame, prices: price_tables.Prices,
                  fig_dir: Path) -> list[dict]:
     """Time and cost of one solve per VM, problem, layout and node count."""
     rows = []
@@ -168,7 +168,7 @@ def _biccg_costs(section: Section, solves: pd.DataFrame, prices: cost.Prices,
             rows.append(base | {"billing": NO_PRICE, "region": "", "jpy_per_solve": math.nan})
         for p in pr.itertuples():
             rows.append(base | {"billing": p.billing, "region": p.region,
-                                "jpy_per_solve": round(cost.job_cost(
+                                "jpy_per_solve": round(price_tables.job_cost(
                                     p.jpy_per_hour, r.nodes, r.value / 3600), 4)})
     table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
                  "Median solve time of each VM's newest run, per problem, layout and node "
@@ -177,7 +177,7 @@ def _biccg_costs(section: Section, solves: pd.DataFrame, prices: cost.Prices,
     return rows
 
 
-def _spot(section: Section, prices: cost.Prices, fig_dir: Path, vm: str, region: str,
+def _spot(section: Section, prices: price_tables.Prices, fig_dir: Path, vm: str, region: str,
           nodes: int, work_h: float, interval_h: float, restart_h: float,
           rates: list[float], show: bool) -> list[dict]:
     """Expected time and cost of a checkpointed job on spot VMs against the eviction rate."""
@@ -260,7 +260,7 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     merits = _merits(section, runs, ref_dir)  # test runs are never priced
     _published_tables(section, ref_dir, fig_dir)
     measured = [r for m in merits for r in m.runs]
-    prices = cost.load_prices(ref_dir, usd_jpy, _run_prices(measured))
+    prices = price_tables.load_prices(ref_dir, usd_jpy, _run_prices(measured))
     section.problems += prices.problems
     for vm in sorted({r["vm"] for r in measured}):
         if _prices_for(prices, vm).empty:

@@ -55,7 +55,7 @@ TIMINGS = "timings.json"
 
 
 @dataclass
-class Plan:
+class KernelPlan:
     kernels: int
     fresh: bool
     queue: list[Path] = field(default_factory=list)  # longest first
@@ -80,7 +80,7 @@ def available_cpus() -> int:
 
 
 def plan(notebooks: list[Path], setting: str | None = None,
-         seconds: dict[str, float] | None = None) -> Plan:
+         seconds: dict[str, float] | None = None) -> KernelPlan:
     """How many kernels, fresh or shared, and the order the notebooks are taken in: the
     longest first by `seconds` (those not in it first, in name order, then by name)."""
     setting = (os.environ.get(KERNELS_ENV, "") if setting is None else setting).strip().lower()
@@ -97,7 +97,7 @@ def plan(notebooks: list[Path], setting: str | None = None,
         wanted = available_cpus()
     n = max(1, min(wanted, len(notebooks)))
     seconds = seconds or {}
-    return Plan(n, fresh, sorted(notebooks, key=lambda p: (-seconds.get(p.name, float("inf")),
+    return KernelPlan(n, fresh, sorted(notebooks, key=lambda p: (-seconds.get(p.name, float("inf")),
                                                            p.name)))
 
 

@@ -72,7 +72,7 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
                     higher_is_better=False)
 
 
-#: metric -> merit: what the time model reads (burstbench.cost.decision).
+#: metric -> merit: what the time model reads (burstbench.cost.burst).
 MERITS = {"solve_time": "solve_time_s", "setup_time": "setup_time_s",
           "iterations": "iterations", "halo_messages": "halo_messages",
           "halo_bytes": "halo_bytes", "reductions": "reductions",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from burstbench.core import paths
 from burstbench.core.checks import ParamError
-from burstbench.cost import decision, job, machines, model, study_check
+from burstbench.cost import burst, job, machines, model, study_check
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.registry import benchmarks
@@ -83,11 +83,11 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     tiers, egress, flow_tb = inputs.storage_prices(ref_dir, section.problems)
     options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
                                 pool_min_tib, pool_jobs_per_month)
-    settings = decision.Settings(prices.lookup(flow_system, "onprem_fee"), flow_tb,
+    settings = burst.Settings(prices.lookup(flow_system, "onprem_fee"), flow_tb,
                                  checkpoint_h, restart_h, egress_free_gb, mc_draws, mc_seed,
                                  WAITS_H, float(queue_wait_h))
     vms = {k: m for k, m in machine_of.items() if k != flow_vm}  # Flow is not a VM to rent
-    result = decision.decide(jobs, vms, flow, flow_measured, fitted, prices,
+    result = burst.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
     rows = result.rows
     text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir)
@@ -106,7 +106,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    lead["storage_scenario"])
             at_modes = float(result.evaluators[key](u.modes(ranges))["break_even_h"][0])
             swings[jc.name] = (" ".join(str(k) for k in key[1:]), at_modes,
-                               decision.sensitivity(result, jc.name, key))
+                               burst.sensitivity(result, jc.name, key))
         section.entries.append(figures.decision_figure(
             result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show))
         text.sensitivity_table(section, swings, fig_dir)

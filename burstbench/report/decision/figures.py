@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from burstbench.cost.decision import Decision
+from burstbench.cost.burst import Decision
 from burstbench.cost.model import MIN_SOLVE_S, Model
 from burstbench.cost.uncertainty import Swing
 from burstbench.report import style

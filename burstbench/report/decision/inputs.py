@@ -13,11 +13,11 @@ import pandas as pd
 from burstbench.core.checks import ParamError
 from burstbench.core.merits import Merits
 from burstbench.core.reference import read_reference, vm_key
-from burstbench.cost import decision, job
+from burstbench.cost import burst, job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import merit
 from burstbench.cost.model import Model
-from burstbench.cost.predict import Problem
+from burstbench.cost.predict import MatrixModel
 
 #: The job classes of the decision: the study's Poisson problem on 1, 2, 4 and 8 nodes, and
 #: G3_circuit (1 node), priced where its iterations were measured here or given.  G3_PROXY
@@ -177,12 +177,12 @@ def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: 
 
 
 def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations: float,
-                user: dict) -> tuple[list[decision.JobClass], list[str]]:
+                user: dict) -> tuple[list[burst.JobClass], list[str]]:
     """The study's Poisson job on 1-8 nodes, a G3_circuit-sized matrix, the user's job."""
     notes, out = [], []
     for n in STUDY_NODES:
-        out.append(decision.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data,
-                                     Problem.poisson(256, 256, 512), solves))
+        out.append(burst.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data,
+                                     MatrixModel.poisson(256, 256, 512), solves))
     g3 = merit(merits, "iterations")
     real = g3[g3["problem"].astype(str).str.startswith(G3["name"])] if len(g3) else g3
     if g3_iterations:
@@ -193,19 +193,19 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
         it, how = math.nan, ("G3_circuit not measured here and no g3_iterations given: its "
                              "iteration count is unknown (the slab of its size, "
                              f"{G3_PROXY}, is far better conditioned), so it is not priced")
-    out.append(decision.JobClass("G3_circuit-sized matrix, 1 node", 1, data, Problem(
+    out.append(burst.JobClass("G3_circuit-sized matrix, 1 node", 1, data, MatrixModel(
         G3["name"], G3["n"], G3["nnz"]), solves, it if it == it else None, note=how))
     if not it == it:
         notes.append(f"G3_circuit-sized matrix: {how}")
     if user:
-        out += decision.user_jobs(user, data, solves)
+        out += burst.user_jobs(user, data, solves)
     return out, notes
 
 
 def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
             vm_storage: dict[str, tuple[float, str]], wan: u.Range,
             pool_min_tib: float, pool_jobs_per_month: float, shared_tier: str = "Standard"):
-    """options_of(vm, price_row, job_class) for decision.decide: per region, a pool per job (the
+    """options_of(vm, price_row, job_class) for burst.decide: per region, a pool per job (the
     cheapest that delivers the WAN's likely rate, or the VM's storage where slower) and the
     study's always-on pool shared by a month's burst jobs; a reason where a region has no
     transfer or storage price."""
@@ -214,7 +214,7 @@ def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
     if not pool_jobs_per_month > 0:
         raise ParamError(f"pool_jobs_per_month must be positive, not {pool_jobs_per_month!r}")
 
-    def of(vm: str, p, jc: decision.JobClass) -> list[decision.Option] | str:
+    def of(vm: str, p, jc: burst.JobClass) -> list[burst.Option] | str:
         region = p.region
         if region not in egress:
             return f"no transfer price for {region}"
@@ -226,7 +226,7 @@ def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
         pools = [job.pool_per_job(data, tiers[region], pool_min_tib, wanted),
                  job.shared_pool(tiers[region], shared_tier, max(pool_min_tib, data.tib),
                                  pool_jobs_per_month)]
-        return [decision.Option(vm, region, p.billing, float(p.jpy_per_hour), pool, storage,
+        return [burst.Option(vm, region, p.billing, float(p.jpy_per_hour), pool, storage,
                                 egress[region]) for pool in pools]
     return of
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from burstbench.core.store import atomic_write
 from burstbench.cost import uncertainty as u
-from burstbench.cost.decision import Decision, JobClass, wait_label
+from burstbench.cost.burst import Decision, JobClass, wait_label
 from burstbench.cost.model import MIN_SOLVE_S, Model
 from burstbench.report.decision.figures import hours
 from burstbench.report.sections import Entry, Section, table_entry

@@ -26,7 +26,7 @@ from burstbench.core.reference import vm_key
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.model import Model, iterations_for, traffic_for
-from burstbench.cost.predict import Layout, Machine, Problem, predict
+from burstbench.cost.predict import MatrixModel, NodeModel, SolveLayout, predict
 from burstbench.cost.prices import Prices
 from burstbench.cost.spot import spot_expected_arrays
 
@@ -45,7 +45,7 @@ class JobClass:
     name: str
     nodes: int
     data: job.Data
-    problem: Problem | None = None
+    problem: MatrixModel | None = None
     solves: int = 1
     iterations: float | None = None  # given by the user; else measured
     flow_node_hours: float | None = None
@@ -90,9 +90,9 @@ def user_jobs(user: dict, data: job.Data, solves: int) -> list[JobClass]:
                 and all(isinstance(v, int) and v > 0 for v in grid)):
             raise ParamError(f"user_job's problem: poisson must be three positive integers, "
                              f"not {grid!r}")
-        problem = Problem.poisson(*grid)
+        problem = MatrixModel.poisson(*grid)
     elif {"n", "nnz"} <= set(p):
-        problem = Problem(name, int(p["n"]), int(p["nnz"]))
+        problem = MatrixModel(name, int(p["n"]), int(p["nnz"]))
     elif p:
         raise ParamError("user_job's problem: give poisson: [nx, ny, nz], or n and nnz")
     else:
@@ -140,7 +140,7 @@ class Parts:
         return self.solves * solve / (1 + inputs[u.ERROR]) / 3600
 
 
-def parts(jc: JobClass, m: Machine, model: Model, flow: Machine) -> Parts:
+def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel) -> Parts:
     """A job class's Parts on machine `m`; ValueError with why it cannot be priced."""
     if m.max_nodes is not None and jc.nodes > m.max_nodes:
         raise ValueError(f"no InfiniBand: {jc.nodes} nodes not offered")
@@ -148,7 +148,7 @@ def parts(jc: JobClass, m: Machine, model: Model, flow: Machine) -> Parts:
         ratio = flow.bandwidth(flow.cores) / m.bandwidth(m.cores)
         return Parts(node_hours_h=float(jc.flow_node_hours or 0) / jc.nodes * ratio,
                      how="Flow node-hours x bandwidth ratio")
-    layout = Layout(jc.nodes, RANKS_PER_NODE, max(1, m.cores // RANKS_PER_NODE))
+    layout = SolveLayout(jc.nodes, RANKS_PER_NODE, max(1, m.cores // RANKS_PER_NODE))
     if jc.iterations:
         lo = hi = float(jc.iterations)
         how = "iterations given"
@@ -299,7 +299,7 @@ class Decision:
     evaluators: dict[tuple, Evaluator] = field(default_factory=dict)
 
 
-def decide(jobs: list[JobClass], machine_of: dict[str, Machine], flow: Machine,
+def decide(jobs: list[JobClass], machine_of: dict[str, NodeModel], flow: NodeModel,
            flow_measured: bool, model: Model, prices: Prices,
            options_of, ranges: dict[str, u.Range], s: Settings) -> Decision:
     """One row per job class x VM x region x billing x storage scenario (`options_of(vm,
