@@ -86,6 +86,11 @@ COMMON = [
           "a VM in the report (`smoke.yaml` is one). A test run never resumes a measurement's "
           "run, nor the other way round",
           check_bool("test")),
+    Param("budget_minutes", 0,
+          "minutes the run may take (as `burstbench run --budget`, which overrides it): the "
+          "configurations the decision needs first, none started that does not fit by its "
+          "estimate; what is left resumes with the same command. 0: no limit",
+          check_positive("budget_minutes", allow_zero=True)),
 ]
 
 
@@ -316,10 +321,10 @@ def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
             + f"they are: {', '.join(sorted(known))}; the folders are --runs-dir, "
             "--reference-dir and --figures-dir)")
     if data.get("user_job"):  # its own keys, strictly, as the decision reads them
-        from burstbench.cost import decision, job
+        from burstbench.cost import burst, job
 
         try:
-            decision.user_jobs(data["user_job"], job.Data(1, 1), 1)
+            burst.user_jobs(data["user_job"], job.Data(1, 1), 1)
         except ValueError as exc:
             raise ParamError(f"{path}: {exc}") from None
     return dict(data)
