@@ -13,9 +13,10 @@ exist).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,20 @@ class ParamError(ValueError):
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback (JupyterLab, papermill): the one line."""
         return [f"ParamError: {self}"]
+
+
+def strict_keys(where: str, got: Any, keys: Sequence[str]) -> dict:
+    """`got`, a mapping whose every key is one of `keys`; else ParamError, one line, naming
+    the first unknown key, the nearest valid one and all of them (never a key ignored)."""
+    if not isinstance(got, dict):
+        raise ParamError(f"{where} must be a mapping, not {got!r}")
+    bad = [k for k in got if k not in keys]
+    if bad:
+        near = difflib.get_close_matches(str(bad[0]), list(keys), n=1)
+        raise ParamError(f"{where}: unknown key {bad[0]!r} ("
+                         + (f"did you mean {near[0]}? " if near else "")
+                         + f"the keys are: {', '.join(keys)})")
+    return got
 
 
 class WrongKind(ParamError):

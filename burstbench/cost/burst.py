@@ -14,14 +14,13 @@ utilisation (72-81% in fiscal 2020-2023) says why it is long.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from burstbench.core.checks import ParamError
+from burstbench.core.checks import ParamError, strict_keys
 from burstbench.core.reference import vm_key
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
@@ -70,18 +69,8 @@ def user_jobs(user: dict, data: job.Data, solves: int) -> list[JobClass]:
     nz]} or {n, nnz, iterations}, solves, input_gb, output_gb, keep_months} or {name,
     flow_node_hours, nodes}), parsed strictly: an unknown key is refused with the valid
     ones, never ignored."""
-    if not isinstance(user, dict):
-        raise ParamError(f"user_job must be a mapping, not {user!r}")
-    for where, got, keys in (("user_job", user, USER_KEYS),
-                             ("user_job's problem", user.get("problem") or {}, PROBLEM_KEYS)):
-        if not isinstance(got, dict):
-            raise ParamError(f"{where} must be a mapping, not {got!r}")
-        bad = [k for k in got if k not in keys]
-        if bad:
-            near = difflib.get_close_matches(str(bad[0]), keys, n=1)
-            raise ParamError(f"{where}: unknown key {bad[0]!r} ("
-                             + (f"did you mean {near[0]}? " if near else "")
-                             + f"the keys are: {', '.join(keys)})")
+    strict_keys("user_job", user, USER_KEYS)
+    strict_keys("user_job's problem", user.get("problem") or {}, PROBLEM_KEYS)
     p = user.get("problem") or {}
     name = str(user.get("name", "user job"))
     if "poisson" in p:

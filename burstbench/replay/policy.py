@@ -18,13 +18,12 @@ over the uncertain inputs' draws (a job x draw matrix per option).
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from burstbench.core.checks import ParamError
+from burstbench.core.checks import ParamError, strict_keys
 from burstbench.cost import job
 
 
@@ -97,12 +96,7 @@ def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> 
     for c in given:
         if not isinstance(c, dict):
             raise ParamError(f"classes: each class must be a mapping, not {c!r}")
-        bad = [k for k in c if k not in CLASS_KEYS]
-        if bad:
-            near = difflib.get_close_matches(str(bad[0]), CLASS_KEYS, n=1)
-            raise ParamError(f"classes: unknown key {bad[0]!r} ("
-                             + (f"did you mean {near[0]}? " if near else "")
-                             + f"the keys are: {', '.join(CLASS_KEYS)})")
+        strict_keys("classes", c, CLASS_KEYS)
         speed = c.get("speed", "memory")
         if not (speed in ("memory", "biccg") or (isinstance(speed, (int, float))
                                                  and not isinstance(speed, bool)
