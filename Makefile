@@ -12,7 +12,7 @@ report: measure figures
 
 ## measure: run the measurement notebooks into data/runs/<vm>/<run-id>/
 measure: $(STAMP)
-	$(PY) -m burstbench run --params $(PARAMS)
+	$(PY) -m burstbench run --params $(PARAMS)$(if $(BUDGET), --budget $(BUDGET))
 
 ## figures: rebuild figures/ and its index from data/ alone
 figures: $(STAMP)

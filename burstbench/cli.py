@@ -56,6 +56,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except params.ParamError as exc:
         return _fail(str(exc))
     first = checked[only[0]]
+    from burstbench.core import budget
+
+    try:  # --budget 20m, else budget_minutes of the params file
+        args.budget_s = budget.parse(args.budget) if args.budget else budget.check(
+            60 * first["budget_minutes"], f"{first['budget_minutes']:g}", "budget_minutes") \
+            if first["budget_minutes"] else None
+    except budget.BudgetError as exc:
+        return _fail(str(exc))
     runs_dir = paths.runs_dir(args.runs_dir or first["runs_dir"])
     vm = first["vm"]
     digests = {name: params.digest(checked[name], name) for name in only}
@@ -79,7 +87,7 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
              digests: dict, run_dir: Path) -> int:
     """Plan the run folder and execute each notebook into it; the exit status."""
     from burstbench import supervise
-    from burstbench.core import provenance, runner, signals, store
+    from burstbench.core import budget, provenance, runner, signals, store
     from burstbench.registry import env_prefixes
 
     runs_dir, vm, run_id = run_dir.parent.parent, run_dir.parent.name, run_dir.name
@@ -97,9 +105,12 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
     os.environ.setdefault("BURSTBENCH_PROGRESS", "lines")  # the kernel inherits it
     runner.adopt_orphans()  # a kernel whose papermill died stays ours to stop
     failed = []
+    passes = budget.start(getattr(args, "budget_s", None))  # [None], or [0, None]
     try:
         with signals.stop_signals():  # Ctrl-C, SIGTERM (scancel, time limit), SIGHUP alike
-            for name in only:
+            for name, tier in ((n, t) for t in passes for n in only):
+                if not budget.should_start(run_dir, name, tier, len(passes)):
+                    continue
                 nb = paths.notebooks_dir() / params.notebooks()[name]
                 if not nb.exists():
                     failed.append(f"{name}: notebook {nb} is missing")
@@ -116,6 +127,14 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
     except KeyboardInterrupt as exc:
         runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)  # none, normally
         return _interrupted(args, run_dir, run_id, only, exc)
+    finally:
+        budget.end()
+    if getattr(args, "budget_s", None) is not None:
+        text, left = budget.table(run_dir, only)
+        print(text)
+        if left:
+            print(f"{budget.STATUS}: {left} configurations left; measure them with: "
+                  f"{_resume_command(args, run_id)}")
     if failed:
         print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "
               f"{run_dir}; re-run the same command to resume:", file=sys.stderr)
@@ -132,7 +151,8 @@ def _resume_command(args: argparse.Namespace, run_id: str) -> str:
 
     argv = [sys.executable, "-m", "burstbench", "run", "--params", str(args.params)]
     for flag, value in (("--only", args.only), ("--runs-dir", args.runs_dir),
-                        ("--timeout", f"{args.timeout:g}" if args.timeout else "")):
+                        ("--timeout", f"{args.timeout:g}" if args.timeout else ""),
+                        ("--budget", getattr(args, "budget", ""))):
         argv += [flag, value] if value else []
     return shlex.join(argv + ["--run-id", run_id] + (["--quiet"] if args.quiet else []))
 
@@ -331,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")
     r.add_argument("--timeout", type=float, default=None,
                    help="seconds any one notebook cell may run (default: no limit)")
+    r.add_argument("--budget", default="", metavar="DURATION",
+                   help="measure for at most this long (20m, 1h30m, 900s): what the decision "
+                   "needs first, no configuration started that does not fit by its estimate; "
+                   "the same command again measures what was left (default: budget_minutes "
+                   "of the params file, else no limit)")
     r.add_argument("--wait", action="store_true",
                    help="when another sweep measures on this host, wait for it to end "
                    "(default: refuse)")

@@ -11,6 +11,9 @@ hang-up) all stop a sweep the same way: the running configuration is killed
 with everything it started, what was measured stays stored.  A configuration
 also dies with the process that launched it (Linux ``PR_SET_PDEATHSIG``), so a
 killed Jupyter kernel leaves no solver running.
+
+Long: launching, stopping and reaping a configuration's process tree, and the sweep loop
+that stores each result (with its budget check), belong together.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burstbench.core import contention
+from burstbench.core import budget, contention
 from burstbench.core.signals import Interrupted, raise_if_stopped, signal_name, stop_signals
 
 if TYPE_CHECKING:  # annotations only: a plan needs no store
@@ -50,6 +53,7 @@ class Task:
     env: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 600.0
     estimate_s: float = 0.0  # the planner's guess of its seconds (a work model); 0: unknown
+    priority: int = 0  # 0: what the decision needs first (see budget.prioritized); 1: the rest
     #: Removes what the configuration leaves behind when it does not end by itself (files
     #: of a write killed by its timeout, a stop signal or a dead rank); None: nothing to.
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
@@ -109,10 +113,13 @@ class SweepResult:
     interrupted: bool = False
     seconds: float = 0.0
     contended: int = 0  # configurations measured while others took the cores (contention)
+    left: list[Task] = field(default_factory=list)  # not measured: the budget ran out first
+    measured_estimate_s: float = 0.0  # the estimates of the configurations measured
+    task_seconds: float = 0.0  # their wall time, each from its start to its result stored
 
     @property
     def complete(self) -> bool:
-        return not self.failed and not self.interrupted
+        return not self.failed and not self.interrupted and not self.left
 
 
 def _error_line(stderr: str, rc: int) -> str:
@@ -357,8 +364,9 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     kept and the running configuration killed whole.
     """
     done = run.done_keys(benchmark)
-    todo = [t for t in tasks if t.key not in done]
-    result = SweepResult(total=len(tasks), already_stored=len(tasks) - len(todo))
+    todo, later = budget.order([t for t in tasks if t.key not in done])
+    result = SweepResult(total=len(tasks), already_stored=len(tasks) - len(todo) - len(later),
+                         left=later)
     if result.already_stored:
         print(f"resuming {run.root}: {result.already_stored} of {len(tasks)} configurations "
               "already stored")
@@ -367,8 +375,12 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     stamp = {"run_id": run.run_id, "vm": run.vm}
     try:
         with stop_signals():  # SIGTERM and SIGHUP as Ctrl-C: a scheduler may signal us directly
-            for task in todo:
+            for i, task in enumerate(todo):
                 raise_if_stopped()
+                if not budget.fits(task):  # the rest waits for the next --budget
+                    result.left = todo[i:] + later
+                    break
+                began = time.monotonic()
                 try:
                     before = contention.sample()
                     out, err = launch(task)
@@ -381,6 +393,8 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     run.save(benchmark, task.key, [{"benchmark": benchmark, "key": task.key}
                                                    | r | stamp | load for r in rows], raw, columns)
                     result.measured += 1
+                    result.measured_estimate_s += task.estimate_s
+                    result.task_seconds += time.monotonic() - began
                     result.contended += load["contended"]
                     busy = (f" [contended: others took {load['others_cpu']:.0%} of the CPU]"
                             if load["contended"] else "")

@@ -15,12 +15,13 @@ import json
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from burstbench.core import contention, locks, paths, provenance, runner, store
+from burstbench.core import budget, contention, locks, paths, provenance, runner, store
 
 
 @dataclass
@@ -65,6 +66,8 @@ def open_run(P: dict, benchmark: str, digest: str,
         paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest, P["run_id"], system)
     # the source this benchmark measured with (a run's notebooks may span commits)
     run.set_section(benchmark, git=provenance.git(paths.project_root()))
+    if P.get("budget_minutes") and budget.deadline() is None:  # a notebook run by hand
+        os.environ[budget.DEADLINE_ENV] = str(time.time() + 60 * P["budget_minutes"])
     print(("resumed" if resumed else "new") + f" run {run.root}")
     return run, resumed
 
@@ -149,10 +152,19 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
             run.set_section(benchmark, status="no space")
         raise store.NoSpace.at(run.root) from exc
     status = "complete" if result.complete else ("interrupted" if result.interrupted
-                                                 else "incomplete")
+                                                 else "incomplete" if result.failed
+                                                 else budget.STATUS)
+    left_s = sum(t.estimate_s for t in result.left)
+    before = run.provenance().get("benchmarks", {}).get(benchmark, {})  # earlier passes
     run.set_section(benchmark, status=status, finished=store.now_iso(), folded=True,
                     failures=[{"configuration": t, "reason": r} for t, r in result.failed],
-                    seconds=round(result.seconds, 1))
+                    seconds=round(result.seconds, 1), left=len(result.left),
+                    left_estimate_s=round(left_s, 1),
+                    measured_estimate_s=round(result.measured_estimate_s
+                                              + before.get("measured_estimate_s", 0), 1),
+                    measured_seconds=round(result.task_seconds
+                                           + before.get("measured_seconds", 0), 1),
+                    sweep_seconds=round(result.seconds + before.get("sweep_seconds", 0), 1))
     if result.interrupted:
         raise KeyboardInterrupt
     if result.failed:
@@ -162,6 +174,10 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                           f"{run.root}; re-run to retry the failed ones")
     print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
           f"{result.seconds:.0f} s; results in {run.root}")
+    if result.left:
+        print(f"{budget.STATUS}: {len(result.left)} configurations left (about "
+              f"{duration(left_s)} by the estimate); the same command with --budget measures "
+              "them, in priority order")
     if result.contended:
         print(f"note: {result.contended} of {result.measured} configurations were contended: "
               f"other processes took more than {contention.CONTENDED_SHARE:.0%} of the "

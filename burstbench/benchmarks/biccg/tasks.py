@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstbench.core import launch, paths, runner
+from burstbench.core import budget, launch, paths, runner
 from burstbench.core.checks import ParamError
 from burstbench.core.mpi import ask
 from burstbench.core.sweep import Plan, task_key
@@ -122,6 +122,13 @@ def expand(P: dict, m: Machine) -> Plan:
             for method in P["biccg_baselines"]:
                 tasks.append(_baseline_task(P, prob, method, rep, m.cores))
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}]
+    # priority 0 within a budget: our solver on the first problem at the study's layout (2
+    # ranks per node where planned, else the widest layout planned)
+    ours = [t.config for t in tasks if t.config["impl"] == "c"]
+    study = max((c["label"] for c in ours), key=lambda lab: (lab.startswith("2x"), lab),
+                default=None)
+    tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and c["label"] == study
+                               and c["problem"] == ours[0]["problem"])
     return Plan(tasks, variants, notes, detail="problem")
 
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burstbench.core import launch, runner
+from burstbench.core import budget, launch, runner
 from burstbench.core.checks import ParamError
 from burstbench.core.mpi import ask, kernel_args, usable
 from burstbench.core.sweep import Plan, task_key
@@ -143,6 +143,12 @@ def expand(P: dict, m: Machine) -> Plan:
                         for thp in P["pingpong_hugepages"]:
                             tasks.append(_task(P, combo, pl, test, impl, rep, thp=thp))
     built = [info | {"spec": combo} for combo, info, _ in combos]
+    # priority 0 within a budget: the first combination's C kernel, no huge pages, at the
+    # first placement (the BICCG halo's exchange on one node), its checks first
+    first = tasks[0].config
+    tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and "+thp" not in c["label"]
+                               and c["variant"] == first["variant"]
+                               and c["placement"] == first["placement"])
     return Plan(tasks, built, notes, detail="function")
 
 

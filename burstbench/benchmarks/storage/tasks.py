@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstbench.core import launch, runner
+from burstbench.core import budget, launch, runner
 from burstbench.core.checks import ParamError
 from burstbench.core.mpi import ask
 from burstbench.core.sweep import Plan, task_key
@@ -294,6 +294,12 @@ def expand(P: dict, m: Machine) -> Plan:
                 tasks.append(_replication(P, target, rep))
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}] + \
         [t.info for t in m.targets]
+    # priority 0 within a budget: the staging shape, the first target's first access pattern
+    # at its widest layout
+    first = tasks[0].config
+    widest = max(c.config["ranks"] for c in tasks)
+    tasks = budget.prioritized(tasks, lambda c: c["target"] == first["target"]
+                               and c["access"] == first["access"] and c["ranks"] == widest)
     return Plan(tasks, variants, notes, detail="ranks")
 
 

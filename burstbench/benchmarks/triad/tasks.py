@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from burstbench.core import runner
+from burstbench.core import budget, runner
 from burstbench.core.checks import ParamError
 from burstbench.core.sweep import Plan, task_key
 from kernels_ext.common import sysinfo, variants
@@ -129,7 +129,17 @@ def expand(P: dict, m: Machine) -> Plan:
             for aff in affs:
                 for t in counts:
                     tasks.append(_task(P, info, aff, t, rep, m.size))
-    return Plan(tasks, built, notes)
+    return Plan(_needed_first(tasks, m.cpus), built, notes)
+
+
+def _needed_first(tasks: list[runner.Task], cpus: int) -> list[runner.Task]:
+    """Priority 0 (measured first within a budget): what the time model uses, the first
+    compiled variant's first affinity with normal stores at the study layout's thread
+    counts (2 ranks per node: half the CPUs each) and at all of them."""
+    first = next((t.config["label"] for t in tasks
+                  if t.config["impl"] == "c" and t.config["stores"] == "normal"), None)
+    study = {max(1, cpus // 2), cpus}
+    return budget.prioritized(tasks, lambda c: c["label"] == first and c["threads"] in study)
 
 
 def plan(P: dict) -> Plan:

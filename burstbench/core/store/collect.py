@@ -13,7 +13,7 @@ from burstbench.core.store.run import Run
 from burstbench.core.store.verify import validate_run, verify
 
 #: Statuses a sweep writes once it folded its parts into its tables.
-FINALIZED = ("complete", "incomplete", "interrupted")
+FINALIZED = ("complete", "incomplete", "interrupted", "stopped at budget")
 
 
 def find_runs(folder: Path) -> list[Path]:

@@ -62,6 +62,10 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
             continue
         check = verify(run, benchmark, prov)
         problems += [f"{run.root}: {d}" for d in check.damage]
+        if sec.get("status") == "stopped at budget":  # burstbench.core.budget.STATUS
+            problems.append(f"{run.root}: {benchmark} stopped at its budget with "
+                            f"{sec.get('left', '?')} configurations left: a partial sweep, "
+                            "not this VM's best (resume it with the same --budget command)")
         part_problems: list[str] = []
         rows, _ = run._read_parts(benchmark, part_problems)
         problems += part_problems

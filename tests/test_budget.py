@@ -1,0 +1,135 @@
+"""A run within a budget (issue 31): refusals, priority order, the stop before the next
+configuration that does not fit, and the resume that measures what was left."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+
+from burstbench import cli, params
+from burstbench.benchmarks import triad
+from burstbench.core import budget, runner, store
+
+SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
+         "triad_places": ["cores"], "triad_bind": ["close", "spread"],
+         "triad_variants": [{"compiler": "gcc", "flags": "-O2 -fopenmp"}],
+         "triad_baselines": ["numpy"], "triad_repetitions": 2}
+
+
+@pytest.fixture(autouse=True)
+def _no_budget(monkeypatch):
+    monkeypatch.delenv(budget.DEADLINE_ENV, raising=False)
+    monkeypatch.delenv(budget.TIER_ENV, raising=False)
+
+
+@pytest.mark.parametrize("text, seconds", [("20m", 1200), ("1h30m", 5400), ("900s", 900),
+                                           ("1.5h", 5400), ("2m30s", 150)])
+def test_durations(text, seconds):
+    assert budget.parse(text) == seconds
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("--budget=0", "error: --budget: 0 is not a budget: give a duration above zero "
+                   "(e.g. 20m, 1h30m, 900s)"),
+    ("--budget=-5m", "error: --budget: -5m is not a budget: give a duration above zero "
+                     "(e.g. 20m, 1h30m, 900s)"),
+    ("--budget=soon", "error: --budget: 'soon' is not a duration (e.g. 20m, 1h30m, 900s)"),
+    ("--budget=20", "error: --budget: '20' is not a duration (e.g. 20m, 1h30m, 900s)"),
+    ("--budget=30s", "error: --budget: 30s is less than the minimum of 60s (the notebooks' "
+                     "start and probes)"),
+])
+def test_bad_budgets_are_refused_in_one_line(arg, message, tmp_path, capsys):
+    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(tmp_path), arg])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == message
+    assert not list(tmp_path.iterdir())  # nothing ran, no run folder
+
+
+def test_budget_minutes_in_a_params_file(tmp_path, capsys):
+    f = tmp_path / "p.yaml"
+    f.write_text("vm: t\nbudget_minutes: -1\ntriad_size: 50000\n")
+    assert cli.main(["run", "--params", str(f), "--runs-dir", str(tmp_path)]) == 2
+    assert "budget_minutes must be a non-negative number, not -1" in capsys.readouterr().err
+    f.write_text("vm: t\nbudget_minutes: 0.5\ntriad_size: 50000\n")
+    assert cli.main(["run", "--params", str(f), "--runs-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: budget_minutes: 0.5 is less than the minimum of 60s (the notebooks' start "
+        "and probes)")
+    assert params.validate({"budget_minutes": 20}, "triad")["budget_minutes"] == 20
+    # the budget is not what a sweep measures: the same run resumes with another budget
+    assert params.digest(params.validate({"budget_minutes": 20}, "triad"), "triad") == \
+        params.digest(params.validate({}, "triad"), "triad")
+
+
+def test_the_triad_the_time_model_uses_comes_first(tmp_path, monkeypatch):
+    P = params.validate(SMALL | {"runs_dir": str(tmp_path)}, "triad")
+    plan = triad.plan(P)
+    first = [t for t in plan.tasks if t.priority == 0]
+    assert first and len(first) < len(plan.tasks)
+    assert {t.config["label"] for t in first} == {plan.tasks[0].config["label"]}
+    assert all(t.config["impl"] == "c" and t.config["stores"] == "normal" for t in first)
+    # without a budget: the plan's order; with one: priority 0 first, then the rest
+    assert budget.order(plan.tasks) == (plan.tasks, [])
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    ordered, later = budget.order(plan.tasks)
+    assert later == [] and [t.priority for t in ordered] == sorted(t.priority for t in plan.tasks)
+    monkeypatch.setenv(budget.TIER_ENV, "0")
+    ordered, later = budget.order(plan.tasks)
+    assert ordered == first and len(later) == len(plan.tasks) - len(first)
+
+
+def test_a_sweep_stops_before_what_does_not_fit_and_resumes_the_rest(tmp_path, monkeypatch):
+    """Real processes: the budget runs out after the third configuration; none is started
+    that did not fit by its estimate; the next call measures what was left."""
+    P = params.validate(SMALL | {"runs_dir": str(tmp_path)}, "triad")
+    real = runner.launch
+    started: list[runner.Task] = []
+
+    def spend_after_third(task):
+        if task.key == "info":
+            return real(task)
+        end = budget.deadline()
+        assert end is None or time.time() + task.estimate_s <= end  # it fitted
+        started.append(task)
+        out = real(task)
+        if len(started) == 3:  # the budget is spent: nothing more fits
+            monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time()))
+        return out
+
+    monkeypatch.setattr(runner, "launch", spend_after_third)
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    run, table = triad.SPEC.measure(P, progress=False)
+    sec = run.section("triad")
+    assert sec["status"] == budget.STATUS
+    assert len(started) == 3 and all(t.priority == 0 for t in started)
+    assert sec["left"] == sec["planned"] - 3 and sec["left_estimate_s"] > 0
+    assert table["key"].nunique() == 3
+    assert store.find_resumable(tmp_path, "t", "triad", params.digest(P, "triad")) == \
+        run.run_id  # a run stopped at its budget resumes
+
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    run2, table2 = triad.SPEC.measure(P, progress=False)
+    assert run2.root == run.root
+    assert run2.section("triad")["status"] == "complete"
+    assert table2["key"].nunique() == sec["planned"] == len(started)
+    # what the decision needs was measured before the rest, across both calls
+    assert [t.priority for t in started] == sorted(t.priority for t in started)
+
+
+def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
+    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "budget: 10m, until" in out
+    table = out[out.index("benchmark  status"):].splitlines()
+    assert table[1].split()[:3] == ["triad", "complete", "14/14"]
+    assert table[2].split()[:3] == ["storage", "complete", "1/1"]
+    (run_dir,) = (tmp_path / "smoke").iterdir()
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["benchmarks"]["triad"]["measured_seconds"] > 0
+    assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 14
