@@ -131,5 +131,15 @@ def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
     assert table[2].split()[:3] == ["storage", "complete", "1/1"]
     (run_dir,) = (tmp_path / "smoke").iterdir()
     prov = json.loads((run_dir / "provenance.json").read_text())
-    assert prov["benchmarks"]["triad"]["measured_seconds"] > 0
+    for name in ("triad", "storage"):  # the kernels' timed seconds over the sweep's wall time
+        sec = prov["benchmarks"][name]
+        assert sec["measured_seconds"] > 0 and 0 < sec["timed_share"] <= 1
+        assert sec["timed_share"] == round(sec["timed_seconds"] / sec["sweep_seconds"], 3)
+    assert table[1].split()[-1] == f"{prov['benchmarks']['triad']['timed_share']:.2f}"
     assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 14
+
+
+def test_timed_seconds_are_the_kernels_own():
+    assert runner.timed_seconds([{"times_s": [0.5, 0.25]}, {"solve_s": 1.0, "setup_s": 9.0},
+                                 {"total_s": 2.0}, {"seconds": 0.25, "validated": True}]) == 4.0
+    assert runner.timed_seconds([{"latency_us": 1.0}]) == 0.0

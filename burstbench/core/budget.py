@@ -97,10 +97,11 @@ def order(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
     return [t for t in ranked if t.priority <= cap], [t for t in ranked if t.priority > cap]
 
 
-def fits(task: Task) -> bool:
-    """True when there is no budget, or `task`'s estimate ends before the deadline."""
+def fits(task: Task, scale: float = 1.0) -> bool:
+    """True when there is no budget, or `task`'s estimate (times `scale`, the work model's
+    calibration on this machine) ends before the deadline."""
     end = deadline()
-    return end is None or time.time() + task.estimate_s <= end
+    return end is None or time.time() + task.estimate_s * scale <= end
 
 
 def left_s(now: float | None = None) -> float | None:
@@ -111,6 +112,9 @@ def left_s(now: float | None = None) -> float | None:
 
 #: Seconds of budget below which a notebook is not started (its kernel and probes alone).
 NOTEBOOK_START_S = 15.0
+#: Seconds of the budget kept for a notebook's end after its last configuration (the fold of
+#: its table, papermill's save, the kernel's exit): the sweeps' deadline is this much earlier.
+END_S = 10.0
 
 
 def complete(run_dir: Path, benchmark: str) -> bool:
@@ -123,14 +127,16 @@ def complete(run_dir: Path, benchmark: str) -> bool:
 
 def table(run_dir: Path, only: list[str]) -> tuple[str, int]:
     """The end-of-run table of a run with a budget: per benchmark what was measured and what
-    was left (with its estimate), the estimate against the measured seconds of what was
-    measured, and the timed share; and how many configurations are left in all."""
+    was left (with its calibrated estimate); for what was measured, the plan's estimate, the
+    calibrated one (each configuration's, scaled by measured over estimated seconds before
+    it) and the measured seconds, the error of the calibrated one, and the timed share (the
+    kernels' own timed seconds over the sweep's); and how many configurations are left."""
     from burstbench.core.store import Run
 
     run = Run(run_dir)
     secs = run.provenance().get("benchmarks", {})
     head = (f"{'benchmark':<10} {'status':<18} {'measured':>9} {'left':>5} {'left est.':>9} "
-            f"{'estimate':>9} {'measured':>9} {'error':>6} {'timed share':>11}")
+            f"{'plan est.':>9} {'calibr.':>8} {'measured':>9} {'error':>6} {'timed share':>11}")
     lines, left = [head], 0
     for name in only:
         sec = secs.get(name, {})
@@ -140,11 +146,13 @@ def table(run_dir: Path, only: list[str]) -> tuple[str, int]:
         n_left = n_left if sec.get("status") != "complete" else 0
         left += n_left
         est, took = sec.get("measured_estimate_s", 0.0), sec.get("measured_seconds", 0.0)
-        err = f"{(est - took) / took:+.0%}" if took else "-"
+        cal = sec.get("calibrated_estimate_s", est)
+        err = f"{(cal - took) / took:+.0%}" if took else "-"
         share = sec.get("timed_share")
         lines.append(f"{name:<10} {sec.get('status', 'not started'):<18} "
                      f"{done:>4}/{planned if planned is not None else '?':<4} {n_left:>5} "
-                     f"{sec.get('left_estimate_s', 0):>8.0f}s {est:>8.0f}s {took:>8.0f}s "
+                     f"{sec.get('left_estimate_s', 0):>8.0f}s {est:>8.0f}s {cal:>7.0f}s "
+                     f"{took:>8.0f}s "
                      f"{err:>6} {'-' if share is None else f'{share:.2f}':>11}")
     return "\n".join(lines), left
 
@@ -155,7 +163,7 @@ def start(seconds: float | None) -> list[int | None]:
     without a budget."""
     if seconds is None:
         return [None]
-    os.environ[DEADLINE_ENV] = str(time.time() + seconds)
+    os.environ[DEADLINE_ENV] = str(time.time() + seconds - END_S)
     until = time.strftime("%H:%M:%S", time.localtime(time.time() + seconds))
     print(f"budget: {_duration(seconds)}, until {until}: first what the report and the "
           "decision need, then the rest, no configuration started that does not fit by its "

@@ -116,6 +116,15 @@ class SweepResult:
     left: list[Task] = field(default_factory=list)  # not measured: the budget ran out first
     measured_estimate_s: float = 0.0  # the estimates of the configurations measured
     task_seconds: float = 0.0  # their wall time, each from its start to its result stored
+    timed_seconds: float = 0.0  # the kernels' own timed seconds (timed_seconds())
+    predicted_s: float = 0.0  # the calibrated estimates of those measured (scale())
+
+    def scale(self) -> float:
+        """The work model calibrated on this machine: measured over estimated seconds of the
+        configurations measured so far (the first one is the probe), 1 before any."""
+        if not self.measured_estimate_s:
+            return 1.0
+        return min(10.0, max(0.1, self.task_seconds / self.measured_estimate_s))
 
     @property
     def complete(self) -> bool:
@@ -309,6 +318,24 @@ def kill_tree(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
     signal_all([p for p in tree if p in live], signal.SIGKILL)  # any that left the pipes
 
 
+#: The fields in which kernels print their own timed seconds: the Triad's per-pass times,
+#: a solve's, a storage phase's, a ping-pong's per message size.
+TIMED_FIELDS = ("times_s", "solve_s", "total_s", "seconds")
+
+
+def timed_seconds(records: list[dict]) -> float:
+    """The seconds a configuration's kernels timed themselves, from their raw records."""
+    total = 0.0
+    for rec in records:
+        for f in TIMED_FIELDS:
+            v = rec.get(f) if isinstance(rec, dict) else None
+            if isinstance(v, list):
+                total += sum(x for x in v if isinstance(x, (int, float)))
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                total += v
+    return total
+
+
 Parser = Callable[[Task, str, str], tuple[list[dict], list[dict], str]]
 
 
@@ -377,7 +404,8 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
         with stop_signals():  # SIGTERM and SIGHUP as Ctrl-C: a scheduler may signal us directly
             for i, task in enumerate(todo):
                 raise_if_stopped()
-                if not budget.fits(task):  # the rest waits for the next --budget
+                scale = result.scale()
+                if not budget.fits(task, scale):  # the rest waits for the next --budget
                     result.left = todo[i:] + later
                     break
                 began = time.monotonic()
@@ -394,7 +422,9 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                                                    | r | stamp | load for r in rows], raw, columns)
                     result.measured += 1
                     result.measured_estimate_s += task.estimate_s
+                    result.predicted_s += task.estimate_s * scale
                     result.task_seconds += time.monotonic() - began
+                    result.timed_seconds += timed_seconds(raw)
                     result.contended += load["contended"]
                     busy = (f" [contended: others took {load['others_cpu']:.0%} of the CPU]"
                             if load["contended"] else "")

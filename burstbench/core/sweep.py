@@ -154,7 +154,7 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
     status = "complete" if result.complete else ("interrupted" if result.interrupted
                                                  else "incomplete" if result.failed
                                                  else budget.STATUS)
-    left_s = sum(t.estimate_s for t in result.left)
+    left_s = sum(t.estimate_s for t in result.left) * result.scale()  # calibrated
     before = run.provenance().get("benchmarks", {}).get(benchmark, {})  # earlier passes
     run.set_section(benchmark, status=status, finished=store.now_iso(), folded=True,
                     failures=[{"configuration": t, "reason": r} for t, r in result.failed],
@@ -164,7 +164,15 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                                               + before.get("measured_estimate_s", 0), 1),
                     measured_seconds=round(result.task_seconds
                                            + before.get("measured_seconds", 0), 1),
-                    sweep_seconds=round(result.seconds + before.get("sweep_seconds", 0), 1))
+                    sweep_seconds=round(result.seconds + before.get("sweep_seconds", 0), 1),
+                    timed_seconds=round(result.timed_seconds
+                                        + before.get("timed_seconds", 0), 2),
+                    calibrated_estimate_s=round(result.predicted_s
+                                                + before.get("calibrated_estimate_s", 0), 1))
+    sec = run.section(benchmark)  # the kernels' timed seconds over the sweep's wall time
+    if sec.get("sweep_seconds"):
+        run.set_section(benchmark, timed_share=round(sec["timed_seconds"]
+                                                     / sec["sweep_seconds"], 3))
     if result.interrupted:
         raise KeyboardInterrupt
     if result.failed:
