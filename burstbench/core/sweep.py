@@ -182,7 +182,10 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                           f"{run.root}; re-run to retry the failed ones")
     print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
           f"{result.seconds:.0f} s; results in {run.root}")
-    if result.left:
+    if result.left and budget.tier() is not None and budget.fits(result.left[0]):
+        print(f"{len(result.left)} configurations of lower priority left (about "
+              f"{duration(left_s)} by the estimate) for after the other benchmarks' first ones")
+    elif result.left:
         print(f"{budget.STATUS}: {len(result.left)} configurations left (about "
               f"{duration(left_s)} by the estimate); the same command with --budget measures "
               "them, in priority order")
