@@ -110,6 +110,10 @@ def test_a_sweep_stops_before_what_does_not_fit_and_resumes_the_rest(tmp_path, m
     assert table["key"].nunique() == 3
     assert store.find_resumable(tmp_path, "t", "triad", params.digest(P, "triad")) == \
         run.run_id  # a run stopped at its budget resumes
+    loaded = store.load(tmp_path, "triad")  # the report says it is a partial sweep
+    assert loaded.runs[0]["status"].startswith(f"incomplete: {budget.STATUS}, 3 of ")
+    assert any(f"triad stopped at its budget with {sec['left']} configurations left: a "
+               "partial sweep, not this VM's best" in p for p in loaded.problems)
 
     monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
     run2, table2 = triad.SPEC.measure(P, progress=False)
