@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from gfarm_cluster import gfarm  # noqa: F401 (the session fixture: a real Gfarm, started once)
+from slurm_cluster import slurm  # noqa: F401 (a real Slurm per module that asks for it)
 
 from kernels_ext.common.errors import first_error_line
 

@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from scheduler_cluster import ClusterError, pids_mentioning, wait_job
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sinfo")
@@ -265,3 +266,17 @@ if __name__ == "__main__":
         pass
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A real Slurm cluster for the module that asks for it (tests/test_slurm.py's jobs,
+    tests/test_replay.py's sacct path), stopped after it; skipped with the reason, or a
+    failure where BURSTBENCH_REQUIRE_SLURM=1 (scheduler_cluster.session)."""
+    from scheduler_cluster import session
+
+    missing = missing_programs()
+    yield from session(SlurmCluster(tmp_path_factory.mktemp("slurm")), "Slurm",
+                       "BURSTBENCH_REQUIRE_SLURM",
+                       f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
+                       if missing else "")

@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli
-from scheduler_cluster import session
-from slurm_cluster import SlurmCluster, missing_programs
 
 from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job
@@ -239,13 +237,6 @@ def test_the_section_says_a_missing_log_and_draws_a_present_one(tmp_path):
 
 # -- the real Slurm cluster's own jobs through sacct ---------------------------------------
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    missing = missing_programs()
-    yield from session(SlurmCluster(tmp_path_factory.mktemp("slurm")), "Slurm",
-                       "BURSTBENCH_REQUIRE_SLURM",
-                       f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
-                       if missing else "")
 
 
 def test_the_clusters_own_jobs_through_sacct(slurm, tmp_path):

@@ -18,25 +18,15 @@ import scheduler_cluster
 from conftest import run_cli
 from scheduler_cluster import (
     params_file,
-    session,
     statuses,
     stored_keys,
     stored_once,
     the_run,
     wait_stored,
 )
-from slurm_cluster import SlurmCluster, missing_programs
+from slurm_cluster import SlurmCluster
 
 from burstbench.registry import BENCHMARKS
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    missing = missing_programs()
-    yield from session(SlurmCluster(tmp_path_factory.mktemp("slurm")), "Slurm",
-                       "BURSTBENCH_REQUIRE_SLURM",
-                       f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
-                       if missing else "")
 
 
 def submit(slurm: SlurmCluster, params: Path, nodes: int, runs: Path, *extra: str) -> str:
