@@ -122,11 +122,16 @@ class Parts:
         solve, x solves, / (1 + the model's error)."""
         if self.node_hours_h:
             return self.node_hours_h * memory_scale
-        it = self.it_low + inputs[u.ITERATIONS] * (self.it_high - self.it_low)
-        comm = self.comm_low_s + inputs[u.LATENCY] * (self.comm_high_s - self.comm_low_s)
-        mem = self.memory_s * memory_scale
+        it, mem, comm = self.terms(inputs, memory_scale)
         solve = it * (mem + comm) + self.setup_iterations * mem
         return self.solves * solve / (1 + inputs[u.ERROR]) / 3600
+
+    def terms(self, inputs: dict[str, np.ndarray], memory_scale=1.0):
+        """(iterations, memory seconds and communication seconds of one iteration) per draw
+        of `inputs`: what hours() and the study check add up."""
+        it = self.it_low + inputs[u.ITERATIONS] * (self.it_high - self.it_low)
+        comm = self.comm_low_s + inputs[u.LATENCY] * (self.comm_high_s - self.comm_low_s)
+        return it, self.memory_s * memory_scale, comm
 
 
 def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel) -> Parts:

@@ -44,9 +44,8 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
             p = parts(jc, machine_of[vm], model, machine_of[vm])
             t = p.hours(x) * 3600
             times[vm] = t
-            it = p.it_low + float(mode[u.ITERATIONS][0]) * (p.it_high - p.it_low)
-            comm = p.comm_low_s + float(mode[u.LATENCY][0]) * (p.comm_high_s - p.comm_low_s)
-            split[vm] = (it * p.memory_s * (1 + p.setup_iterations / it), it * comm)
+            it, mem, comm = (float(np.ravel(v)[0]) for v in p.terms(mode))
+            split[vm] = (it * mem * (1 + p.setup_iterations / it), it * comm)
             q = np.percentile(t, [10, 50, 90])
             row |= {f"{vm}_p10_s": q[0], f"{vm}_p50_s": q[1], f"{vm}_p90_s": q[2],
                     f"{vm}_memory_s": split[vm][0], f"{vm}_messages_s": split[vm][1]}
