@@ -30,7 +30,7 @@ TIERS = [job.Tier("Standard", 64 / 4, 87579 / 4), job.Tier("Premium", 256 / 4, 1
 
 def test_the_byte_model_is_the_solvers():
     """bytes = 12 nnz + 24 n + (4 + f)(nnz - n) + (72 + f) n + 40 n; 568 MB at 128^3 with the
-    single-precision factor (benchmarks/README.md)."""
+    single-precision factor (comparisons/README.md)."""
     p = MatrixModel.poisson(64, 64, 64)
     assert (p.n, p.nnz) == (262144, 1810432)
     assert p.bytes == 12 * 1810432 + 24 * 262144 + 8 * (1810432 - 262144) + 76 * 262144 \

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A path into the tree that names a source file or a notebook.
-PATH = re.compile(r"(?<![\w/.-])((?:burstbench|kernels_ext|benchmarks|tests|notebooks|"
+PATH = re.compile(r"(?<![\w/.-])((?:burstbench|kernels_ext|comparisons|tests|notebooks|"
                   r"papermill_params|\.ci)/[\w./-]*\.(?:py|c|h|ipynb|yaml))\b")
 
 

@@ -8,7 +8,7 @@ where nothing was fitted):
    bytes (the solver's own byte model), spread evenly over the nodes, at `efficiency` x
    the Triad bandwidth of the cores the layout uses on a node.  `efficiency` is fitted on
    one measured solve (the reference) and used for every other problem, layout and
-   machine; benchmarks/README.md measured 0.83 of Triad beside the solve on this VM.
+   machine; comparisons/README.md measured 0.83 of Triad beside the solve on this VM.
 2. Triad bandwidth of c cores on a node: where the machine was measured, the best median
    over configurations at c threads (at the most threads measured, where c is more);
    where only a published best is known (at its own thread count t), that best for

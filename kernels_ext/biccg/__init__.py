@@ -27,10 +27,10 @@ import numpy as np
 from kernels_ext.common.errors import BadInput, NotConverged
 
 # single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
-# (benchmarks/README.md, BICCG options)
+# (comparisons/README.md, BICCG options)
 DEFAULT_FACTOR = "single"
 # auto: tiles where there is a grid (Poisson), else rows. Tiles take 9 % fewer iterations at
-# 128^3 and 14 % fewer at 256 x 256 x 512; an iteration costs about the same (benchmarks/README.md)
+# 128^3 and 14 % fewer at 256 x 256 x 512; an iteration costs about the same (comparisons/README.md)
 DEFAULT_BLOCKING = "auto"
 
 

@@ -4,7 +4,7 @@ Reads ``.mtx``, ``.mtx.gz`` and the SuiteSparse ``.tar.gz`` archives as they
 are downloaded (``G3_circuit.tar.gz`` holds ``G3_circuit/G3_circuit.mtx``), as
 streams: nothing is extracted to disk.  The entry list is parsed by
 ``scipy.io.mmread`` (fast_matrix_market inside, SciPy 1.12 and later: about
-20x faster than the Python parser it replaced, benchmarks/mtx_read.py); this
+20x faster than the Python parser it replaced, comparisons/mtx_read.py); this
 module reads the header lines itself first and checks the bytes the library
 is handed, so that every refusal names the file and says what is wrong:
 

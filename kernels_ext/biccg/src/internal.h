@@ -56,7 +56,7 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
 /* Software prefetch, BC_PF entries ahead in the value and column streams of
  * the SpMV.  Its loop issues many instructions per byte, so out-of-order
  * execution alone keeps few misses in flight: one core reached 16 GB/s on
- * it against 31 GB/s for Triad (benchmarks/README.md).  Clamped to the array. */
+ * it against 31 GB/s for Triad (comparisons/README.md).  Clamped to the array. */
 #ifndef BC_PF
 #define BC_PF 512
 #endif

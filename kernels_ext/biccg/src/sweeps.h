@@ -9,7 +9,7 @@
  * coupling row i to its neighbour i -+ 1, where there is one, takes that
  * row's value from a register: through memory, each row waited for the
  * previous row's store to be forwarded, and that chain was 40 % of the sweep
- * (benchmarks/README.md).  The scattered lines each block reads from other
+ * (comparisons/README.md).  The scattered lines each block reads from other
  * colors are prefetched BC_PFB blocks ahead.
  *
  * Fused into the sweeps, so that no vector is read for them alone: where q

@@ -10,7 +10,7 @@ compare how often each program drew the fast mode, the best rounds compare
 the programs.  OSU is not redistributed here: build OMB 7.x and give the folder with
 osu_latency, osu_bw and osu_bibw.
 
-    python benchmarks/pingpong_vs_osu.py --osu-dir ~/omb/bin --bind user:0,1 --rounds 5
+    python comparisons/pingpong_vs_osu.py --osu-dir ~/omb/bin --bind user:0,1 --rounds 5
 """
 
 from __future__ import annotations

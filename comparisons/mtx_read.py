@@ -8,8 +8,8 @@ alternating which goes first, and prints the median, min and max seconds and the
 ratio of medians.  ``scipy.io.mmread`` alone (path in, CSR out, no checks) is the
 floor.  Both readers must give the same CSR arrays (canonical: sorted, summed).
 
-    python benchmarks/mtx_read.py --rounds 5
-    python benchmarks/mtx_read.py --rounds 5 --n 80 --tar
+    python comparisons/mtx_read.py --rounds 5
+    python comparisons/mtx_read.py --rounds 5 --n 80 --tar
 """
 
 from __future__ import annotations

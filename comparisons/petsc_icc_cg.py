@@ -5,7 +5,7 @@ system Python (Debian's python3-petsc4py), not the project's venv, so it uses
 only numpy and petsc4py:
 
     apt-get install -y python3-petsc4py
-    OMP_NUM_THREADS=1 /usr/bin/python3 benchmarks/petsc_icc_cg.py --poisson 128 128 128
+    OMP_NUM_THREADS=1 /usr/bin/python3 comparisons/petsc_icc_cg.py --poisson 128 128 128
 
 The matrix is exactly the one `python -m kernels_ext.biccg --poisson` solves
 (kernels_ext/src/biccg/poisson.c): row i = x + nx (y + ny z), columns in

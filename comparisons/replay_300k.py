@@ -8,7 +8,7 @@ and min-max wall time, the peak resident memory of the slowest round (the child'
 and the same for the parts in this process (parse, replay).  The issue asks for under 30 s and
 under 2 GB.
 
-    .venv/bin/python benchmarks/replay_300k.py --jobs 300000 --rounds 3
+    .venv/bin/python comparisons/replay_300k.py --jobs 300000 --rounds 3
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def synthetic_swf(path: Path, jobs: int, seed: int = 1) -> None:
     cols = [np.arange(1, jobs + 1), submit, wait, run, procs, m1, m1, procs, req, m1,
             np.ones(jobs), rng.integers(1, 500, jobs), rng.integers(1, 50, jobs), m1,
             np.ones(jobs), m1, m1, m1]
-    head = ("; Version: 2.2\n; Computer: synthetic\n; Installation: benchmarks/replay_300k.py\n"
+    head = ("; Version: 2.2\n; Computer: synthetic\n; Installation: comparisons/replay_300k.py\n"
             "; MaxNodes: 1000\n; MaxProcs: 32000\n; UnixStartTime: 1700000000\n")
     with open(path, "w") as f:
         f.write(head)

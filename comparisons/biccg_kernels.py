@@ -7,7 +7,7 @@ after a cache flush, medians of --rounds calls.  The "before" versions are
 the plain CSR SpMV and the substitutions whose in-block recurrence read the
 previous row back from memory, neither with software prefetch.
 
-    python benchmarks/biccg_kernels.py --grid 128 128 128 --rounds 21 --threads 1 2
+    python comparisons/biccg_kernels.py --grid 128 128 128 --rounds 21 --threads 1 2
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ over minutes).  Printed: per checkout and command, the median wall time over rou
 and the ratio of medians to the first checkout's.
 
     git clone . /tmp/a && git -C /tmp/a checkout 040d259 && make -C /tmp/a install
-    .venv/bin/python benchmarks/report_rebuild.py /tmp/a /tmp/b . --rounds 5
+    .venv/bin/python comparisons/report_rebuild.py /tmp/a /tmp/b . --rounds 5
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ One process, one matrix (Poisson 128^3 by default, b = A 1), the variants solved
 round after round (the order rotates each round), each solve timed by the solver itself;
 medians of --rounds rounds and the per-round ratio of each variant to the first one:
 
-    .venv/bin/python benchmarks/biccg_options.py --rounds 5
-    .venv/bin/python benchmarks/biccg_options.py \
+    .venv/bin/python comparisons/biccg_options.py --rounds 5
+    .venv/bin/python comparisons/biccg_options.py \
         --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
 
 --before takes the extension module built from an earlier commit (a git worktree of it,

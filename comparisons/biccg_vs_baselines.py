@@ -10,7 +10,7 @@ Everything runs as fresh processes, alternating, and medians are printed:
    an iteration - against this machine's STREAM Triad measured just before and
    just after each solve in the same process (the ratio is taken per round);
 3. time to relative residual 1e-7 against SciPy's cg and the numba CGs;
-4. PETSc's CG with ICC(0) (benchmarks/petsc_icc_cg.py: one process, one
+4. PETSc's CG with ICC(0) (comparisons/petsc_icc_cg.py: one process, one
    thread, natural ordering, 0 levels, rtol 1e-7 on the unpreconditioned
    residual, the same matrix, b = A 1, x0 = 0) against our solve (one process
    of --threads threads) on Poisson 64^3 and 128^3, alternating, --rounds
@@ -37,8 +37,8 @@ written, q read, z written by the forward sweep, read and written by the
 backward one; vector updates 40 n (x and p read and written, z read). The
 unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.
 
-    python benchmarks/biccg_vs_baselines.py --rounds 5 --full
-    python benchmarks/biccg_vs_baselines.py --only petsc --rounds 5
+    python comparisons/biccg_vs_baselines.py --rounds 5 --full
+    python comparisons/biccg_vs_baselines.py --only petsc --rounds 5
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
 
 
 def petsc_table(res: dict) -> list[str]:
-    """compare_petsc's result as markdown table lines (for benchmarks/README.md)."""
+    """compare_petsc's result as markdown table lines (for comparisons/README.md)."""
     def cell(d: dict, f: str = "{:.3f}") -> str:
         if d["min"] == d["max"]:
             return f.format(d["median"])

@@ -13,7 +13,7 @@ default / explicit (target: within 1.3x).  With --before it also runs what the
 default used to be: every rank taking all the machine's CPUs
 (``--threads <all> --oversubscribe``), a few rounds, to show what that costs.
 
-    python benchmarks/biccg_layout.py --rounds 7 --before 3 --out /tmp/biccg-layout.json
+    python comparisons/biccg_layout.py --rounds 7 --before 3 --out /tmp/biccg-layout.json
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ hypervisor still writes back what the other just wrote.  Rounds alternate which 
 (ours, fio; fio, ours; ...); the table gives medians of GB/s (1e9 B/s) and of the per-round
 ratios ours/fio.
 
-    .venv/bin/python benchmarks/storage_vs_fio.py --dir /tmp --size 1G --rounds 5 --jobs 1,2
+    .venv/bin/python comparisons/storage_vs_fio.py --dir /tmp --size 1G --rounds 5 --jobs 1,2
 """
 
 from __future__ import annotations

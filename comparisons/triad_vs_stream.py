@@ -13,7 +13,7 @@ and, with --out, written as JSON.
 stream.c is not redistributed here: give the path of a copy
 (https://www.cs.virginia.edu/stream/FTP/Code/stream.c).
 
-    python benchmarks/triad_vs_stream.py --stream-c ~/stream.c --size 80000000 --threads 2
+    python comparisons/triad_vs_stream.py --stream-c ~/stream.c --size 80000000 --threads 2
 """
 
 from __future__ import annotations
