@@ -29,22 +29,36 @@ def triad_machine(*variants: dict, cpus: int = 4) -> triad.Machine:
     return triad.Machine(cpus, 1000, list(variants), {"numba": "0.60", "numpy": "2.0"})
 
 
+def configurations(tasks: list) -> list[dict]:
+    """Each configuration a plan's processes measure, with its process's fields."""
+    return [c for t in tasks for c in t.each()]
+
+
 def test_triad_threads_all_are_the_probed_cpus_and_stores_cross_the_c_variants():
     plan = triad.expand(triad_params(triad_stores=["normal", "streaming"]), triad_machine(GCC))
-    c = [t for t in plan.tasks if t.config["impl"] == "c"]
-    assert {t.config["threads"] for t in c} == {1, 2, 3, 4}  # 'all' = the machine's 4
+    c = [x for x in configurations(plan.tasks) if x["impl"] == "c"]
+    assert {x["threads"] for x in c} == {1, 2, 3, 4}  # 'all' = the machine's 4
     # 2 repetitions x (gcc: 2 binds x 4 threads x 2 stores + numba: 2 x 4 + numpy 1)
-    assert len(plan.tasks) == 2 * (16 + 8 + 1)
-    assert {t.config["stores"] for t in c} == {"normal", "streaming"}
+    assert len(configurations(plan.tasks)) == 2 * (16 + 8 + 1)
+    # measured by one process per variant, affinity setting and repetition
+    assert len(plan.tasks) == 2 * (2 + 2 + 1)
+    assert {x["stores"] for x in c} == {"normal", "streaming"}
     assert all(t.config["size"] == 1000 for t in plan.tasks)
-    assert [t.config["repetition"] for t in plan.tasks] == [1] * 25 + [2] * 25
+    assert [t.config["repetition"] for t in plan.tasks] == [1] * 5 + [2] * 5
+    first = plan.tasks[0]
+    assert first.argv[first.argv.index("--threads") + 1] == "1,2,3,4"
+    assert first.argv[first.argv.index("--stores") + 1] == "normal,streaming"
+    assert "OMP_NUM_THREADS" not in dict(first.env)  # each configuration sets its team
+    assert [r["label"] for r in first.config["runs"]] == \
+        ["gcc12.2.0+cores+close"] * 4 + ["gcc12.2.0-streaming+cores+close"] * 4
+    assert first.estimate_s == pytest.approx(triad.estimate_s(1000, 10, 8))
 
 
 def test_triad_expansion_notes_and_refusals():
     no_nt = GCC | {"variant": "gcc12.2.0-plain", "streaming_isa": None}
     plan = triad.expand(triad_params(triad_stores=["normal", "streaming"], triad_threads=[8],
                                      triad_baselines=[]), triad_machine(no_nt, cpus=4))
-    assert {t.config["stores"] for t in plan.tasks} == {"normal"}
+    assert {x["stores"] for x in configurations(plan.tasks)} == {"normal"}
     assert any("has no streaming stores" in n for n in plan.notes)
     assert any("threads up to 8 on 4 CPUs oversubscribe" in n for n in plan.notes)
     with pytest.raises(ParamError, match="ignores KMP_AFFINITY"):

@@ -29,9 +29,11 @@ def test_smoke_run_makes_one_complete_run_folder(smoke_run):
     assert not (run_dir / "triad.parts").exists()
     table = pd.read_csv(run_dir / "triad.csv")
     # smoke.yaml: gcc (1 affinity x 2 threads x 2 store policies) + numba (2 threads) + numpy
-    # (1) = 7, x 2 reps (streaming: where the build has streaming stores, as x86-64 does)
+    # (1) = 7 configurations, x 2 reps (streaming: where the build has streaming stores, as
+    # x86-64 does), in one process per variant, affinity and repetition: 3 x 2
     streaming = _triad.info()["streaming_isa"] is not None
-    assert table["key"].nunique() == (14 if streaming else 10)
+    assert table["key"].nunique() == 6
+    assert len(table.groupby(["label", "threads", "repetition"])) == (14 if streaming else 10)
     assert set(table["function"]) == {"Copy", "Scale", "Add", "Triad"}
     assert set(table["metric"]) == {"best_rate", "avg_time", "min_time", "max_time",
                                     "traffic_rate"}

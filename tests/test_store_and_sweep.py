@@ -45,10 +45,12 @@ def test_plan_labels_and_order(tmp_path):
     gcc = pl.variants[0]["variant"]
     assert f"{gcc}+cores+close" in labels and f"{gcc}+cores+spread" in labels
     assert any(lab.startswith("numpy") for lab in labels)
-    # 2 affinities x 2 threads for gcc, 1 for numpy, x 2 repetitions, repetitions outermost
-    assert len(pl.tasks) == 10
-    assert [t.config["repetition"] for t in pl.tasks] == [1] * 5 + [2] * 5
-    assert len({t.key for t in pl.tasks}) == 10
+    # a process per affinity for gcc (its 2 thread counts in turn), 1 for numpy, x 2
+    # repetitions, repetitions outermost
+    assert len(pl.tasks) == 6
+    assert [len(t.config["runs"]) for t in pl.tasks] == [2, 2, 1] * 2
+    assert [t.config["repetition"] for t in pl.tasks] == [1] * 3 + [2] * 3
+    assert len({t.key for t in pl.tasks}) == 6
     env = dict(pl.tasks[0].env)
     assert env["OMP_PLACES"] == "cores" and env["OMP_PROC_BIND"] == "close"
 
@@ -64,19 +66,19 @@ def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):
                           "tag": "nont"}])
     pl = triad.plan(p)
     gcc, nont = (v["variant"] for v in pl.variants[:2])
-    by_label = {t.config["label"]: t for t in pl.tasks}
+    by_label = {run["label"]: (t, run) for t in pl.tasks for run in t.config["runs"]}
     isa = pl.variants[0].get("streaming_isa")
     assert f"{gcc}+cores+close" in by_label and f"{nont}+cores+close" in by_label
     assert (f"{gcc}-streaming+cores+spread" in by_label) == bool(isa)
     assert not any(lab.startswith(f"{nont}-streaming") for lab in by_label)
     assert any(f"variant {nont} has no streaming stores" in n for n in pl.notes)
-    for lab, t in by_label.items():
+    for lab, (t, run) in by_label.items():
         streaming = "-streaming+" in lab
-        assert t.config["stores"] == ("streaming" if streaming else
-                                      "memmove" if t.config["impl"] == "numpy" else "normal")
+        assert run["stores"] == ("streaming" if streaming else
+                                 "memmove" if t.config["impl"] == "numpy" else "normal")
         assert ("--stores" in t.argv) == (t.config["impl"] == "c")
-        if t.config["impl"] == "c":
-            assert t.argv[t.argv.index("--stores") + 1] == t.config["stores"]
+        if t.config["impl"] == "c":  # one process measures both policies of its variant
+            assert run["stores"] in t.argv[t.argv.index("--stores") + 1].split(",")
     assert len({t.key for t in pl.tasks}) == len(pl.tasks)
 
 
@@ -129,7 +131,7 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
     calls["n"] = 0
     run2, table = triad.SPEC.measure(p, progress=False)  # same parameters: resumes that run
     assert run2.root == run_dir
-    assert table["key"].nunique() == 10
+    assert table["key"].nunique() == 6  # processes; 10 configurations
     # configurations x functions x metrics; NumPy's (2 of 10) without a traffic model
     assert len(table) == (8 * len(METRICS) + 2 * (len(METRICS) - 1)) * 4
     assert run2.section("triad")["status"] == "complete"
@@ -147,12 +149,13 @@ def test_failed_configuration_is_reported_and_the_sweep_goes_on(tmp_path, monkey
         return real(task)
 
     monkeypatch.setattr(runner, "launch", fail_numpy)
-    with pytest.raises(sweep.SweepFailed, match="1 of 5 configurations failed"):
+    # one process a configuration set: gcc's two affinity settings, numpy
+    with pytest.raises(sweep.SweepFailed, match="1 of 3 configurations failed"):
         triad.SPEC.measure(p, progress=False)
     (run_dir,) = (tmp_path / "t").iterdir()
     sec = store.Run(run_dir).section("triad")
     assert sec["status"] == "incomplete" and "simulated crash" in sec["failures"][0]["reason"]
-    assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 4
+    assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 2
 
 
 def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
@@ -166,7 +169,8 @@ def test_a_killed_sweep_leaves_parts_that_load_and_resume(tmp_path):
              triad.COLUMNS)
     # ... and the process died here, before finalize: the part is on disk
     loaded = triad.SPEC.load(tmp_path)
-    assert len(loaded.table) == 4 * len(METRICS)  # functions x metrics
+    # its two thread counts x functions x metrics
+    assert len(loaded.table) == 2 * 4 * len(METRICS)
     assert any("not finalized" in msg for msg in loaded.problems)
     assert run.done_keys("triad") == {task.key}
 

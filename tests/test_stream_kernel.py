@@ -50,6 +50,37 @@ def test_run_validates_and_reports_stream_expected_values():
     assert [b["thread"] for b in out["binding"]] == [0, 1]
 
 
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_series_measures_each_configuration_from_a_fresh_fill(fresh):
+    """One process, one set of arrays (or, `fresh`, arrays of each configuration's own):
+    every configuration starts from a = 1, b = 2, c = 0, so each validates against the
+    values of its own passes, whatever ran before it."""
+    streaming = "streaming" if _triad.info()["streaming_isa"] else "normal"
+    runs = [(1, "normal"), (2, "normal"), (1, "streaming"), (2, "streaming")]
+    out = _triad.series(200_003, 4, runs, -1, fresh)
+    ea, eb, ec = numpy_stream(np.ones(1), np.full(1, 2.0), np.zeros(1), 4)
+    assert [(o["threads"], o["stores"]) for o in out] == [
+        (1, "normal"), (2, "normal"), (1, streaming), (2, streaming)]
+    for o in out:
+        assert o["check"]["validated"] is True and o["check"]["bad_elements"] == (0, 0, 0)
+        assert o["check"]["expected"] == pytest.approx((ea[0], eb[0], ec[0]), rel=1e-15)
+        assert all(len(v) == 4 for v in o["times"].values())
+    assert [len(o["binding"]) for o in out] == [1, 2, 1, 2]
+    # a lost write in each configuration is caught in each
+    assert not any(o["check"]["validated"] for o in _triad.series(1000, 3, runs, 7, fresh))
+
+
+def test_a_series_refuses_bad_configurations():
+    with pytest.raises(ValueError, match="1 to 4096 runs"):
+        _triad.series(1000, 3, [])
+    with pytest.raises(ValueError, match="need threads >= 0"):
+        _triad.series(1000, 3, [(1, "normal"), (-1, "normal")])
+    with pytest.raises(ValueError, match="stores must be 'normal' or 'streaming', not 'nt'"):
+        _triad.series(1000, 3, [(1, "nt")])
+    with pytest.raises(TypeError, match=r"runs: \(threads, stores\)"):
+        _triad.series(1000, 3, [1])
+
+
 @pytest.mark.parametrize("index", [0, 12_345, 199_999])
 def test_lost_write_fails_the_check(index):
     out = _triad.run(200_000, 3, 2, fault_index=index)

@@ -156,9 +156,29 @@ def test_store_policy_and_traffic_in_the_record(cli, stores):
     assert recs[0]["streaming_isa"] == _triad.info()["streaming_isa"]
 
 
+@pytest.mark.parametrize("impl", ["c", "numba"])
+def test_one_process_measures_each_thread_count_and_store_policy_in_turn(cli, impl):
+    """--threads 1,2 (and --stores normal,streaming for the C kernels): four records per
+    configuration, stores outermost, each with its own team and environment."""
+    args = ["--stores", "normal,streaming"] if impl == "c" else []
+    proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "3", "--threads",
+               "1,2", "--impl", impl, *args, env={"OMP_PLACES": "cores",
+                                                  "OMP_PROC_BIND": "close"})
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(line) for line in proc.stdout.splitlines()]
+    configs = [("normal", 1), ("normal", 2)]
+    if impl == "c":
+        configs += [("streaming", 1), ("streaming", 2)]
+    assert [r["function"] for r in recs] == ["Copy", "Scale", "Add", "Triad"] * len(configs)
+    assert [(r["stores_requested"], r["threads_requested"]) for r in recs[::4]] == configs
+    assert [r["threads"] for r in recs[::4]] == [t for _, t in configs]
+    assert all(len(r["binding"]) == r["threads"] and r["validated"] for r in recs)
+
+
 def test_unknown_store_policy_is_refused(cli):
     proc = cli("-m", "kernels_ext.triad", "--size", "100000", "--stores", "nt")
-    assert proc.returncode == 2 and "invalid choice: 'nt'" in proc.stderr and not proc.stdout
+    assert proc.returncode == 2 and not proc.stdout
+    assert proc.stderr == "error: unknown store policy 'nt' (known: normal, streaming)\n"
 
 
 def test_streaming_on_a_build_without_them_is_measured_normal_and_said(cli):

@@ -59,11 +59,24 @@ class Task:
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
 
     @property
+    def configurations(self) -> int:
+        """How many configurations this one process measures in turn (see each())."""
+        return len(self.config.get("runs") or ()) or 1
+
+    def each(self) -> list[dict]:
+        """The configurations this process measures, in turn: its config's "runs", each a
+        configuration's own fields over the process's; else its config alone."""
+        common = {k: v for k, v in self.config.items() if k != "runs"}
+        return [common | run for run in self.config.get("runs") or [{}]]
+
+    @property
     def title(self) -> str:
         c = self.config
-        return " ".join(str(x) for x in (c.get("label"), f"threads={c.get('threads')}"
-                                          if c.get("threads") else "",
-                                          f"rep {c.get('repetition')}") if x)
+        runs = c.get("runs") or []
+        threads = ",".join(dict.fromkeys(str(r["threads"]) for r in runs if "threads" in r))
+        threads = threads or (str(c["threads"]) if c.get("threads") else "")
+        return " ".join(str(x) for x in (c.get("label"), f"threads={threads}" if threads
+                                          else "", f"rep {c.get('repetition')}") if x)
 
 
 class TaskFailed(Exception):

@@ -35,7 +35,7 @@ class Plan:
 
     def table(self) -> pd.DataFrame:
         """One row per label: its implementation and how many configurations it has."""
-        rows = [t.config for t in self.tasks]
+        rows = [c for t in self.tasks for c in t.each()]
         if not rows:
             return pd.DataFrame(columns=["label", self.detail, "configurations"])
         df = pd.DataFrame(rows)
@@ -83,8 +83,10 @@ def plan_line(plan: Plan, stored: set[str]) -> str:
             f"about {duration(seconds)} to measure"
             + (f" (and {unknown} without an estimate)" if unknown else "")
             + ", by a work model; the progress lines give the time left as measured")
-    return (f"planned: {len(plan.tasks)} configurations, {len(plan.tasks) - len(todo)} "
-            f"already stored; {took}")
+    configs = sum(t.configurations for t in plan.tasks)
+    what = f"{len(plan.tasks)} configurations" if configs == len(plan.tasks) else \
+        f"{configs} configurations in {len(plan.tasks)} processes"
+    return f"planned: {what}, {len(plan.tasks) - len(todo)} already stored; {took}"
 
 
 def duration(seconds: float) -> str:

@@ -57,6 +57,16 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def numa_nodes(sys_cpu: Path = SYS_CPU) -> int:
+    """NUMA nodes holding the CPUs this process may run on (1 where sysfs says nothing)."""
+    try:
+        mine = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        mine = set(range(os.cpu_count() or 1))
+    nodes = {p.name for cpu in mine for p in (sys_cpu / f"cpu{cpu}").glob("node[0-9]*")}
+    return max(1, len(nodes))
+
+
 def caches(sys_cpu: Path = SYS_CPU) -> list[dict]:
     """Every distinct cache instance: level, type, size in bytes and the CPUs sharing it."""
     seen: dict[tuple, dict] = {}

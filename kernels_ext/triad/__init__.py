@@ -201,10 +201,18 @@ def runtime_info(impl: str = "c", compiler: str | None = None, flags: str = "",
             "timer_resolution_s": time.get_clock_info("perf_counter").resolution}
 
 
+def _counts(value: Any, check: Any) -> list:
+    """A value or a list of them ("1,2", [1, 2], 2, None) as a list of checked values."""
+    if isinstance(value, str) and "," in value:
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    return [check(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
 def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str = "c",
             compiler: str | None = None, flags: str = "", tag: str = "",
-            fault_index: int = -1, stores: str | None = None) -> list[dict]:
-    """Measure one configuration; return one record per function (Copy, Scale, Add, Triad).
+            fault_index: int = -1, stores: Any = None) -> list[dict]:
+    """Measure one configuration, or a series of them in this one process; return one
+    record per function (Copy, Scale, Add, Triad) and configuration.
 
     `size` is elements per array ("auto"/None: default_size()); `threads`
     None means OMP_NUM_THREADS or all CPUs; `compiler`/`flags` select a cached
@@ -213,49 +221,63 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
     the C kernels' store policy (None: normal; "streaming" on a build without
     streaming stores is measured with normal ones, said in the record's
     warnings and its ``stores``; a baseline has its own and takes None).
-    Raises BadInput, BuildError or ValidationFailed.
+
+    `threads` and `stores` may each be a list (or "1,2"): every (stores, threads)
+    pair is then measured in turn, stores outermost, on arrays allocated and first
+    touched once and filled afresh by each configuration's own team before it runs
+    (on a machine whose CPUs span several NUMA nodes each configuration gets arrays
+    of its own, placed by its own team). A sweep so pays one process start and one
+    first touch per affinity setting (which the OpenMP runtime reads once), not per
+    configuration. Raises BadInput, BuildError or ValidationFailed.
     """
     if impl not in IMPLS:
         raise BadInput(f"unknown implementation '{impl}' (known: {', '.join(IMPLS)})")
-    asked = stores
-    stores = check_stores(stores, impl)
+    asked = _counts(stores, lambda v: v)
+    policies = [check_stores(v, impl) for v in asked]
     try:
         aff = affinity.from_environ(dict(os.environ))
     except affinity.AffinityError as exc:
         raise BadInput(str(exc)) from exc
     n, notes = check_size(size, impl)
     k = check_ntimes(ntimes)
-    t, tnotes = check_threads(threads)
-    notes += tnotes
-    if impl == "numpy" and t != 1:
+    counts = _counts(threads, check_threads)
+    for _, tnotes in counts:
+        notes += [x for x in tnotes if x not in notes]
+    teams = [t for t, _ in counts]
+    if impl == "numpy" and teams != [1] * len(teams):
         raise BadInput("the NumPy baseline runs on one thread: use threads 1")
     if fault_index >= n:
         raise BadInput(f"fault index {fault_index} is outside the arrays (size {n})")
 
+    pairs = [(p, a, t) for p, a in zip(policies, asked) for t in teams]
     started = time.time()
     if impl == "c":
         info = runtime_info("c", compiler, flags, tag)
         module = sys.modules["kernels_ext.triad._triad"]
         try:
-            raw = module.run(n, k, t, fault_index, stores)
+            raws = module.series(n, k, [(t, p) for p, _, t in pairs], fault_index,
+                                 sysinfo.numa_nodes() > 1)
         except MemoryError as exc:
             raise BadInput(f"size {n}: the arrays could not be allocated") from exc
-        if raw["stores"] != stores:
-            notes.append(f"streaming stores asked for, but {info['variant']} has none (its "
-                         "flags allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): "
-                         "measured with normal stores")
     elif impl == "numba":
         from kernels_ext.triad import baselines
 
-        baselines.prepare_numba_threads(t)
-        raw = baselines.numba_stream(n, k, t, fault_index)
-        info = runtime_info("numba") | {"openmp_library": raw["threading_layer"]}
+        baselines.prepare_numba_threads(max(teams))
+        raws = baselines.numba_series(n, k, [t for _, _, t in pairs], fault_index)
+        info = runtime_info("numba") | {"openmp_library": raws[0]["threading_layer"]}
     else:
         from kernels_ext.triad import baselines
 
-        raw = baselines.numpy_stream(n, k, fault_index)
+        raws = [baselines.numpy_stream(n, k, fault_index) for _ in pairs]
         info = runtime_info("numpy")
+    return [rec for (p, a, t), raw in zip(pairs, raws)
+            for rec in _records(raw, info, n, k, t, p, a, list(notes), aff, started)]
 
+
+def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: Any,
+             notes: list[str], aff: affinity.Affinity, started: float) -> list[dict]:
+    """One configuration's kernel result as its four records; ValidationFailed where its
+    arrays failed STREAM's check."""
     chk = raw["check"]
     if not chk["validated"]:
         worst = max(range(3), key=lambda i: chk["avg_rel_error"][i])
@@ -264,6 +286,10 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
             f"relative error {chk['avg_rel_error'][worst]:.3g} > {chk['epsilon']:g} "
             f"({chk['bad_elements'][worst]} of {n} elements wrong)"
         )
+    if raw.get("stores", stores) != stores:
+        notes.append(f"streaming stores asked for, but {info['variant']} has none (its "
+                     "flags allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): "
+                     "measured with normal stores")
     if raw["threads"] != t:
         notes.append(f"asked for {t} threads, the runtime gave {raw['threads']}")
     res = info.get("timer_resolution_s") or 0.0
@@ -299,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m kernels_ext.triad --size 80e6 --ntimes 20 --compiler clang "
             "--flags='-O3 -march=native -fopenmp'\n"
             "  python -m kernels_ext.triad --impl numba --threads 2\n"
-            "  python -m kernels_ext.triad --stores streaming --threads 2\n\n"
+            "  python -m kernels_ext.triad --stores streaming --threads 2\n"
+            "  python -m kernels_ext.triad --stores normal,streaming --threads 1,2\n\n"
             "Each line also carries traffic_rate_gbs: the bytes the memory moved, with the\n"
             "write-allocate read of normal stores (Triad 32 B per element; 24 B with\n"
             "streaming stores, as STREAM counts)."),
@@ -310,7 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "last-level cache, at least 10M)")
     p.add_argument("--ntimes", default=10, help="passes per kernel, >= 2 (default 10)")
     p.add_argument("--threads", default=None,
-                   help="OpenMP threads (default: OMP_NUM_THREADS or all CPUs)")
+                   help="OpenMP threads (default: OMP_NUM_THREADS or all CPUs), or a comma "
+                        "list (1,2,4) measured in turn in this one process")
     p.add_argument("--impl", default="c", choices=IMPLS,
                    help="c (default), or a Python-only baseline: numba, numpy")
     p.add_argument("--compiler", default=None,
@@ -320,9 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiler flags of the variant, OpenMP flag included "
                         "(default: '%(default)s')")
     p.add_argument("--tag", default="", help="name suffix of the variant, e.g. zmm_high")
-    p.add_argument("--stores", default=None, choices=STORES,
+    p.add_argument("--stores", default=None,
                    help="store policy of the C kernels: normal (through the cache, default) "
                         "or streaming (non-temporal, AVX-512/AVX/SSE2 as the flags allow; a "
+                        "comma list measures each, with every thread count; a "
                         "build without them measures normal stores and says so). The "
                         "baselines have their own: numba normal, NumPy memmove")
     p.add_argument("--out", default=None, help="write the JSON lines to this file instead")

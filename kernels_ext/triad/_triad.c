@@ -74,72 +74,173 @@ static PyObject *times_list(const double *times, int ntimes)
     return out;
 }
 
+/* One configuration of a series: its thread count and store policy in, its
+ * results out. */
+typedef struct {
+    int threads, stores;          /* asked for */
+    int team, used, ok;           /* the team it had, the policy used, validated */
+    double *times;                /* ntimes x STREAM_NFUNC */
+    stream_thread *bind;          /* `slots` entries */
+    int slots;
+    stream_check_t chk;
+} series_run;
+
+/* Measure runs[0..count) in turn on one set of arrays, allocated (and first
+ * touched) by the first run's team; each further run starts from a fresh
+ * fill by its own team, or with `fresh` from arrays of its own (where pages
+ * must be placed by the team that streams them: more than one NUMA node).
+ * Called without the GIL; returns STREAM_OK or the first error. */
+static int series_measure(size_t n, int ntimes, series_run *runs, int count,
+                          Py_ssize_t fault, int fresh)
+{
+    double *a = NULL, *b = NULL, *c = NULL;
+    int rc = STREAM_OK;
+    for (int i = 0; rc == STREAM_OK && i < count; i++) {
+        series_run *r = &runs[i];
+        if (a == NULL || fresh) {
+            stream_free(a, b, c);
+            a = b = c = NULL;
+            rc = stream_alloc(n, r->threads, &a, &b, &c);
+        } else {
+            stream_fill(a, b, c, n, r->threads);
+        }
+        if (rc != STREAM_OK)
+            break;
+        r->used = stream_stores_used(r->stores, a, b, c);
+        rc = stream_run(a, b, c, n, r->threads, r->stores, ntimes, r->times, r->bind, r->slots,
+                        &r->team);
+        if (rc == STREAM_OK) {
+            if (fault >= 0)
+                a[fault] = 0.0;
+            r->ok = stream_check(a, b, c, n, ntimes, &r->chk) == STREAM_OK;
+        }
+    }
+    stream_free(a, b, c);
+    return rc;
+}
+
+static PyObject *run_dict(const series_run *r, int ntimes)
+{
+    return Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times", times_list(r->times, ntimes),
+                         "threads", r->team, "binding",
+                         binding_list(r->bind, r->team < r->slots ? r->team : r->slots),
+                         "check", check_dict(&r->chk, r->ok), "stores", STORES[r->used]);
+}
+
+PyDoc_STRVAR(series_doc,
+             "series(size, ntimes, runs, fault_index=-1, fresh=False) -> list\n\n"
+             "Allocate three arrays of `size` doubles once and measure each of\n"
+             "`runs`, a sequence of (threads, stores), in turn: fill the arrays with\n"
+             "that run's team (0 threads = runtime default), run `ntimes` passes of\n"
+             "the four STREAM kernels with `stores` ('normal' or 'streaming') and\n"
+             "check the arrays. `fresh` gives each run arrays of its own, first\n"
+             "touched by its own team (for machines with more than one NUMA node).\n"
+             "The GIL is released meanwhile. Returns one dict per run: {'times':\n"
+             "{function: [seconds per pass]}, 'threads': actual team size,\n"
+             "'binding': [per-thread CPU/place], 'check': {...}, 'stores': the\n"
+             "policy used (normal where the build has no streaming stores)}.\n"
+             "fault_index >= 0 zeroes a[fault_index] before each check (a lost\n"
+             "write), to prove the check catches it.");
+
+static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"size", "ntimes", "runs", "fault_index", "fresh", NULL};
+    Py_ssize_t size, fault = -1;
+    int ntimes, fresh = 0;
+    PyObject *seq_obj;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "niO|np", kwlist, &size, &ntimes, &seq_obj,
+                                     &fault, &fresh))
+        return NULL;
+    PyObject *seq = PySequence_Fast(seq_obj, "runs must be a sequence of (threads, stores)");
+    if (seq == NULL)
+        return NULL;
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    if (size <= 0 || ntimes < 2 || fault >= size || count < 1 || count > 4096) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "need size > 0, ntimes >= 2, fault_index < size "
+                                          "and 1 to 4096 runs");
+        return NULL;
+    }
+    series_run *runs = calloc((size_t)count, sizeof(series_run));
+    PyObject *result = NULL;
+    int rc = STREAM_OK;
+    if (runs == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const char *stores_name;
+        series_run *r = &runs[i];
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "runs: (threads, stores) tuples");
+            goto done;
+        }
+        if (!PyArg_ParseTuple(item, "is;runs: (threads, stores) tuples", &r->threads,
+                              &stores_name) ||
+            (r->stores = parse_stores(stores_name)) < 0)
+            goto done;
+        if (r->threads < 0) {
+            PyErr_SetString(PyExc_ValueError, "need threads >= 0");
+            goto done;
+        }
+        /* One binding slot per possible thread: the team is at most the thread
+         * limit the runtime was asked for, or the CPUs, whichever is larger. */
+        r->slots = r->threads > 0 ? r->threads : 4096;
+        r->times = malloc((size_t)ntimes * STREAM_NFUNC * sizeof(double));
+        r->bind = calloc((size_t)r->slots, sizeof(stream_thread));
+        if (r->times == NULL || r->bind == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = series_measure((size_t)size, ntimes, runs, (int)count, fault, fresh);
+    Py_END_ALLOW_THREADS
+    if (rc != STREAM_OK) {
+        raise_rc(rc);
+        goto done;
+    }
+    result = PyList_New(count);
+    for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
+        PyObject *d = run_dict(&runs[i], ntimes);
+        if (d == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, d);
+    }
+done:
+    for (Py_ssize_t i = 0; i < count; i++) {
+        free(runs[i].times);
+        free(runs[i].bind);
+    }
+    free(runs);
+    Py_DECREF(seq);
+    return result;
+}
+
 PyDoc_STRVAR(run_doc,
              "run(size, ntimes, threads, fault_index=-1, stores='normal') -> dict\n\n"
-             "Allocate three arrays of `size` doubles, run `ntimes` passes of the\n"
-             "four STREAM kernels with `threads` OpenMP threads (0 = runtime\n"
-             "default) and `stores` ('normal' or 'streaming') and check the arrays.\n"
-             "The GIL is released meanwhile. Returns {'times': {function: [seconds\n"
-             "per pass]}, 'threads': actual team size, 'binding': [per-thread\n"
-             "CPU/place], 'check': {...}, 'stores': the policy used (normal where\n"
-             "the build has no streaming stores)}.\n"
-             "fault_index >= 0 zeroes a[fault_index] before the check (a lost\n"
-             "write), to prove the check catches it.");
+             "series() of one run: its one dict.");
 
 static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"size", "ntimes", "threads", "fault_index", "stores", NULL};
     Py_ssize_t size, fault = -1;
-    int ntimes, threads, stores;
+    int ntimes, threads;
     const char *stores_name = "normal";
-    (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nii|ns", kwlist, &size, &ntimes, &threads,
-                                     &fault, &stores_name) ||
-        (stores = parse_stores(stores_name)) < 0)
+                                     &fault, &stores_name))
         return NULL;
-    if (size <= 0 || ntimes < 2 || threads < 0 || fault >= size) {
-        PyErr_SetString(PyExc_ValueError,
-                        "need size > 0, ntimes >= 2, threads >= 0, fault_index < size");
-        return NULL;
-    }
-    /* One binding slot per possible thread: the team is at most the thread
-     * limit the runtime was asked for, or the CPUs, whichever is larger. */
-    int slots = threads > 0 ? threads : 4096;
-    double *times = malloc((size_t)ntimes * STREAM_NFUNC * sizeof(double));
-    stream_thread *bind = calloc((size_t)slots, sizeof(stream_thread));
-    if (times == NULL || bind == NULL) {
-        free(times);
-        free(bind);
-        return PyErr_NoMemory();
-    }
-    double *a = NULL, *b = NULL, *c = NULL;
-    stream_check_t chk;
-    int team = 0, rc, ok = 0, used = STREAM_STORES_NORMAL;
-    Py_BEGIN_ALLOW_THREADS
-    rc = stream_alloc((size_t)size, threads, &a, &b, &c);
-    if (rc == STREAM_OK) {
-        used = stream_stores_used(stores, a, b, c);
-        rc = stream_run(a, b, c, (size_t)size, threads, stores, ntimes, times, bind, slots,
-                        &team);
-    }
-    if (rc == STREAM_OK) {
-        if (fault >= 0)
-            a[fault] = 0.0;
-        ok = stream_check(a, b, c, (size_t)size, ntimes, &chk) == STREAM_OK;
-    }
-    stream_free(a, b, c);
-    Py_END_ALLOW_THREADS
-    PyObject *result = NULL;
-    if (rc != STREAM_OK)
-        raise_rc(rc);
-    else
-        result = Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times", times_list(times, ntimes),
-                               "threads", team, "binding",
-                               binding_list(bind, team < slots ? team : slots), "check",
-                               check_dict(&chk, ok), "stores", STORES[used]);
-    free(times);
-    free(bind);
-    return result;
+    PyObject *list = Py_BuildValue("(nn[(is)]n)", size, (Py_ssize_t)ntimes, threads,
+                                   stores_name, fault);
+    PyObject *out = list == NULL ? NULL : py_series(self, list, NULL);
+    Py_XDECREF(list);
+    PyObject *one = out == NULL ? NULL : PyList_GetItem(out, 0);
+    Py_XINCREF(one);
+    Py_XDECREF(out);
+    return one;
 }
 
 /* Borrow three equal-length, C-contiguous float64 buffers (writable if asked). */
@@ -297,6 +398,8 @@ static PyObject *py_info(PyObject *self, PyObject *noargs)
 }
 
 static PyMethodDef methods[] = {
+    {"series", (PyCFunction)(void (*)(void))py_series, METH_VARARGS | METH_KEYWORDS,
+     series_doc},
     {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"check", py_check, METH_VARARGS, check_doc},
     {"passes", py_passes, METH_VARARGS, passes_doc},

@@ -97,42 +97,48 @@ def numpy_stream(size: int, ntimes: int, fault_index: int = -1) -> dict:
     return {"times": times, "threads": 1, "binding": binding, "check": _check(a, b, c, ntimes)}
 
 
-def numba_stream(size: int, ntimes: int, threads: int, fault_index: int = -1) -> dict:
-    """STREAM as numba ``prange`` loops on `threads` threads."""
+def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = -1) -> list[dict]:
+    """STREAM as numba ``prange`` loops, once per thread count of `threads` in turn, on
+    arrays allocated once; each count's team fills them afresh before its passes (as
+    the C kernels' series)."""
     import numba
 
     k = _numba_kernels()
-    numba.set_num_threads(threads)
     a, b, c = np.empty(size), np.empty(size), np.empty(size)
-    k["init"](a, b, c)
-    k["double"](a)  # stream.c's timing check
     s = SCALAR
-    team = numba.get_num_threads()
-    cpus = np.full(max(team, 1), -1, dtype=np.int64)
+    out = []
+    for count in threads:
+        numba.set_num_threads(count)
+        k["init"](a, b, c)
+        k["double"](a)  # stream.c's timing check
+        team = numba.get_num_threads()
+        cpus = np.full(max(team, 1), -1, dtype=np.int64)
 
-    def where() -> np.ndarray:
-        cpus[:] = -1
-        k["where"](cpus)
-        return cpus
+        def where(cpus: np.ndarray = cpus) -> np.ndarray:
+            cpus[:] = -1
+            k["where"](cpus)
+            return cpus
 
-    binding, sample = _binding_tracker(team, where)
-    kernels = (
-        lambda: k["copy"](a, c),
-        lambda: k["scale"](b, c, s),
-        lambda: k["add"](a, b, c),
-        lambda: k["triad"](a, b, c, s),
-    )
-    times = _passes(kernels, ntimes, sample)
-    if fault_index >= 0:
-        a[fault_index] = 0.0
-    return {
-        "times": times,
-        "threads": team,
-        "binding": binding,
-        "check": _check(a, b, c, ntimes),
-        "threading_layer": numba.threading_layer(),
-        "numba_version": numba.__version__,
-    }
+        binding, sample = _binding_tracker(team, where)
+        kernels = (
+            lambda: k["copy"](a, c),
+            lambda: k["scale"](b, c, s),
+            lambda: k["add"](a, b, c),
+            lambda: k["triad"](a, b, c, s),
+        )
+        times = _passes(kernels, ntimes, sample)
+        if fault_index >= 0:
+            a[fault_index] = 0.0
+        out.append({"times": times, "threads": team, "binding": binding,
+                    "check": _check(a, b, c, ntimes),
+                    "threading_layer": numba.threading_layer(),
+                    "numba_version": numba.__version__})
+    return out
+
+
+def numba_stream(size: int, ntimes: int, threads: int, fault_index: int = -1) -> dict:
+    """STREAM as numba ``prange`` loops on `threads` threads: numba_series of one."""
+    return numba_series(size, ntimes, [threads], fault_index)[0]
 
 
 _KERNELS: dict = {}
@@ -142,7 +148,7 @@ def _numba_kernels() -> dict:
     """Compile (or load from numba's cache) the numba kernels once per process."""
     if _KERNELS:
         return _KERNELS
-    from numba import get_thread_id, njit, prange
+    from numba import get_thread_id, njit, prange, types
 
     jit = njit(parallel=True, cache=True)
 
@@ -178,9 +184,10 @@ def _numba_kernels() -> dict:
         for j in prange(a.size):
             a[j] = b[j] + s * c[j]
 
-    getcpu = _sched_getcpu  # a ctypes function: callable from nopython code, not cacheable
+    # libc's sched_getcpu by name (a ctypes pointer would bar the cache: 0.2 s a process)
+    getcpu = types.ExternalFunction("sched_getcpu", types.int32())
 
-    @njit(parallel=True)
+    @jit
     def where(out):
         for _ in prange(out.size * 256):
             out[get_thread_id()] = getcpu()

@@ -161,21 +161,26 @@ int stream_alloc(size_t n, int threads, double **a, double **b, double **c)
             return STREAM_ENOMEM;
         }
     }
-    double *restrict pa = p[0], *restrict pb = p[1], *restrict pc = p[2];
-    const ptrdiff_t len = (ptrdiff_t)n;
-    set_threads(threads);
     /* Same schedule as the kernels, so each page is first touched (and
      * placed) by the thread that streams it later. */
+    stream_fill(p[0], p[1], p[2], n, threads);
+    *a = p[0];
+    *b = p[1];
+    *c = p[2];
+    return STREAM_OK;
+}
+
+void stream_fill(double *a_, double *b_, double *c_, size_t n, int threads)
+{
+    double *restrict a = a_, *restrict b = b_, *restrict c = c_;
+    const ptrdiff_t len = (ptrdiff_t)n;
+    set_threads(threads);
 #pragma omp parallel for
     for (ptrdiff_t j = 0; j < len; j++) {
-        pa[j] = 1.0;
-        pb[j] = 2.0;
-        pc[j] = 0.0;
+        a[j] = 1.0;
+        b[j] = 2.0;
+        c[j] = 0.0;
     }
-    *a = pa;
-    *b = pb;
-    *c = pc;
-    return STREAM_OK;
 }
 
 void stream_free(double *a, double *b, double *c)

@@ -77,6 +77,14 @@ typedef struct {
  */
 int stream_alloc(size_t n, int threads, double **a, double **b, double **c);
 
+/*
+ * stream_fill - set a[] = 1, b[] = 2, c[] = 0 with `threads` OpenMP threads
+ * (0 keeps the runtime's default) in the kernels' static schedule: the
+ * first touch of stream_alloc, and the fresh start of each further
+ * configuration measured on the same arrays.
+ */
+void stream_fill(double *a, double *b, double *c, size_t n, int threads);
+
 /* stream_free - release arrays from stream_alloc (NULL pointers are fine). */
 void stream_free(double *a, double *b, double *c);
 

@@ -22,38 +22,55 @@ METRICS = (("best_rate_gbs", "best_rate", "GB/s"), ("avg_time_s", "avg_time", "s
 
 
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
-    """Kernel JSON lines -> tidy rows (one per function and metric) and raw records."""
+    """Kernel JSON lines -> tidy rows (one per configuration, function and metric) and raw
+    records. A task's process measures the configurations of its config's "runs" in turn,
+    four records (Copy, Scale, Add, Triad) each, in that order."""
     try:
         records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
     except ValueError as exc:
         raise runner.TaskFailed(f"unreadable kernel output ({exc})") from exc
-    if {r.get("function") for r in records} != {"Copy", "Scale", "Add", "Triad"}:
-        raise runner.TaskFailed("kernel output lacks some of Copy/Scale/Add/Triad")
-    rows = []
-    for rec in records:
-        if not rec.get("validated"):
-            raise runner.TaskFailed(f"{rec['function']} not validated")
-        binding = rec.get("binding", [])
-        extra = {"host": rec.get("host"), "function": rec["function"],
-                 "bound_cpus": ",".join(str(b["cpu_first"]) for b in binding),
-                 "moved_threads": sum(1 for b in binding
-                                      if b["moves"] or b["cpu_first"] != b["cpu_last"]),
-                 "timestamp": store.now_iso()}
-        if rec.get("stores", "normal") != task.config.get("stores", "normal"):
-            raise runner.TaskFailed(f"asked for {task.config['stores']} stores, the kernel "
-                                    f"used {rec.get('stores')}")
-        for field_, metric, unit in METRICS:
-            if rec.get(field_) is not None:  # no traffic model for NumPy's memmove
-                rows.append(task.config | extra | {"metric": metric, "value": rec[field_],
-                                                   "unit": unit})
-        rec["stderr"] = stderr.strip()
-    triad = next(r for r in records if r["function"] == "Triad")
-    summary = f"Triad {triad['best_rate_gbs']:.1f} GB/s on CPUs [{rows[-1]['bound_cpus']}]"
+    configs = task.each()
+    if len(records) != 4 * len(configs):
+        raise runner.TaskFailed(f"kernel output has {len(records)} records, not 4 for each "
+                                f"of {len(configs)} configurations")
+    rows, rates = [], []
+    for i, config in enumerate(configs):
+        group = records[4 * i:4 * i + 4]
+        if [r.get("function") for r in group] != ["Copy", "Scale", "Add", "Triad"]:
+            raise runner.TaskFailed("kernel output lacks some of Copy/Scale/Add/Triad")
+        if "threads" in config and group[0].get("threads_requested") != config["threads"]:
+            raise runner.TaskFailed(f"configuration {i + 1}: asked for {config['threads']} "
+                                    f"threads, the kernel measured "
+                                    f"{group[0].get('threads_requested')}")
+        for rec in group:
+            rows += _rows(config, rec)
+            rec["stderr"] = stderr.strip()
+        nt = "streaming " if config.get("stores") == "streaming" else ""
+        rates.append(f"{nt}{group[3]['threads']}t {group[3]['best_rate_gbs']:.1f}")
+    summary = f"Triad {', '.join(rates)} GB/s on CPUs [{rows[-1]['bound_cpus']}]"
     runtime_msgs = [ln for ln in stderr.strip().splitlines()
                     if ln.strip() and not ln.startswith("warning: ")]  # ours are in the records
     if runtime_msgs:
         summary += f" (stderr: {runtime_msgs[-1][:80]})"
     return rows, records, summary
+
+
+def _rows(config: dict, rec: dict) -> list[dict]:
+    """One configuration's record of one function as its rows, one per metric."""
+    if not rec.get("validated"):
+        raise runner.TaskFailed(f"{rec['function']} not validated")
+    binding = rec.get("binding", [])
+    extra = {"host": rec.get("host"), "function": rec["function"],
+             "bound_cpus": ",".join(str(b["cpu_first"]) for b in binding),
+             "moved_threads": sum(1 for b in binding
+                                  if b["moves"] or b["cpu_first"] != b["cpu_last"]),
+             "timestamp": store.now_iso()}
+    if rec.get("stores", "normal") != config.get("stores", "normal"):
+        raise runner.TaskFailed(f"asked for {config['stores']} stores, the kernel "
+                                f"used {rec.get('stores')}")
+    return [config | extra | {"metric": metric, "value": rec[field_], "unit": unit}
+            for field_, metric, unit in METRICS
+            if rec.get(field_) is not None]  # no traffic model for NumPy's memmove
 
 
 GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "stores", "places", "bind",

@@ -1,6 +1,9 @@
 """What a Triad sweep runs: probe() this machine (build each compiler variant, size the
-arrays, count the CPUs), then expand() the parameters into tasks, one fresh process per
-configuration with its affinity set at launch, each with its estimated time."""
+arrays, count the CPUs), then expand() the parameters into tasks, each with its estimated
+time: one fresh process per variant, affinity setting and repetition (the OpenMP runtime
+reads its affinity once, at its start), which measures that setting's configurations in
+turn (every thread count, with each store policy of a C variant) on arrays it allocates
+and first-touches once. A configuration's rows are as before; a task is a process."""
 
 from __future__ import annotations
 
@@ -79,7 +82,8 @@ def expand(P: dict, m: Machine) -> Plan:
         notes.append(f"threads up to {max(threads)} on {m.cpus} CPUs oversubscribe them: "
                      "those points time badly")
     default_aff = _affinities(P["triad_places"], P["triad_bind"], P["triad_kmp_affinity"])
-    groups: list[tuple[dict, list[Affinity], list[int]]] = []
+    # (variant, its affinity settings, its (stores, threads) configurations per process)
+    groups: list[tuple[dict, list[Affinity], list[tuple[str, int]]]] = []
     built: list[dict] = []
     for info in m.variants:
         spec = info["spec"]
@@ -98,13 +102,16 @@ def expand(P: dict, m: Machine) -> Plan:
             notes.append(f"variant {info['variant']} was built without OpenMP (its flags lack "
                          "-fopenmp/-qopenmp/-mp): it runs one thread whatever is asked")
         built.append(info)
-        for stores in P["triad_stores"]:
-            if stores == "streaming" and not info.get("streaming_isa"):
+        stores = []
+        for policy in P["triad_stores"]:
+            if policy == "streaming" and not info.get("streaming_isa"):
                 notes.append(f"variant {info['variant']} has no streaming stores (its flags "
                              "allow no SSE2/AVX/AVX-512, or the CPU is not x86-64): its "
                              "streaming points are skipped")
                 continue
-            groups.append((info | {"stores": stores}, affs, threads))
+            stores.append(policy)
+        if stores:
+            groups.append((info, affs, [(p, t) for p in stores for t in threads]))
     labels = [i["variant"] for i in built]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -114,32 +121,30 @@ def expand(P: dict, m: Machine) -> Plan:
         version = m.versions[base]
         info = {"impl": base, "variant": f"{base}{version}", "compiler": base,
                 "compiler_version": version, "flags": "", "cli_args": ["--impl", base]}
+        own = BASELINE_STORES[base]
         if base == "numpy":  # one thread, no OpenMP: one configuration
-            groups.append((info, [Affinity()], [1]))
+            groups.append((info, [Affinity()], [(own, 1)]))
         else:
             groups.append((info, [a for a in default_aff if not a.kmp_affinity] or [Affinity()],
-                           threads))
+                           [(own, t) for t in threads]))
         built.append(info)
     if not groups:
         raise ParamError("nothing to measure: every variant was skipped and no baseline asked")
 
     tasks = []
     for rep in range(1, P["triad_repetitions"] + 1):
-        for info, affs, counts in groups:
+        for info, affs, configs in groups:
             for aff in affs:
-                for t in counts:
-                    tasks.append(_task(P, info, aff, t, rep, m.size))
-    return Plan(_needed_first(tasks, m.cpus), built, notes)
+                tasks.append(_task(P, info, aff, configs, rep, m.size))
+    return Plan(_needed_first(tasks), built, notes)
 
 
-def _needed_first(tasks: list[runner.Task], cpus: int) -> list[runner.Task]:
-    """Priority 0 (measured first within a budget): what the time model uses, the first
-    compiled variant's first affinity with normal stores at the study layout's thread
-    counts (2 ranks per node: half the CPUs each) and at all of them."""
-    first = next((t.config["label"] for t in tasks
-                  if t.config["impl"] == "c" and t.config["stores"] == "normal"), None)
-    study = {max(1, cpus // 2), cpus}
-    return budget.prioritized(tasks, lambda c: c["label"] == first and c["threads"] in study)
+def _needed_first(tasks: list[runner.Task]) -> list[runner.Task]:
+    """Priority 0 (measured first within a budget): what the time model uses, the process
+    of the first compiled variant's first affinity setting (its normal stores at every
+    thread count, the study layout's among them: 2 ranks per node, half the CPUs each)."""
+    first = next((t.config["label"] for t in tasks if t.config["impl"] == "c"), None)
+    return budget.prioritized(tasks, lambda c: c["label"] == first)
 
 
 def plan(P: dict) -> Plan:
@@ -147,41 +152,48 @@ def plan(P: dict) -> Plan:
     return expand(P, probe(P))
 
 
-def _task(P: dict, info: dict, aff: Affinity, threads: int, rep: int, size: int) -> runner.Task:
+def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], rep: int,
+          size: int) -> runner.Task:
+    """One process: `info`'s variant under `aff`, measuring `configs` ((stores, threads)
+    each) in turn; its config lists them under "runs", each with its row label."""
     impl = info.get("impl", "c")
-    stores = info.get("stores") or BASELINE_STORES.get(impl, "normal")
-    name = info["variant"] + ("-streaming" if stores == "streaming" else "")
-    label = name if impl == "numpy" else f"{name}+{aff.label}"
-    config = {"benchmark": BENCHMARK, "label": label, "impl": impl, "variant": info["variant"],
-              "stores": stores,
+    process = info["variant"] if impl == "numpy" else f"{info['variant']}+{aff.label}"
+    runs = [{"label": process if impl == "numpy" else
+             f"{info['variant']}{'-streaming' if stores == 'streaming' else ''}+{aff.label}",
+             "stores": stores, "threads": threads} for stores, threads in configs]
+    config = {"benchmark": BENCHMARK, "label": process, "impl": impl,
+              "variant": info["variant"],
               "compiler": info["compiler"], "compiler_version": info["compiler_version"],
               "flags": info["flags"], "places": aff.places if not aff.kmp_affinity else "",
               "bind": aff.bind if not aff.kmp_affinity else "",
-              "kmp_affinity": aff.kmp_affinity, "threads": threads, "size": size,
-              "repetition": rep}
-    key = task_key(label, f"t{threads}-r{rep}",
-                          [config, P["triad_ntimes"], info.get("variant_key", "")])
+              "kmp_affinity": aff.kmp_affinity, "size": size, "repetition": rep,
+              "runs": runs}
+    key = task_key(process, f"r{rep}", [config, P["triad_ntimes"], info.get("variant_key", "")])
+    stores = list(dict.fromkeys(s for s, _ in configs))
+    threads = list(dict.fromkeys(str(t) for _, t in configs))
     argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
-            str(P["triad_ntimes"]), "--threads", str(threads), *info["cli_args"],
-            *(("--stores", stores) if impl == "c" else ()))
-    env = dict(aff.env())
-    env["OMP_NUM_THREADS"] = str(threads)
+            str(P["triad_ntimes"]), "--threads", ",".join(threads),
+            *info["cli_args"], *(("--stores", ",".join(stores)) if impl == "c" else ()))
+    env = dict(aff.env())  # no OMP_NUM_THREADS: each configuration sets its own team
     if impl == "numba":
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       float(P["triad_timeout_s"]), estimate_s(size, P["triad_ntimes"]))
+                       float(P["triad_timeout_s"]) * len(runs),
+                       estimate_s(size, P["triad_ntimes"], len(runs)))
 
 
-#: The work model of estimate_s: a fresh process's start, then its three arrays touched
-#: first (page faults: about 1.5 GB/s here) and STREAM's passes over them at an assumed
-#: 20 GB/s. Within about 30% of what one to two threads take on the 2-core VMs measured
-#: (16.8M elements: 0.73 s; 136M: 11 s on a VM with 260 MiB of L3).
+#: The work model of estimate_s: a fresh process's start and its three arrays touched
+#: first (page faults: about 1.5 GB/s here), then per configuration a fill of the arrays and
+#: STREAM's passes over them at an assumed 20 GB/s. Within about 30% of what one to two
+#: threads take on the 2-core VMs measured (16.8M elements: 0.73 s a configuration; 136M:
+#: 11 s on a VM with 260 MiB of L3).
 START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
 
 
-def estimate_s(size: int, ntimes: int) -> float:
-    """About how long one configuration takes: its arrays' first touch, then NTIMES passes
-    of Copy, Scale (2 arrays each), Add and Triad (3 each) and the validation (3)."""
+def estimate_s(size: int, ntimes: int, configurations: int = 1) -> float:
+    """About how long one process takes: its arrays' first touch, then for each of its
+    `configurations` a fill (3 arrays), NTIMES passes of Copy, Scale (2 arrays each), Add
+    and Triad (3 each) and the validation (3)."""
     array = 8.0 * size
     return START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9) + \
-        array * (10 * ntimes + 3) / (ASSUMED_GBS * 1e9)
+        configurations * array * (10 * ntimes + 6) / (ASSUMED_GBS * 1e9)
