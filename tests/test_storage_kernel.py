@@ -32,6 +32,7 @@ import pytest
 from gfarm_cluster import gfarm  # noqa: F401  (the session's Gfarm, a fixture)
 
 from kernels_ext import storage as ks
+from kernels_ext.common.sysinfo import mount_of
 from kernels_ext.storage import targets as kt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,7 @@ def one_error(proc: subprocess.CompletedProcess, code: int) -> str:
 
 
 def fs_of(path: Path) -> str:
-    return kt.mount_of(str(path))[1]
+    return mount_of(str(path)).get("fs_type", "")
 
 
 def direct_problem(folder: Path) -> str:
