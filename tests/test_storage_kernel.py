@@ -511,6 +511,27 @@ def test_gfarm_refused_where_the_build_has_no_gfarm():
                               "libgfarm-dev, then reinstall)")
 
 
+def test_an_unknown_interface_name_is_refused_naming_those_built():
+    """The C driver finds an interface by name in its table: any other name, in run() or
+    check_dir(), is one ValueError naming the name and the interfaces compiled in."""
+    code = ("from kernels_ext.common.mpi import init_mpi, load_kernel\n"
+            "MPI = init_mpi('funneled')\n"
+            "m, _ = load_kernel(MPI, 'storage')\n"
+            "print(', '.join(m.backends()))\n"
+            "for call in (lambda: m.run(MPI.COMM_SELF, 'nfs', '/tmp', 'x', 8, 8, 1, 1),\n"
+            "             lambda: m.check_dir('nfs', '/tmp')):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except ValueError as exc:\n"
+            "        print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    built, *errors = proc.stdout.splitlines()
+    assert built in ("posix, mpiio", "posix, mpiio, gfarm")
+    assert errors == [f"api 'nfs' is not built into this kernel (built: {built})"] * 2
+
+
 def test_gfarm_servers_from_the_client_configuration(tmp_path):
     conf = tmp_path / "gfarm2.conf"
     conf.write_text("metadb_server_host md.example\nmetadb_server_port 10601\n")

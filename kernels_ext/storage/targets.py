@@ -207,6 +207,6 @@ def check_gfarm_target(url: str, module, timeout: float = PROBE_TIMEOUT_S) -> No
         if silent:
             raise BadInput(f"no Gfarm metadata server answers ({', '.join(silent)}): cannot "
                            f"reach {url}")
-    why = module.gfarm_check(url)
+    why = module.check_dir("gfarm", url)
     if why:
         raise BadInput(f"--path {url}: {why}")
