@@ -32,6 +32,7 @@ import pytest
 from gfarm_cluster import gfarm  # noqa: F401  (the session's Gfarm, a fixture)
 
 from kernels_ext import storage as ks
+from kernels_ext.common.sysinfo import mount_of
 from kernels_ext.storage import targets as kt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,7 @@ def one_error(proc: subprocess.CompletedProcess, code: int) -> str:
 
 
 def fs_of(path: Path) -> str:
-    return kt.mount_of(str(path))[1]
+    return mount_of(str(path)).get("fs_type", "")
 
 
 def direct_problem(folder: Path) -> str:
@@ -508,6 +509,27 @@ def test_gfarm_refused_where_the_build_has_no_gfarm():
     assert str(exc.value) == ("--api gfarm: this build has no Gfarm interface (pkg-config did "
                               "not find libgfarm when kernels_ext was built: install "
                               "libgfarm-dev, then reinstall)")
+
+
+def test_an_unknown_interface_name_is_refused_naming_those_built():
+    """The C driver finds an interface by name in its table: any other name, in run() or
+    check_dir(), is one ValueError naming the name and the interfaces compiled in."""
+    code = ("from kernels_ext.common.mpi import init_mpi, load_kernel\n"
+            "MPI = init_mpi('funneled')\n"
+            "m, _ = load_kernel(MPI, 'storage')\n"
+            "print(', '.join(m.backends()))\n"
+            "for call in (lambda: m.run(MPI.COMM_SELF, 'nfs', '/tmp', 'x', 8, 8, 1, 1),\n"
+            "             lambda: m.check_dir('nfs', '/tmp')):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except ValueError as exc:\n"
+            "        print(exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    built, *errors = proc.stdout.splitlines()
+    assert built in ("posix, mpiio", "posix, mpiio, gfarm")
+    assert errors == [f"api 'nfs' is not built into this kernel (built: {built})"] * 2
 
 
 def test_gfarm_servers_from_the_client_configuration(tmp_path):

@@ -36,6 +36,20 @@ def parse_count(value: Any, name: str) -> int:
     raise BadInput(f"{name} must be an integer, not {value!r}")
 
 
+_SIZE = re.compile(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*")
+
+
+def size_bytes(value: Any) -> int | None:
+    """Bytes from an int or from ``1048576``, ``1M``, ``256K``, ``1MiB``, ``4g`` (binary
+    multiples, up to T); None for anything else (each caller says what it wanted)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if not m:
+        return None
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+
+
 def write_lines(lines: list[str], out: str | None) -> None:
     """JSON lines to stdout, or written whole to `out` (a reader never sees half a file)."""
     text = "".join(line + "\n" for line in lines)

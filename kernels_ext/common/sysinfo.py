@@ -1,4 +1,4 @@
-"""What the operating system says about CPUs, caches and memory (Linux sysfs/procfs).
+"""What the operating system says about CPUs, caches, memory and mounts (Linux sysfs/procfs).
 
 Small, dependency-free readers shared by the kernels (default sizes, memory
 checks) and by ``burstbench.provenance``.  Every reader returns a neutral value
@@ -29,6 +29,25 @@ def read_text(path: str | Path) -> str:
         return Path(path).read_text().strip()
     except OSError:
         return ""
+
+
+def mount_of(path: str) -> dict:
+    """The mount a folder is on (/proc/self/mountinfo): its mount point, type, source and
+    options; {} where it cannot be read."""
+    best: dict = {}
+    real = os.path.realpath(path)
+    for line in read_text("/proc/self/mountinfo").splitlines():
+        left, _, right = line.partition(" - ")
+        parts, tail = left.split(), right.split()
+        if len(parts) < 6 or len(tail) < 2:
+            continue
+        point = parts[4].replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and \
+                len(point) >= len(best.get("mount_point", "")):
+            best = {"mount_point": point, "fs_type": tail[0], "source": tail[1],
+                    "options": ",".join(dict.fromkeys(parts[5].split(",") + (
+                        tail[2].split(",") if len(tail) > 2 else [])))}
+    return best
 
 
 def cpu_topology(cpus: list[int] | None = None,

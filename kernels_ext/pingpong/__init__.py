@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import socket
 import time
 from collections.abc import Sequence
 
+from kernels_ext.common.cli import size_bytes
 from kernels_ext.common.errors import BadInput, ValidationFailed
 from kernels_ext.common.mpi import init_mpi, library_family, library_label, load_kernel, where
 
@@ -44,13 +44,10 @@ IMPLS = ("c", "mpi4py")
 
 def parse_size(text: str | int) -> int:
     """Bytes from ``4194304``, ``4M``, ``4MiB``, ``64K`` or ``1k`` (binary multiples)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*", str(text))
-    if not m:
+    n = size_bytes(text)
+    if n is None:
         raise BadInput(f"message size '{text}' is not a number of bytes (e.g. 4096, 64K, 4M)")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[
-        m.group(2).lower()]
+    return n
 
 
 def is_power_of_two(n: int) -> bool:

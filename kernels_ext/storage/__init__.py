@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import re
 import signal
 import socket
 import time
@@ -31,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernels_ext.common.cli import size_bytes
 from kernels_ext.common.errors import BadInput, KernelError, ValidationFailed
 from kernels_ext.storage.targets import (
     GFARM_NOTE,
@@ -67,12 +67,10 @@ class Interrupted(KernelError):
 
 def parse_size(text: str | int, option: str) -> int:
     """Bytes from ``1048576``, ``1M``, ``256K``, ``1MiB``, ``4g`` (binary multiples)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*", str(text))
-    if not m:
+    n = size_bytes(text)
+    if n is None:
         raise BadInput(f"--{option} {text!r} is not a size in bytes (e.g. 1M, 256K, 4096)")
-    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+    return n
 
 
 def parse_operations(text: str) -> tuple[bool, bool]:

@@ -27,19 +27,30 @@ PyDoc_STRVAR(run_doc,
              "    drop, align) -> (code, phases, info, error)\n\n"
              "Collective over `comm` (an mpi4py communicator): IOR's write and/or read\n"
              "phases, with the GIL released; SIGINT and SIGTERM stop it between two\n"
-             "transfers. api: 'posix', 'mpiio' or 'gfarm'; sizes in bytes; drop: 0 none,\n"
-             "1 posix_fadvise, 2 /proc/sys/vm/drop_caches. code: 0 ok, else 1 bad argument,\n"
-             "2 no memory, 3 I/O error, 4 wrong data, 5 signal, 6 files not as the layout;\n"
-             "phases: one dict per phase (op, iteration, bytes, total_s, transfer_s, open_s,\n"
-             "close_s, check_s, check_wait_s, resident, drop); info: nodes, ranks_per_node,\n"
-             "shift; error: None, or rank, errnum, op, iteration, offset, call, path, text.\n"
+             "transfers. api: a name backends() lists (else ValueError); sizes in bytes;\n"
+             "drop: 0 none, 1 posix_fadvise, 2 /proc/sys/vm/drop_caches. code: 0 ok, else\n"
+             "1 bad argument, 2 no memory, 3 I/O error, 4 wrong data, 5 signal, 6 files not\n"
+             "as the layout; phases: one dict per phase (op, iteration, bytes, total_s,\n"
+             "transfer_s, open_s, close_s, check_s, check_wait_s, resident, drop); info:\n"
+             "nodes, ranks_per_node, shift; error: None, or rank, errnum, op, iteration,\n"
+             "offset, call, path, text.\n"
              "Every rank returns the same code and error.");
 
-static int api_of(const char *name)
+/* ValueError naming `api` and the interfaces compiled in, unless it is one of them: 0, or -1
+ * with the exception set. */
+static int check_api(const char *api)
 {
-    for (int a = 0; a < SB_NAPI; a++)
-        if (strcmp(name, sb_api_name(a)) == 0)
-            return a;
+    char built[128] = "";
+    const char *name;
+    size_t n = 0;
+    for (int i = 0; (name = sb_backend_name(i)) != NULL; i++) {
+        if (strcmp(name, api) == 0)
+            return 0;
+        n += (size_t)snprintf(built + n, n < sizeof built ? sizeof built - n : 0, "%s%s",
+                              i ? ", " : "", name);
+    }
+    PyErr_Format(PyExc_ValueError, "api '%s' is not built into this kernel (built: %s)", api,
+                 built);
     return -1;
 }
 
@@ -50,26 +61,22 @@ static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
                              "collective", "direct",  "fsync",    "reorder", "keep",
                              "write",      "read",    "drop",     "align", NULL};
     PyObject *comm_obj;
-    const char *api_name;
     long long xfer, block, segments;
     Py_ssize_t align = 4096;
     sb_params p;
     memset(&p, 0, sizeof p);
     (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OsssLLLi|$ppppppppin", kwlist, &comm_obj,
-                                     &api_name, &p.dir, &p.name, &xfer, &block, &segments,
-                                     &p.iterations, &p.file_per_process, &p.collective,
-                                     &p.direct, &p.fsync, &p.reorder, &p.keep, &p.write,
+                                     &p.api, &p.dir, &p.name, &xfer, &block, &segments,
+                                     &p.iterations, &p.file_per_process, &p.hints.collective,
+                                     &p.hints.direct, &p.fsync, &p.reorder, &p.keep, &p.write,
                                      &p.read, &p.drop, &align))
         return NULL;
     MPI_Comm *comm = PyMPIComm_Get(comm_obj);
     if (comm == NULL)
         return NULL;
-    p.api = api_of(api_name);
-    if (p.api < 0) {
-        PyErr_Format(PyExc_ValueError, "unknown api '%s' (posix, mpiio, gfarm)", api_name);
+    if (check_api(p.api) < 0)
         return NULL;
-    }
     if (align < 8) {
         PyErr_SetString(PyExc_ValueError, "align must be at least 8 bytes");
         return NULL;
@@ -134,10 +141,9 @@ static PyObject *py_apis(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
     PyObject *out = PyList_New(0);
-    for (int a = 0; out && a < SB_NAPI; a++) {
-        if (!sb_api_built(a))
-            continue;
-        PyObject *s = PyUnicode_FromString(sb_api_name(a));
+    const char *name;
+    for (int i = 0; out && (name = sb_backend_name(i)) != NULL; i++) {
+        PyObject *s = PyUnicode_FromString(name);
         if (s == NULL || PyList_Append(out, s) != 0)
             Py_CLEAR(out);
         Py_XDECREF(s);
@@ -160,16 +166,16 @@ static PyObject *py_statfs(PyObject *self, PyObject *args)
     return Py_BuildValue("(LL)", (long long)magic, (long long)bsize);
 }
 
-static PyObject *py_gfarm_check(PyObject *self, PyObject *args)
+static PyObject *py_check_dir(PyObject *self, PyObject *args)
 {
-    const char *url;
+    const char *api, *dir;
     char msg[512] = "";
     int rc;
     (void)self;
-    if (!PyArg_ParseTuple(args, "s", &url))
+    if (!PyArg_ParseTuple(args, "ss", &api, &dir) || check_api(api) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = sb_gfarm_check(url, msg, sizeof msg);
+    rc = sb_check_dir(api, dir, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     if (rc == 0)
         Py_RETURN_NONE;
@@ -188,9 +194,11 @@ static PyMethodDef methods[] = {
      "backends() -> list[str]: the I/O interfaces compiled in (posix, mpiio[, gfarm])."},
     {"statfs", py_statfs, METH_VARARGS,
      "statfs(path) -> (f_type, f_bsize): the file system's magic number and block size."},
-    {"gfarm_check", py_gfarm_check, METH_VARARGS,
-     "gfarm_check(url) -> None, or why the Gfarm folder cannot be used (one line).\n"
-     "libgfarm retries an absent metadata server for about a minute: probe it first."},
+    {"check_dir", py_check_dir, METH_VARARGS,
+     "check_dir(api, dir) -> None, or why the interface's library cannot use the folder\n"
+     "(one line; gfarm: libgfarm stats gfarm:///dir, posix and mpiio: None). ValueError for\n"
+     "an api not built. libgfarm retries an absent metadata server for about a minute:\n"
+     "probe it first."},
     {"build_mpi", py_build_mpi, METH_NOARGS,
      "build_mpi() -> dict: the MPI this module was compiled against."},
     {NULL, NULL, 0, NULL}};

@@ -8,7 +8,9 @@
  * words (gfarm_error_string), so a message says both.
  */
 #include <stddef.h> /* before gfarm.h, which uses size_t without it */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gfarm/gfarm.h>
@@ -36,12 +38,18 @@ static void gf_fini(void)
     gfarm_terminate();
 }
 
-static int gf_open(sb_file *f, const char *path, int flags, MPI_Comm comm, sb_error *e)
+struct sb_handle {
+    GFS_File gf;
+    const char *path;
+};
+
+static int gf_open(sb_handle **h, const char *path, int flags, const sb_hints *hints,
+                   MPI_Comm comm, sb_error *e)
 {
-    (void)comm;
+    (void)hints, (void)comm; /* no direct I/O in libgfarm: configure() refuses --direct */
     GFS_File gf = NULL;
     gfarm_error_t ge;
-    f->path = path;
+    *h = NULL;
     if (flags & SB_O_CREATE)
         ge = gfs_pio_create(path, GFARM_FILE_RDWR, 0644, &gf);
     else
@@ -49,45 +57,45 @@ static int gf_open(sb_file *f, const char *path, int flags, MPI_Comm comm, sb_er
                           &gf);
     if (ge != GFARM_ERR_NO_ERROR)
         return gf_fail(e, SB_EIO, "open", path, -1, ge);
-    f->gf = gf;
+    if ((*h = malloc(sizeof **h)) == NULL) {
+        gfs_pio_close(gf);
+        return sb_fail(e, SB_ENOMEM, "open", path, -1, ENOMEM, NULL);
+    }
+    **h = (sb_handle){gf, path};
     return SB_OK;
 }
 
-static int gf_xfer(sb_file *f, int write, void *buf, int64_t len, int64_t off, int collective,
-                   sb_error *e)
+static int gf_xfer(sb_handle *h, int write, void *buf, int64_t len, int64_t off, sb_error *e)
 {
-    (void)collective;
     char *p = buf;
     int64_t done = 0;
     while (done < len) {
         int n = 0;
-        gfarm_error_t ge = write ? gfs_pio_pwrite(f->gf, p + done, (int)(len - done), off + done,
+        gfarm_error_t ge = write ? gfs_pio_pwrite(h->gf, p + done, (int)(len - done), off + done,
                                                   &n)
-                                 : gfs_pio_pread(f->gf, p + done, (int)(len - done), off + done,
+                                 : gfs_pio_pread(h->gf, p + done, (int)(len - done), off + done,
                                                  &n);
         if (ge != GFARM_ERR_NO_ERROR)
-            return gf_fail(e, SB_EIO, write ? "write" : "read", f->path, off + done, ge);
+            return gf_fail(e, SB_EIO, write ? "write" : "read", h->path, off + done, ge);
         if (n == 0)
-            return write ? sb_fail(e, SB_EIO, "write", f->path, off + done, 0,
-                                   "libgfarm wrote 0 bytes")
-                         : sb_fail(e, SB_EDATA, "read", f->path, off + done, 0,
-                                   "the file ends here, before the layout's end");
+            return sb_short(e, write, h->path, off + done, "libgfarm wrote 0 bytes");
         done += n;
     }
     return SB_OK;
 }
 
-static int gf_fsync(sb_file *f, sb_error *e)
+static int gf_fsync(sb_handle *h, sb_error *e)
 {
-    gfarm_error_t ge = gfs_pio_sync(f->gf);
-    return ge == GFARM_ERR_NO_ERROR ? SB_OK : gf_fail(e, SB_EIO, "fsync", f->path, -1, ge);
+    gfarm_error_t ge = gfs_pio_sync(h->gf);
+    return ge == GFARM_ERR_NO_ERROR ? SB_OK : gf_fail(e, SB_EIO, "fsync", h->path, -1, ge);
 }
 
-static int gf_close(sb_file *f, sb_error *e)
+static int gf_close(sb_handle *h, sb_error *e)
 {
-    gfarm_error_t ge = gfs_pio_close(f->gf);
-    f->gf = NULL;
-    return ge == GFARM_ERR_NO_ERROR ? SB_OK : gf_fail(e, SB_EIO, "close", f->path, -1, ge);
+    gfarm_error_t ge = gfs_pio_close(h->gf);
+    const char *path = h->path;
+    free(h);
+    return ge == GFARM_ERR_NO_ERROR ? SB_OK : gf_fail(e, SB_EIO, "close", path, -1, ge);
 }
 
 static int gf_remove(const char *path, sb_error *e)
@@ -110,7 +118,8 @@ static int gf_size(const char *path, int64_t *size, sb_error *e)
     return SB_OK;
 }
 
-int sb_gfarm_check_impl(const char *url, char *msg, size_t len)
+/* Whether the folder `url` can be used: libgfarm started, the path stat'ed and a folder. */
+static int gf_check(const char *url, char *msg, size_t len)
 {
     gfarm_error_t ge = gfarm_initialize(NULL, NULL);
     if (ge != GFARM_ERR_NO_ERROR) {
@@ -134,5 +143,9 @@ int sb_gfarm_check_impl(const char *url, char *msg, size_t len)
     return rc;
 }
 
-const sb_backend sb_gfarm_backend = {"gfarm",  gf_init,  gf_fini,   gf_open, gf_xfer,
-                                     gf_fsync, gf_close, gf_remove, gf_size};
+/* No SB_CAP_LOCAL_CACHE: the data sit in the I/O servers' page cache, out of a client's
+ * reach; no SB_CAP_COLLECTIVE_OPEN: one rank creates a shared file, then the others open it */
+const sb_backend sb_gfarm_backend = {
+    .name = "gfarm", .init = gf_init, .fini = gf_fini, .open = gf_open, .xfer = gf_xfer,
+    .fsync = gf_fsync, .close = gf_close, .remove = gf_remove, .size = gf_size,
+    .check = gf_check};

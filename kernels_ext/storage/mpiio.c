@@ -8,6 +8,7 @@
  * messages read the same as POSIX's.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -53,51 +54,66 @@ static int mp_fail(sb_error *e, const char *call, const char *path, int64_t off,
     return sb_fail(e, SB_EIO, call, path, off, errnum, errnum ? NULL : last);
 }
 
-static int mp_open(sb_file *f, const char *path, int flags, MPI_Comm comm, sb_error *e)
+struct sb_handle {
+    MPI_File fh;
+    int collective;
+    const char *path;
+};
+
+static int mp_open(sb_handle **h, const char *path, int flags, const sb_hints *hints,
+                   MPI_Comm comm, sb_error *e)
 {
     int amode = (flags & SB_O_WRITE) ? MPI_MODE_RDWR : MPI_MODE_RDONLY; /* RDWR as IOR */
     if (flags & SB_O_CREATE)
         amode |= MPI_MODE_CREATE;
-    f->path = path;
-    f->fh = MPI_FILE_NULL;
-    int rc = MPI_File_open(comm, (char *)path, amode, MPI_INFO_NULL, &f->fh);
-    if (rc != MPI_SUCCESS)
+    /* allocated first: MPI_File_open is collective, so no rank may leave before it */
+    sb_handle *f = malloc(sizeof *f);
+    MPI_File fh = MPI_FILE_NULL;
+    int rc = MPI_File_open(comm, (char *)path, amode, MPI_INFO_NULL, &fh);
+    *h = NULL;
+    if (rc != MPI_SUCCESS) {
+        free(f);
         return mp_fail(e, "open", path, -1, rc);
+    }
+    if (f == NULL) {
+        MPI_File_close(&fh);
+        return sb_fail(e, SB_ENOMEM, "open", path, -1, ENOMEM, NULL);
+    }
+    *f = (sb_handle){fh, hints->collective, path};
+    *h = f;
     return SB_OK;
 }
 
-static int mp_xfer(sb_file *f, int write, void *buf, int64_t len, int64_t off, int collective,
-                   sb_error *e)
+static int mp_xfer(sb_handle *h, int write, void *buf, int64_t len, int64_t off, sb_error *e)
 {
     MPI_Status st;
     int rc, count = 0;
     if (write)
-        rc = collective ? MPI_File_write_at_all(f->fh, off, buf, (int)len, MPI_BYTE, &st)
-                        : MPI_File_write_at(f->fh, off, buf, (int)len, MPI_BYTE, &st);
+        rc = h->collective ? MPI_File_write_at_all(h->fh, off, buf, (int)len, MPI_BYTE, &st)
+                           : MPI_File_write_at(h->fh, off, buf, (int)len, MPI_BYTE, &st);
     else
-        rc = collective ? MPI_File_read_at_all(f->fh, off, buf, (int)len, MPI_BYTE, &st)
-                        : MPI_File_read_at(f->fh, off, buf, (int)len, MPI_BYTE, &st);
+        rc = h->collective ? MPI_File_read_at_all(h->fh, off, buf, (int)len, MPI_BYTE, &st)
+                           : MPI_File_read_at(h->fh, off, buf, (int)len, MPI_BYTE, &st);
     if (rc != MPI_SUCCESS)
-        return mp_fail(e, write ? "write" : "read", f->path, off, rc);
+        return mp_fail(e, write ? "write" : "read", h->path, off, rc);
     MPI_Get_count(&st, MPI_BYTE, &count);
     if (count != (int)len) /* MPI-IO reports end of file as a short count */
-        return write ? sb_fail(e, SB_EIO, "write", f->path, off + count, 0,
-                               "MPI-IO wrote fewer bytes than asked")
-                     : sb_fail(e, SB_EDATA, "read", f->path, off + count, 0,
-                               "the file ends here, before the layout's end");
+        return sb_short(e, write, h->path, off + count, "MPI-IO wrote fewer bytes than asked");
     return SB_OK;
 }
 
-static int mp_fsync(sb_file *f, sb_error *e)
+static int mp_fsync(sb_handle *h, sb_error *e)
 {
-    int rc = MPI_File_sync(f->fh);
-    return rc == MPI_SUCCESS ? SB_OK : mp_fail(e, "fsync", f->path, -1, rc);
+    int rc = MPI_File_sync(h->fh);
+    return rc == MPI_SUCCESS ? SB_OK : mp_fail(e, "fsync", h->path, -1, rc);
 }
 
-static int mp_close(sb_file *f, sb_error *e)
+static int mp_close(sb_handle *h, sb_error *e)
 {
-    int rc = MPI_File_close(&f->fh);
-    return rc == MPI_SUCCESS ? SB_OK : mp_fail(e, "close", f->path, -1, rc);
+    int rc = MPI_File_close(&h->fh);
+    const char *path = h->path;
+    free(h);
+    return rc == MPI_SUCCESS ? SB_OK : mp_fail(e, "close", path, -1, rc);
 }
 
 static int mp_remove(const char *path, sb_error *e)
@@ -130,5 +146,7 @@ static int mp_size(const char *path, int64_t *size, sb_error *e)
     return SB_OK;
 }
 
-const sb_backend sb_mpiio_backend = {"mpiio",  NULL,     NULL,      mp_open, mp_xfer,
-                                     mp_fsync, mp_close, mp_remove, mp_size};
+const sb_backend sb_mpiio_backend = {
+    .name = "mpiio", .caps = SB_CAP_COLLECTIVE_OPEN | SB_CAP_LOCAL_CACHE, .open = mp_open,
+    .xfer = mp_xfer, .fsync = mp_fsync, .close = mp_close, .remove = mp_remove,
+    .size = mp_size};

@@ -20,24 +20,29 @@
 
 volatile sig_atomic_t sb_interrupt = 0;
 
-static const sb_backend *const BACKENDS[SB_NAPI] = {
+/* The interfaces compiled in, found by name (IOR's available_aiori): posix.c, mpiio.c and,
+ * where pkg-config found libgfarm, gfarm.c.  A new interface is a new file (in kernel.json)
+ * and a line here. */
+extern const sb_backend sb_posix_backend, sb_mpiio_backend, sb_gfarm_backend;
+static const sb_backend *const BACKENDS[] = {
     &sb_posix_backend, &sb_mpiio_backend,
 #ifdef HAVE_GFARM
     &sb_gfarm_backend,
-#else
-    NULL,
 #endif
 };
-static const char *const API_NAMES[SB_NAPI] = {"posix", "mpiio", "gfarm"};
+enum { NBACKENDS = sizeof BACKENDS / sizeof BACKENDS[0] };
 
-int sb_api_built(int api)
+const sb_backend *sb_backend_find(const char *name)
 {
-    return api >= 0 && api < SB_NAPI && BACKENDS[api] != NULL;
+    for (int i = 0; name && i < NBACKENDS; i++)
+        if (strcmp(name, BACKENDS[i]->name) == 0)
+            return BACKENDS[i];
+    return NULL;
 }
 
-const char *sb_api_name(int api)
+const char *sb_backend_name(int i)
 {
-    return api >= 0 && api < SB_NAPI ? API_NAMES[api] : NULL;
+    return i >= 0 && i < NBACKENDS ? BACKENDS[i]->name : NULL;
 }
 
 int sb_fail(sb_error *e, int code, const char *call, const char *path, int64_t offset,
@@ -51,6 +56,13 @@ int sb_fail(sb_error *e, int code, const char *call, const char *path, int64_t o
         e->errnum = errnum;
     }
     return code;
+}
+
+int sb_short(sb_error *e, int write, const char *path, int64_t off, const char *wrote)
+{
+    return write ? sb_fail(e, SB_EIO, "write", path, off, 0, wrote)
+                 : sb_fail(e, SB_EDATA, "read", path, off, 0,
+                           "the file ends here, before the layout's end");
 }
 
 typedef struct {
@@ -222,10 +234,11 @@ static int timed_phase(ctx *c, int op, uint64_t seed, sb_phase *ph)
     const char *path = write ? c->mine : c->theirs;
     const int who = write ? c->rank : c->writer;
     /* a collective call per transfer over all ranks: they must stop at the same one */
-    const int lockstep = p->collective && shared;
-    MPI_Comm fcomm = p->api == SB_MPIIO && shared ? c->comm : MPI_COMM_SELF;
-    const int flags = (write ? SB_O_WRITE : 0) | (p->direct ? SB_O_DIRECT : 0);
-    sb_file f = {-1, MPI_FILE_NULL, NULL, path};
+    const int lockstep = p->hints.collective && shared;
+    const int together = shared && (c->be->caps & SB_CAP_COLLECTIVE_OPEN);
+    MPI_Comm fcomm = together ? c->comm : MPI_COMM_SELF;
+    const int flags = write ? SB_O_WRITE : 0;
+    sb_handle *f = NULL;
     int rc = SB_OK;
     int64_t moved = 0, nx = p->block / p->xfer, k = 0;
     double t[4], wait = 0, checked = c->chk ? c->chk->seconds : 0;
@@ -234,15 +247,16 @@ static int timed_phase(ctx *c, int op, uint64_t seed, sb_phase *ph)
         c->created = 1;
     MPI_Barrier(c->comm);
     t[0] = MPI_Wtime();
-    if (write && shared && p->api != SB_MPIIO) {
+    if (write && shared && !together) {
         /* one rank creates the shared file, then the others open it (IOR's POSIX_Create) */
         if (c->rank == 0)
-            rc = c->be->open(&f, path, flags | SB_O_CREATE, fcomm, &c->err);
+            rc = c->be->open(&f, path, flags | SB_O_CREATE, &p->hints, fcomm, &c->err);
         MPI_Barrier(c->comm);
         if (c->rank != 0)
-            rc = c->be->open(&f, path, flags, fcomm, &c->err);
+            rc = c->be->open(&f, path, flags, &p->hints, fcomm, &c->err);
     } else {
-        rc = c->be->open(&f, path, flags | (write ? SB_O_CREATE : 0), fcomm, &c->err);
+        rc = c->be->open(&f, path, flags | (write ? SB_O_CREATE : 0), &p->hints, fcomm,
+                         &c->err);
     }
     const int opened = rc == SB_OK;
     t[1] = MPI_Wtime();
@@ -259,11 +273,11 @@ static int timed_phase(ctx *c, int op, uint64_t seed, sb_phase *ph)
             int64_t off = offset_of(c, who, s, x);
             if (write) {
                 sb_pattern_at(&c->wp, seed, off);
-                rc = c->be->xfer(&f, 1, c->wp.w, p->xfer, off, p->collective, &c->err);
+                rc = c->be->xfer(f, 1, c->wp.w, p->xfer, off, &c->err);
             } else {
                 /* the other buffer may be under check meanwhile */
                 char *buf = c->R[k & 1];
-                rc = c->be->xfer(&f, 0, buf, p->xfer, off, p->collective, &c->err);
+                rc = c->be->xfer(f, 0, buf, p->xfer, off, &c->err);
                 if (rc == SB_OK) {
                     double t0 = MPI_Wtime();
                     if (sb_checker_submit(c->chk, buf, path, off, seed))
@@ -287,12 +301,12 @@ done:
     }
     /* MPI_File_sync and _close on a shared file are collective: every rank calls them */
     if (write && p->fsync && opened && (rc == SB_OK || fcomm != MPI_COMM_SELF)) {
-        int r = c->be->fsync(&f, &c->err);
+        int r = c->be->fsync(f, &c->err);
         rc = rc ? rc : r;
     }
     t[2] = MPI_Wtime();
     if (opened) {
-        int r = c->be->close(&f, &c->err);
+        int r = c->be->close(f, &c->err);
         rc = rc ? rc : r;
     }
     t[3] = MPI_Wtime();
@@ -339,13 +353,16 @@ static int find_seed(ctx *c, uint64_t *seed)
     if ((rc = agree(c, rc)) != SB_OK)
         return rc;
 
-    MPI_Comm fcomm = p->api == SB_MPIIO && !p->file_per_process ? c->comm : MPI_COMM_SELF;
-    sb_file f = {-1, MPI_FILE_NULL, NULL, c->theirs};
+    const int together = !p->file_per_process && (c->be->caps & SB_CAP_COLLECTIVE_OPEN);
+    MPI_Comm fcomm = together ? c->comm : MPI_COMM_SELF;
+    sb_hints one = p->hints; /* one transfer of each rank's own: independent */
+    one.collective = 0;
+    sb_handle *f = NULL;
     int64_t off = offset_of(c, c->writer, 0, 0);
-    rc = c->be->open(&f, c->theirs, p->direct ? SB_O_DIRECT : 0, fcomm, &c->err);
+    rc = c->be->open(&f, c->theirs, 0, &one, fcomm, &c->err);
     if (rc == SB_OK) {
-        int r = c->be->xfer(&f, 0, c->R[0], p->xfer, off, 0, &c->err);
-        int r2 = c->be->close(&f, &c->err);
+        int r = c->be->xfer(f, 0, c->R[0], p->xfer, off, &c->err);
+        int r2 = c->be->close(f, &c->err);
         rc = r ? r : r2;
     }
     if (rc == SB_OK) {
@@ -372,7 +389,8 @@ static int prepare_read(ctx *c, sb_phase *ph)
     const sb_params *p = c->p;
     ph->drop = SB_DROP_NONE;
     ph->resident = -1;
-    if (p->direct || p->api == SB_GFARM) /* nothing to drop, or not from here */
+    /* direct: nothing to drop; no local cache (gfarm): not from here */
+    if (p->hints.direct || !(c->be->caps & SB_CAP_LOCAL_CACHE))
         return SB_OK;
     int rc = agree(c, flush(c, c->theirs));
     if (rc != SB_OK)
@@ -400,7 +418,7 @@ static void release(ctx *c, void **buf)
 
 static int check_params(const sb_params *p)
 {
-    if (!sb_api_built(p->api) || p->dir == NULL || p->name == NULL || p->xfer <= 0 ||
+    if (sb_backend_find(p->api) == NULL || p->dir == NULL || p->name == NULL || p->xfer <= 0 ||
         p->xfer % 8 != 0 || p->xfer > INT_MAX || p->block < p->xfer || p->block % p->xfer != 0 ||
         p->segments < 1 || p->iterations < 1 || p->iterations > 0xFFFFFF ||
         !(p->write || p->read) || p->align < 8 || (p->align & (p->align - 1)) != 0 ||
@@ -426,7 +444,7 @@ int sb_run(MPI_Comm comm, const sb_params *p, sb_phase *out, int max_out, int *n
         rc = SB_EINVAL;
     if ((rc = agree(&c, rc)) != SB_OK)
         return *err = c.err, rc;
-    c.be = BACKENDS[p->api];
+    c.be = sb_backend_find(p->api);
 
     /* ranks per node (IOR's CountTasksPerNode), and whose data each rank reads (-C) */
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c.node);
@@ -540,13 +558,12 @@ int sb_statfs(const char *path, int64_t *magic, int64_t *bsize)
     return 0;
 }
 
-int sb_gfarm_check(const char *url, char *msg, size_t len)
+int sb_check_dir(const char *api, const char *dir, char *msg, size_t len)
 {
-#ifdef HAVE_GFARM
-    return sb_gfarm_check_impl(url, msg, len);
-#else
-    snprintf(msg, len, "this build has no Gfarm interface");
-    (void)url;
-    return -2;
-#endif
+    const sb_backend *be = sb_backend_find(api);
+    if (be == NULL) {
+        snprintf(msg, len, "this build has no %s interface", api);
+        return -2;
+    }
+    return be->check ? be->check(dir, msg, len) : 0;
 }

@@ -5,8 +5,10 @@
  *
  * What is kept from IOR:
  * - one driver, and a small table of functions per I/O interface (IOR's
- *   aiori.h): POSIX (pwrite/pread), MPI-IO (MPI_File_write_at[_all]) and
- *   Gfarm (libgfarm), each in its own file (backend.h);
+ *   aiori.h), found by its name: POSIX (pwrite/pread), MPI-IO
+ *   (MPI_File_write_at[_all]) and Gfarm (libgfarm), each in its own file
+ *   with its own opaque file handle (backend.h); the hints that reach it
+ *   (direct I/O, collective transfers) in one struct, sb_hints;
  * - the segmented layout: `segments` x (ranks x `block`) in one shared file,
  *   rank r's transfer t of segment s at s*ranks*block + r*block + t*xfer; or
  *   one file per process, "<name>.<rank, 8 digits>", at s*block + t*xfer;
@@ -37,7 +39,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { SB_POSIX = 0, SB_MPIIO = 1, SB_GFARM = 2, SB_NAPI = 3 };
 enum { SB_WRITE = 0, SB_READ = 1 };
 /* How a buffered read avoids the page cache (ignored with direct I/O). */
 enum { SB_DROP_NONE = 0, SB_DROP_FADVISE = 1, SB_DROP_CACHES = 2 };
@@ -53,15 +54,22 @@ enum {
     SB_ELAYOUT = 6 /* a read-only run found no file, or one of another size */
 };
 
+/* The hints of a run that reach the I/O interface at each open (IOR's hints). */
 typedef struct {
-    int api;          /* SB_POSIX, SB_MPIIO or SB_GFARM */
-    const char *dir;  /* the folder: a path, or gfarm:///path for SB_GFARM */
+    int direct;     /* bypass the page cache (O_DIRECT, posix only) */
+    int collective; /* collective transfers (MPI_File_write_at_all, mpiio only) */
+} sb_hints;
+
+typedef struct {
+    const char *api;  /* the I/O interface's name: "posix", "mpiio" or "gfarm" */
+    const char *dir;  /* the folder: a path, or gfarm:///path for gfarm */
     const char *name; /* the file's name in it (file per process: name.00000003) */
     int64_t xfer;     /* bytes per transfer: a multiple of 8, below 2 GiB */
     int64_t block;    /* bytes per rank and segment: a multiple of xfer */
     int64_t segments; /* IOR -s */
     int iterations;   /* IOR -i */
-    int file_per_process, collective, direct, fsync, reorder, keep;
+    sb_hints hints;
+    int file_per_process, fsync, reorder, keep;
     int write, read;  /* the phases to run (IOR -w, -r) */
     int drop;         /* SB_DROP_*, before each buffered read phase */
     size_t align;     /* buffer alignment in bytes: a power of two, >= the direct I/O one */
@@ -113,11 +121,12 @@ extern volatile sig_atomic_t sb_interrupt;
 int sb_run(MPI_Comm comm, const sb_params *p, sb_phase *out, int max_out, int *nout,
            sb_info *info, sb_error *err);
 
-/* sb_api_built - 1 if interface `api` (SB_POSIX ...) is compiled in, else 0. */
-int sb_api_built(int api);
-
-/* sb_api_name - "posix", "mpiio", "gfarm" (NULL for an unknown api). */
-const char *sb_api_name(int api);
+/*
+ * sb_backend_name - the name of the i-th I/O interface compiled in (i from
+ * 0: "posix", "mpiio"[, "gfarm"]), or NULL past the last.  sb_params.api
+ * takes one of these; sb_run returns SB_EINVAL for any other.
+ */
+const char *sb_backend_name(int i);
 
 /*
  * sb_statfs - the file system of `path`: statfs's f_type (the magic number)
@@ -126,12 +135,13 @@ const char *sb_api_name(int api);
 int sb_statfs(const char *path, int64_t *magic, int64_t *bsize);
 
 /*
- * sb_gfarm_check - whether the Gfarm folder `url` (gfarm:///dir) can be used:
- * libgfarm initialised, the path stat'ed and a folder.  Returns 0, or -1
- * with a one-line reason in msg[0 .. len-1]; -2 where Gfarm is not built.
- * libgfarm retries an absent metadata server for about a minute: probe its
- * port first.
+ * sb_check_dir - whether the folder `dir` can be used through interface
+ * `api`, asked of its library (gfarm: libgfarm initialised, the path stat'ed
+ * and a folder; posix, mpiio: nothing to ask).  Returns 0, or -1 with a
+ * one-line reason in msg[0 .. len-1]; -2 where `api` is not built (msg says
+ * so).  libgfarm retries an absent metadata server for about a minute: probe
+ * its port first.
  */
-int sb_gfarm_check(const char *url, char *msg, size_t len);
+int sb_check_dir(const char *api, const char *dir, char *msg, size_t len);
 
 #endif

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 
 from kernels_ext.common.errors import BadInput
+from kernels_ext.common.sysinfo import mount_of
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 #: statfs f_type -> name (linux/magic.h and the file systems' own headers)
@@ -43,25 +44,6 @@ GFARM_PORT = 601  # Gfarm's default metadata server port
 
 
 PROBE_TIMEOUT_S = 5.0  # a metadata server that does not answer in this time is down
-
-
-def mount_of(path: str) -> tuple[str, str]:
-    """(mount point, file system type) of the mount holding `path`, from mountinfo."""
-    real, best = os.path.realpath(path), ("", "")
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return best
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        point = fields[4].replace("\\040", " ")
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best[0]):
-            best = (point, right.split()[0])
-    return best
 
 
 def fs_name(magic: int, mount_type: str) -> str:
@@ -142,7 +124,7 @@ def check_posix_target(args: argparse.Namespace, module, write: bool, xfer: int,
     if not os.path.isdir(path):
         raise BadInput(f"--path {path} is not a folder")
     magic, bsize = module.statfs(path)
-    fs = fs_name(magic, mount_of(path)[1])
+    fs = fs_name(magic, mount_of(path).get("fs_type", ""))
     # O_DIRECT wants offsets, lengths and buffers aligned to the logical block size: the file
     # system's block size covers it (4 KiB at most: a page, whatever f_bsize says on Lustre)
     align = min(max(int(bsize), 512), 4096)
@@ -225,6 +207,6 @@ def check_gfarm_target(url: str, module, timeout: float = PROBE_TIMEOUT_S) -> No
         if silent:
             raise BadInput(f"no Gfarm metadata server answers ({', '.join(silent)}): cannot "
                            f"reach {url}")
-    why = module.gfarm_check(url)
+    why = module.check_dir("gfarm", url)
     if why:
         raise BadInput(f"--path {url}: {why}")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from burstbench.core.checks import (
@@ -21,8 +20,9 @@ from burstbench.core.checks import (
     check_text,
 )
 from burstbench.core.mpi import check_combination
+from kernels_ext.common.cli import size_bytes
+from kernels_ext.storage import APIS
 
-APIS = ("posix", "mpiio", "gfarm")
 ACCESS = ("file-per-process", "shared-file")
 TARGET_KEYS = {
     "name": "its name in figures and tables (letters, digits, _ . + -)",
@@ -34,18 +34,13 @@ TARGET_KEYS = {
     "config": "a Gfarm client configuration (GFARM_CONFIG_FILE for this target's runs)",
     "optional": "true: skip with a note where the folder, the variable or Gfarm is not there",
 }
-_SIZE = re.compile(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*")
 
 
 def parse_bytes(v: Any, name: str) -> int:
     """Bytes from 1048576, '1M', '256K', '1GiB' (binary multiples), as the kernel reads them."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        n = v
-    else:
-        m = _SIZE.fullmatch(str(v)) if isinstance(v, str) else None
-        if not m:
-            raise ParamError(f"{name} must be a number of bytes (4096, 256K, 1M, 1G), not {v!r}")
-        n = int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+    n = size_bytes(v)
+    if n is None:
+        raise ParamError(f"{name} must be a number of bytes (4096, 256K, 1M, 1G), not {v!r}")
     if n < 1:
         raise ParamError(f"{name} must be at least 1 byte, not {v!r}")
     return n

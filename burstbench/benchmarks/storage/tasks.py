@@ -62,25 +62,6 @@ def gfarm_config(target: dict, environ: dict[str, str] | None = None) -> str:
     return ""
 
 
-def mount_of(path: str) -> dict:
-    """The mount a folder is on (/proc/self/mountinfo): its mount point, type, source and
-    options; {} where it cannot be read."""
-    best: dict = {}
-    real = os.path.realpath(path)
-    for line in sysinfo.read_text("/proc/self/mountinfo").splitlines():
-        left, _, right = line.partition(" - ")
-        parts, tail = left.split(), right.split()
-        if len(parts) < 6 or len(tail) < 2:
-            continue
-        point = parts[4].replace("\\040", " ")
-        if (real == point or real.startswith(point.rstrip("/") + "/")) and \
-                len(point) >= len(best.get("mount_point", "")):
-            best = {"mount_point": point, "fs_type": tail[0], "source": tail[1],
-                    "options": ",".join(dict.fromkeys(parts[5].split(",") + (
-                        tail[2].split(",") if len(tail) > 2 else [])))}
-    return best
-
-
 def free_bytes(target: Target) -> int | None:
     """Free space where the target writes (gfdf for Gfarm); None where it cannot be read."""
     if not target.gfarm:
@@ -208,7 +189,8 @@ def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Targ
     info = {"target": name, "path": path, "apis": list(target.apis),
             "direct": target.direct and "posix" in target.apis,
             "fs_type": first.get("fs_type", ""), "probe_cache": first.get("cache", ""),
-            "mount": {} if target.gfarm else mount_of(path), "free_bytes": free_bytes(target),
+            "mount": {} if target.gfarm else sysinfo.mount_of(path),
+            "free_bytes": free_bytes(target),
             "gfarm_config": env.get("GFARM_CONFIG_FILE", "")}
     return Target(name, path, target.apis, target.direct, target.env, info), notes
 
