@@ -35,24 +35,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from burstbench import supervise
     from burstbench.core import locks, store
 
-    try:
+    try:  # what the file selects (--only narrows it), every value checked before anything runs
         values = params.load_file(args.params)
-    except params.ParamError as exc:
-        return _fail(str(exc))
-    known = params.known_names()
-    has = [n for n in params.notebooks() if any(known.get(k) == n for k in values)]
-    only = args.only.split(",") if args.only else (has or list(params.notebooks()))
-    for name in only:
-        if name not in params.notebooks():
-            return _fail(f"--only: unknown benchmark '{name}' (known: "
-                         f"{', '.join(params.notebooks())})")
-        if has and name not in has:
-            return _fail(f"{args.params} has no {name}_* keys: it is a parameter file for "
-                         f"{', '.join(has)} (use --only {','.join(has)})")
-    checked = {}
-    try:  # every notebook's values, checked before anything runs
-        for name in only:
-            checked[name] = params.validate(values, name, where=str(args.params))
+        only = params.choose(values, str(args.params), args.only)
+        checked = {name: params.validate(values, name, where=str(args.params)) for name in only}
     except params.ParamError as exc:
         return _fail(str(exc))
     first = checked[only[0]]
@@ -179,11 +165,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     try:
         values = params.load_file(args.params)
         checked = {name: params.validate(values, name, where=str(args.params))
-                   for name in params.notebooks()}
+                   for name in params.choose(values, str(args.params), args.only)}
         first = next(iter(checked.values()))  # the common keys are alike in each
         vm = first["vm"]
-        only = args.only.split(",") if args.only else list(params.notebooks())
-        need, key = jobs.nodes_needed({k: v for k, v in checked.items() if k in only})
+        need, key = jobs.nodes_needed(checked)
         if need > args.nodes >= 1:
             raise jobs.JobError(f"{args.params} asks for {need} nodes ({key}), but the job "
                                 f"has --nodes {args.nodes}")
@@ -300,10 +285,12 @@ def cmd_params(args: argparse.Namespace) -> int:
     keys' documentation from the code."""
     if args.write_docs:
         readme = paths.project_root() / "papermill_params" / "README.md"
-        changed = params.write_docs(readme)
-        print(f"{'rewrote' if changed else 'already current:'} {readme}")
-    elif not args.files:
-        return _fail("params: give parameter files to check (or --write-docs)")
+        for page, changed in {readme: params.write_docs(readme), **params.write_pages()}.items():
+            print(f"{'rewrote' if changed else 'already current:'} {page}")
+    if args.keys:
+        sys.stdout.write(params.all_keys())
+    if not (args.files or args.write_docs or args.keys):
+        return _fail("params: give parameter files to check (or --write-docs, --keys)")
     bad = 0
     for f in args.files:
         try:
@@ -339,13 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = _command(sub, "run", cmd_run, "measure: execute the measurement notebooks for a VM",
                  "Execute the measurement notebooks with papermill into one run folder "
-                 "(data/runs/<vm>/<run-id>/), keeping each executed notebook there: those the "
-                 "params file has keys for, or --only. A notebook that fails is kept, executed "
+                 "(data/runs/<vm>/<run-id>/), keeping each executed notebook there: every "
+                 "registered benchmark's, each key the params file does not set at its "
+                 "default, unless the file's `only: [triad, biccg]` or `skip: [storage]` says "
+                 "otherwise (`burstbench params FILE` says which); --only narrows that further. "
+                 "A notebook that fails is kept, executed "
                  "up to its error, and the others still run; the exit status is 1 at the end. "
                  "An interrupted run resumes when run again with the same parameters (or "
                  "--run-id).", "burstbench run --params papermill_params/local.yaml --only triad")
     r.add_argument("--params", required=True, help="papermill_params/<vm>.yaml")
-    r.add_argument("--only", default="", help=f"comma list of {', '.join(params.notebooks())}")
+    r.add_argument("--only", default="", help=f"comma list of {', '.join(params.notebooks())}: "
+                   "of those the params file measures (its only/skip), these alone")
     r.add_argument("--runs-dir", default="", help="where run folders go (default data/runs)")
     r.add_argument("--run-id", default="", help="write into (or resume) this run")
     r.add_argument("--quiet", action="store_true", help="do not echo the notebooks' output")
@@ -380,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--cpus-per-task")
     j.add_argument("--walltime", default="04:00:00", help="HH:MM:SS (default 04:00:00)")
     j.add_argument("--queue", default="", help="PBS queue / Slurm partition")
-    j.add_argument("--only", default="", help="comma list of benchmarks to run")
+    j.add_argument("--only", default="", help="comma list of benchmarks to run, of those the "
+                   "params file measures (its only/skip)")
     j.add_argument("--runs-dir", default="", help="where runs go (default data/runs)")
     j.add_argument("--output", default="", help="write the script here (default: print it)")
     j.add_argument("--submit", action="store_true", help="submit it with qsub / sbatch")
@@ -429,13 +421,19 @@ def build_parser() -> argparse.ArgumentParser:
                   "Check a measurement file (burstbench run --params) or a file of report "
                   "parameters (burstbench report --params: your job, a region), each said "
                   "which it is: every key must be known to a notebook of its kind, every "
-                  "value valid. With --write-docs, rewrite the keys' documentation in "
-                  "papermill_params/README.md from the code (each key's text is declared with "
-                  "its check: params.COMMON and each benchmark's PARAMS).",
+                  "value valid; for a measurement file, which benchmarks it measures (every "
+                  "registered one unless its `only:` or `skip:` says otherwise). With "
+                  "--write-docs, rewrite the keys' documentation from the code (each key's text "
+                  "is declared with its check: params.COMMON in papermill_params/README.md, "
+                  "each benchmark's PARAMS in burstbench/benchmarks/<name>/params.md); with "
+                  "--keys, print it all.",
                   "burstbench params papermill_params/*.yaml")
     pc.add_argument("files", nargs="*")
     pc.add_argument("--write-docs", action="store_true",
-                    help="rewrite the keys' tables of papermill_params/README.md")
+                    help="rewrite the keys' tables of papermill_params/README.md and of each "
+                    "benchmark's params.md")
+    pc.add_argument("--keys", action="store_true",
+                    help="print every key of every registered benchmark, with its default")
     return p
 
 

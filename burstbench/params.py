@@ -15,8 +15,16 @@ parameters cell lacks, so each notebook calls :func:`from_namespace`, which
 reads the known keys by name, refuses a key that no notebook knows (naming it and
 the closest valid ones) and checks the values of the notebook's own keys.
 
+A file measures every registered benchmark, each key it does not set at its
+default, unless its top-level ``only`` or ``skip`` says otherwise (:func:`selection`;
+``burstbench run --only`` narrows it further, :func:`choose`).
+
 The keys each benchmark reads are declared with it (its ``PARAMS``, listed by
 burstbench.registry); the checks themselves are burstbench.core.checks.
+
+Long: a params file's whole contract (its keys, what it selects, the fingerprint, and the
+pages documenting them, written from the same declarations) in the one module that
+``--help`` and ``burstbench params`` import, without pandas.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +102,80 @@ COMMON = [
 ]
 
 
+def unknown_benchmark(name: str, where: str = "") -> str:
+    """The one line refusing `name` as a benchmark (after `where:`): the nearest registered
+    one and all of them."""
+    known = list(sections())
+    near = difflib.get_close_matches(str(name), known, n=1)
+    return ((f"{where}: " if where else "") + f"unknown benchmark '{name}' ("
+            + (f"did you mean {near[0]}? " if near else "") + f"known: {', '.join(known)})")
+
+
+def _benchmark_names(key: str) -> Callable[[Any], list[str]]:
+    """The check of `only` and `skip`: registered benchmarks' names, a list or one name."""
+    def check(v: Any) -> list[str]:
+        names = [v] if isinstance(v, str) else v
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ParamError(f"{key} must be a list of benchmark names (or one name), not {v!r}")
+        for name in names:
+            if name not in sections():
+                raise ParamError(unknown_benchmark(name, key))
+        return names
+
+    return check
+
+
+#: The top-level keys that choose which benchmarks a params file measures (read by
+#: `burstbench run` and `jobs`, never passed to a notebook).
+SELECTION = [
+    Param("only", [],
+          "the benchmarks this file measures, e.g. `[triad, biccg]` (a file for some of them); "
+          "empty: every registered benchmark, each key the file does not set at its default. "
+          "`burstbench run --only` narrows it further",
+          _benchmark_names("only")),
+    Param("skip", [],
+          "benchmarks this file leaves out, e.g. `[storage]`; every other registered one is "
+          "measured, a benchmark added later too. Not with `only`",
+          _benchmark_names("skip")),
+]
+
+
+def selection(values: dict[str, Any], where: str = "parameters") -> list[str]:
+    """The benchmarks a params file measures, in the registry's order: every registered
+    one, unless its `only` or `skip` says otherwise (ParamError, one line, for a name no
+    benchmark has, for both keys, or for a choice that leaves none)."""
+    try:
+        only, skip = (p.check(values[p.name]) if p.name in values else [] for p in SELECTION)
+    except ParamError as exc:
+        raise ParamError(f"{where}: {exc}") from None
+    if only and skip:
+        raise ParamError(f"{where}: only and skip together: give one (only: the benchmarks "
+                         "to measure; skip: those to leave out)")
+    chosen = [name for name in sections() if (name in only if only else name not in skip)]
+    if not chosen:
+        raise ParamError(f"{where}: skip leaves no benchmark to measure "
+                         f"(known: {', '.join(sections())})")
+    return chosen
+
+
+def choose(values: dict[str, Any], where: str, only: str = "") -> list[str]:
+    """The benchmarks a run measures: the file's :func:`selection`, narrowed by a command
+    line's `--only a,b` (in its order); a name the file leaves out is refused, saying why."""
+    chosen = selection(values, where)
+    if not only:
+        return chosen
+    names = only.split(",")
+    for name in names:
+        if name not in sections():
+            raise ParamError(unknown_benchmark(name, "--only"))
+        if name not in chosen:
+            key = "only" if values.get("only") else "skip"
+            listed = values[key] if isinstance(values[key], list) else [values[key]]
+            raise ParamError(f"--only {name}: {where} leaves {name} out ({key}: "
+                             f"[{', '.join(listed)}]); it measures {', '.join(chosen)}")
+    return names
+
+
 def sections() -> dict[str, tuple[Param, ...]]:
     """Each registered benchmark's own parameters (its module declares them), in the
     benchmarks' order."""
@@ -109,13 +191,14 @@ def schema(section: str) -> dict[str, Param]:
     """The parameters a notebook reads: the common ones and its own section's."""
     known = sections()
     if section not in known:
-        raise ParamError(f"unknown benchmark '{section}' (known: {', '.join(known)})")
+        raise ParamError(unknown_benchmark(section))
     return {p.name: p for p in COMMON + list(known[section])}
 
 
 def known_names() -> dict[str, str]:
-    """Every key some notebook knows, mapped to the section that reads it."""
-    out = {p.name: "common" for p in COMMON}
+    """Every key some notebook knows, mapped to the section that reads it ("common", a
+    benchmark's name, or "selection" for `only` and `skip`, which `run` reads)."""
+    out = {p.name: "common" for p in COMMON} | {p.name: "selection" for p in SELECTION}
     for section, params in sections().items():
         out.update({p.name: section for p in params})
     return out
@@ -187,6 +270,7 @@ def load_file(path: str | Path) -> dict[str, Any]:
     if data is None:
         raise ParamError(f"{p} is empty: a params file needs at least `vm: <name>`")
     check_keys([str(k) for k in data], str(p))
+    selection(data, str(p))
     return data
 
 
@@ -238,9 +322,14 @@ def digest(params: dict[str, Any], section: str) -> str:
 
 
 #: papermill_params/README.md from this line on is written by docs(), from the PARAMS of
-#: this module and of each benchmark's.
+#: this module; each benchmark's keys go to its own page (keys_page), in its package.
 DOCS_MARK = ("<!-- Written from the code by `burstbench params --write-docs`: edit the keys' "
              "texts where they are declared (params.COMMON, each benchmark's PARAMS). -->")
+
+#: A benchmark's page of keys, burstbench/benchmarks/<name>/params.md, written whole.
+PAGE = "params.md"
+PAGE_MARK = ("<!-- Written by `burstbench params --write-docs` from PARAMS in params.py beside "
+             "this file: edit the keys' texts there. -->")
 
 
 def _yaml(v: Any) -> str:
@@ -266,25 +355,66 @@ def _table(params: Iterable[Param]) -> str:
 
 def docs() -> str:
     """The keys' documentation, as papermill_params/README.md holds it after DOCS_MARK: the
-    common keys, then each registered benchmark's, with its notes on labels."""
-    parts = [f"{DOCS_MARK}\n\n## Common keys\n\n{_table(COMMON)}"]
-    for spec in benchmarks().values():
-        parts.append(f"## {spec.title or spec.name}: `{spec.name}_*` ({spec.notebook})\n\n"
-                     + _table(spec.params) + (f"\n{spec.labels}\n" if spec.labels else ""))
-    return "\n".join(parts)
+    common keys and those choosing the benchmarks.  Each benchmark's own keys are on its
+    page (keys_page) in its package, so that a new benchmark changes no file outside it."""
+    return (f"{DOCS_MARK}\n\n## Common keys\n\n{_table(COMMON)}\n"
+            "## Which benchmarks a file measures\n\n"
+            "A params file measures every registered benchmark, each key it does not set at "
+            "its default (a benchmark added later too), unless it says otherwise with one of "
+            "these; `burstbench params FILE` says what a file measures.\n\n"
+            f"{_table(SELECTION)}\n"
+            "## Each benchmark's keys\n\n"
+            "Each benchmark's own keys (`<name>_*`) are on a page in its package, "
+            f"`burstbench/benchmarks/<name>/{PAGE}`, written from its `PARAMS` by the same "
+            "command (a test checks that each is current); `burstbench params --keys` prints "
+            "them all, for the benchmarks registered now.\n")
+
+
+def keys_page(name: str) -> str:
+    """A benchmark's page of keys (burstbench/benchmarks/<name>/params.md): its table and
+    its notes on labels."""
+    spec = benchmarks()[name]
+    return (f"{PAGE_MARK}\n\n# {spec.title or spec.name}: `{spec.name}_*` "
+            f"({spec.notebook})\n\nThe keys of a params file (`papermill_params/<vm>.yaml`) "
+            f"that `notebooks/{spec.notebook}` reads; the common keys, and `only` and `skip`, "
+            "are in [papermill_params/README.md](../../../papermill_params/README.md).\n\n"
+            + _table(spec.params) + (f"\n{spec.labels}\n" if spec.labels else ""))
+
+
+def all_keys() -> str:
+    """`burstbench params --keys`: the README's tables, then each registered benchmark's."""
+    return "\n".join([docs(), *(keys_page(name).split("\n", 2)[2] for name in sections())])
 
 
 def write_docs(readme: Path) -> bool:
     """Rewrite `readme` from DOCS_MARK on (appended where it has none) with docs();
     True when that changed it."""
-    from burstbench.core.store import atomic_write
-
     text = readme.read_text()
     head = text.split(DOCS_MARK)[0] if DOCS_MARK in text else text.rstrip("\n") + "\n\n"
-    new = head + docs()
-    if new == text:
+    return _write(readme, head + docs(), text)
+
+
+def write_pages() -> dict[Path, bool]:
+    """Write each built-in benchmark's page of keys in its package; each page, and whether
+    that changed it."""
+    from burstbench.registry import folder
+
+    out = {}
+    for name in sections():
+        home = folder(name)
+        if home is not None:  # a benchmark registered at run time (a test's) has no folder
+            page = home / PAGE
+            out[page] = _write(page, keys_page(name), page.read_text() if page.exists() else "")
+    return out
+
+
+def _write(path: Path, new: str, old: str) -> bool:
+    """`new` into `path` unless it holds that already; whether it was written."""
+    from burstbench.core.store import atomic_write
+
+    if new == old:
         return False
-    atomic_write(readme, new)  # an interrupted rewrite leaves the old page, not half of it
+    atomic_write(path, new)  # an interrupted rewrite leaves the old page, not half of it
     return True
 
 
@@ -352,4 +482,7 @@ def check_file(path: str | Path, reports: list[Path]) -> str:
     values = load_file(path)
     for name in notebooks():
         validate(values, name, where=str(path))
-    return "a measurement: burstbench run --params"
+    chosen = selection(values, str(path))
+    left = [name for name in notebooks() if name not in chosen]
+    return (f"a measurement: burstbench run --params; measures {', '.join(chosen)}"
+            + (f"; leaves out {', '.join(left)}" if left else ""))

@@ -175,6 +175,14 @@ def benchmarks() -> dict[str, Benchmark]:
     return out | dict(sorted(_EXTRA.items()))
 
 
+def folder(name: str) -> Path | None:
+    """A built-in benchmark's package folder (burstbench/benchmarks/<name>/); None for one
+    registered at run time."""
+    if name not in BENCHMARKS:
+        return None
+    return Path(importlib.import_module(f"burstbench.benchmarks.{name}").__file__ or "").parent
+
+
 def env_prefixes() -> tuple[str, ...]:
     """The environment variables every benchmark declares as changing its measurement."""
     return tuple(dict.fromkeys(p for spec in benchmarks().values() for p in spec.env_prefixes))

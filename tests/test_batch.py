@@ -75,7 +75,8 @@ def test_a_pbs_job_on_two_simulated_nodes(tmp_path, cli):
     this machine: ping-pong across nodes and BICCG on two nodes go through the launcher's
     host list."""
     params = write_params(tmp_path, "two.yaml", {
-        "vm": "sim", "pingpong_placements": ["across-nodes"], "pingpong_tests": ["latency"],
+        "vm": "sim", "only": ["pingpong", "biccg"], "pingpong_placements": ["across-nodes"],
+        "pingpong_tests": ["latency"],
         "pingpong_max_size": 64, "pingpong_iterations": 20, "pingpong_skip": 2,
         "pingpong_baselines": [], "pingpong_repetitions": 1, "pingpong_validate": False,
         "biccg_problems": [{"poisson": [8, 8, 8]}], "biccg_nodes": [2],
@@ -103,7 +104,8 @@ def test_a_pbs_job_on_two_simulated_nodes(tmp_path, cli):
 
 def test_a_failing_notebook_does_not_stop_the_others(cli, tmp_path):
     params = write_params(tmp_path, "p.yaml", {
-        "vm": "f", "triad_variants": [{"compiler": "gcc", "flags": "-O2 -fno-such-flag"}],
+        "vm": "f", "only": ["triad", "biccg"],
+        "triad_variants": [{"compiler": "gcc", "flags": "-O2 -fno-such-flag"}],
         "triad_baselines": [], "biccg_problems": [{"poisson": [6, 6, 6]}],
         "biccg_ranks_per_node": [1], "biccg_threads": [1], "biccg_baselines": [],
         "biccg_repetitions": 1})
@@ -117,10 +119,12 @@ def test_a_failing_notebook_does_not_stop_the_others(cli, tmp_path):
 
 
 def test_params_for_the_wrong_notebook(cli, tmp_path):
-    params = write_params(tmp_path, "pp.yaml", {"vm": "w", "pingpong_tests": ["latency"]})
+    params = write_params(tmp_path, "pp.yaml", {"vm": "w", "only": ["pingpong"],
+                                                "pingpong_tests": ["latency"]})
     proc = cli("-m", "burstbench", "run", "--params", str(params), "--only", "triad")
     assert proc.returncode == 2
-    assert "has no triad_* keys: it is a parameter file for pingpong" in proc.stderr
+    assert proc.stderr == (f"error: --only triad: {params} leaves triad out (only: "
+                           "[pingpong]); it measures pingpong\n")
 
 
 def test_unwritable_runs_directory(cli, tmp_path):
@@ -162,7 +166,8 @@ def test_a_missing_notebook_is_named(cli, tmp_path):
     (root / "papermill_params").mkdir()
     shutil.copy(ROOT / "notebooks" / "030_measure_biccg.ipynb", root / "notebooks")
     params = write_params(tmp_path, "p.yaml", {
-        "vm": "m", "pingpong_tests": ["latency"], "biccg_problems": [{"poisson": [6, 6, 6]}],
+        "vm": "m", "only": ["pingpong", "biccg"], "pingpong_tests": ["latency"],
+        "biccg_problems": [{"poisson": [6, 6, 6]}],
         "biccg_ranks_per_node": [1], "biccg_threads": [1], "biccg_baselines": [],
         "biccg_repetitions": 1})
     proc = cli("-m", "burstbench", "run", "--params", str(params), "--runs-dir",

@@ -234,7 +234,8 @@ def test_bad_params_leave_earlier_results_intact(smoke_run, tmp_path, cli):
 @pytest.mark.slow
 def test_failing_variant_in_a_sweep_shows_the_compiler_message(tmp_path, cli):
     f = tmp_path / "p.yaml"
-    f.write_text("vm: v\ntriad_size: 100000\ntriad_threads: [1]\ntriad_baselines: []\n"
+    f.write_text("vm: v\nonly: [triad]\ntriad_size: 100000\ntriad_threads: [1]\n"
+                 "triad_baselines: []\n"
                  "triad_variants: [{compiler: gcc, flags: -O2 -fopenmp -fno-such-flag}]\n")
     proc = cli("-m", "burstbench", "run", "--params", str(f), "--runs-dir", str(tmp_path),
                "--quiet")

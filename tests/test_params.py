@@ -372,16 +372,118 @@ def test_a_test_run_never_resumes_a_measurement():
 
 
 def test_the_params_readme_is_written_from_the_code():
-    """Each key's text is declared beside its check; the README's tables are docs() (run
-    `burstbench params --write-docs` after changing one), so no key goes undocumented."""
+    """Each key's text is declared beside its check; the README's tables (the common keys,
+    `only` and `skip`) are docs() and each benchmark's page in its package is keys_page()
+    (run `burstbench params --write-docs` after changing one), so no key goes undocumented
+    and a new benchmark's page is in its own folder."""
+    from burstbench.registry import BENCHMARKS, folder
+
     readme = (ROOT / "papermill_params" / "README.md").read_text()
     assert readme.endswith(params.docs()), "run: python -m burstbench params --write-docs"
+    pages = {name: (folder(name) / params.PAGE).read_text() for name in BENCHMARKS}
+    for name, page in pages.items():
+        assert page == params.keys_page(name), "run: python -m burstbench params --write-docs"
     common = readme.split("## Common keys")[1].split("## ")[0]
     assert all(f"| `{p.name}` |" in common for p in params.COMMON)
     for name, section in params.known_names().items():
-        assert f"| `{name}` |" in readme.split(f"`{section}_*`")[-1] or section == "common"
-    assert "| `triad_variants` | gcc `-O3 -march=native -fopenmp` |" in readme  # shown
-    assert "| `biccg_tol` | `1e-7` |" in readme and "| `pingpong_window` | `null` |" in readme
+        assert f"| `{name}` |" in (readme if section in ("common", "selection")
+                                   else pages[section])
+    assert "| `triad_variants` | gcc `-O3 -march=native -fopenmp` |" in pages["triad"]  # shown
+    assert "| `biccg_tol` | `1e-7` |" in pages["biccg"]
+    assert "| `pingpong_window` | `null` |" in pages["pingpong"]
+
+
+def test_params_keys_prints_every_key(cli):
+    proc = cli("-m", "burstbench", "params", "--keys")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == params.all_keys()
+    assert all(f"| `{name}` |" in proc.stdout for name in params.known_names())
+
+
+# --- which benchmarks a file measures: every registered one, unless `only` or `skip` ----------
+
+def test_a_file_measures_every_benchmark_unless_it_says_otherwise():
+    every = list(params.notebooks())
+    assert params.selection({"vm": "x"}) == every
+    assert params.selection({"only": ["biccg", "triad"]}) == ["triad", "biccg"]  # in order
+    assert params.selection({"only": "biccg"}) == ["biccg"]
+    assert params.selection({"skip": ["storage"]}) == [n for n in every if n != "storage"]
+    assert params.selection({"only": []}) == every
+    # not a notebook's parameter: never in a notebook's values nor in the fingerprint
+    P = params.validate({"vm": "x", "only": ["triad"]}, "triad")
+    assert "only" not in P and params.digest(P, "triad") == "522370d8883d"
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"only": ["triad", "biccgg"]}, "p.yaml: only: unknown benchmark 'biccgg' (did you mean "
+     "biccg? known: triad, pingpong, biccg, storage)"),
+    ({"skip": ["disk"]}, "p.yaml: skip: unknown benchmark 'disk' (known: triad, pingpong, "
+     "biccg, storage)"),
+    ({"only": ["triad"], "skip": ["storage"]}, "p.yaml: only and skip together: give one "
+     "(only: the benchmarks to measure; skip: those to leave out)"),
+    ({"skip": ["triad", "pingpong", "biccg", "storage"]}, "p.yaml: skip leaves no benchmark to "
+     "measure (known: triad, pingpong, biccg, storage)"),
+    ({"only": {"triad": 1}}, "p.yaml: only must be a list of benchmark names (or one name), "
+     "not {'triad': 1}"),
+])
+def test_a_bad_selection_is_one_line(tmp_path, values, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump({"vm": "x"} | values))
+    with pytest.raises(params.ParamError) as err:
+        params.load_file(f)
+    assert str(err.value) == message.replace("p.yaml", str(f))
+
+
+def test_only_on_the_command_line_narrows_the_file():
+    assert params.choose({"skip": ["storage"]}, "f.yaml", "biccg,triad") == ["biccg", "triad"]
+    with pytest.raises(params.ParamError) as err:
+        params.choose({"skip": ["storage"]}, "f.yaml", "storage")
+    assert str(err.value) == ("--only storage: f.yaml leaves storage out (skip: [storage]); "
+                              "it measures triad, pingpong, biccg")
+    with pytest.raises(params.ParamError) as err:
+        params.choose({}, "f.yaml", "triadd")
+    assert str(err.value) == ("--only: unknown benchmark 'triadd' (did you mean triad? known: "
+                              "triad, pingpong, biccg, storage)")
+
+
+def test_the_committed_files_measure_what_they_did_and_any_new_benchmark():
+    """A VM's file measures every benchmark; a file for some of them says which."""
+    every = list(params.notebooks())
+    said = {"local-model.yaml": ["triad", "biccg"],
+            "lent-h100-16c.yaml": [n for n in every if n != "storage"],  # older than storage
+            "smoke.yaml": ["triad", "pingpong", "biccg", "storage"]}  # seconds: the built-ins
+    for f in YAMLS:
+        values = params.load_file(f)
+        assert params.selection(values, f.name) == said.get(f.name, every), f.name
+        for name in values.get("only", []):  # a file for some benchmarks holds their keys
+            assert any(k.startswith(name + "_") for k in values), (f.name, name)
+
+
+def test_params_says_what_a_file_measures(cli):
+    proc = cli("-m", "burstbench", "params", "papermill_params/local-model.yaml",
+               "papermill_params/local.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "ok: papermill_params/local-model.yaml (a measurement: burstbench run --params; "
+        "measures triad, biccg; leaves out pingpong, storage)",
+        "ok: papermill_params/local.yaml (a measurement: burstbench run --params; measures "
+        f"{', '.join(params.notebooks())})"]
+
+
+def test_the_job_scripts_follow_the_selection(tmp_path, capsys):
+    from burstbench import cli
+
+    f = tmp_path / "p.yaml"
+    f.write_text("vm: j\nonly: [triad]\nbiccg_nodes: [8]\n")
+    argv = ["jobs", "--scheduler", "slurm", "--params", str(f), "--nodes", "1",
+            "--runs-dir", str(tmp_path / "runs")]
+    assert cli.main(argv) == 0  # BICCG's 8 nodes are not measured
+    assert "burstbench run --params" in capsys.readouterr().out
+    f.write_text("vm: j\nbiccg_nodes: [8]\n")
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == (f"error: {f} asks for 8 nodes (biccg_nodes), but the job "
+                                       "has --nodes 1\n")
+    assert cli.main([*argv, "--only", "triad"]) == 0
 
 
 def test_write_docs_keeps_the_hand_written_part(tmp_path):
@@ -410,7 +512,8 @@ def test_a_param_error_shows_as_one_line_in_ipython():
 @pytest.mark.parametrize("text,code,out", [
     ("user_job: {name: mine, problem: {poisson: [64, 64, 64]}, nodes: [1, 2]}\n"
      "queue_wait_h: 4\n", 0, "ok: {f} (report parameters: burstbench report --params)\n"),
-    ("vm: x\ntriad_ntimes: 3\n", 0, "ok: {f} (a measurement: burstbench run --params)\n"),
+    ("vm: x\ntriad_ntimes: 3\n", 0, "ok: {f} (a measurement: burstbench run --params; measures "
+     "triad, pingpong, biccg, storage)\n"),
     ("user_jobs: {name: mine}\n", 2, "error: {f}: 'user_jobs' is not a parameter of any report "
      "notebook (did you mean user_job? they are: "),
     ("user_job: {name: mine, node: [1, 2]}\n", 2, "error: {f}: user_job: unknown key 'node' "

@@ -122,7 +122,8 @@ def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume
     tag = uuid.uuid4().hex
     mpiexec, release = held_mpiexec(tmp_path)
     params = write_params(tmp_path, "p.yaml", {
-        "vm": "sig", "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(HELD)] * 3}],
+        "vm": "sig", "only": ["biccg"],
+        "biccg_problems": [{"poisson": [8, 8, 8]}, {"poisson": [int(HELD)] * 3}],
         "biccg_combination": {"mpiexec": str(mpiexec), "launcher": "hydra"},
         "biccg_ranks_per_node": [2], "biccg_threads": [1], "biccg_baselines": [],
         "biccg_repetitions": 1})

@@ -17,6 +17,7 @@ import pytest
 import scheduler_cluster
 from conftest import run_cli
 from scheduler_cluster import (
+    SMOKE,
     params_file,
     statuses,
     stored_keys,
@@ -25,8 +26,6 @@ from scheduler_cluster import (
     wait_stored,
 )
 from slurm_cluster import SlurmCluster
-
-from burstbench.registry import BENCHMARKS
 
 
 def submit(slurm: SlurmCluster, params: Path, nodes: int, runs: Path, *extra: str) -> str:
@@ -76,8 +75,8 @@ def test_the_smoke_study_as_a_batch_job(slurm, tmp_path, nodes):
     assert f"burstbench job {jobid} on: " in out and "done: " in out
     assert out.split("on: ")[1].split("(")[0].split() == ["n1", "n2"][:nodes]
     run_dir = the_run(runs, "smoke")
-    assert statuses(run_dir) == dict.fromkeys(BENCHMARKS, "complete")  # smoke.yaml has all
-    for bench in BENCHMARKS:
+    assert statuses(run_dir) == dict.fromkeys(SMOKE["only"], "complete")  # smoke.yaml's
+    for bench in SMOKE["only"]:
         stored_once(run_dir, bench)
     results = tmp_path / "results"
     proc = run_cli("-m", "burstbench", "collect", str(runs), "--runs-dir", str(results))
@@ -88,7 +87,7 @@ def test_the_smoke_study_as_a_batch_job(slurm, tmp_path, nodes):
                        "--figures-dir", str(figs), "--include-test-runs")  # smoke: a test
         assert proc.returncode == 0, proc.stderr[-2000:]
         index = (figs / "README.md").read_text()
-        for bench in BENCHMARKS:  # drawn from the job's run
+        for bench in SMOKE["only"]:  # drawn from the job's run
             assert (figs / f"{bench}_smoke.png").exists() and f"{bench}_smoke.png" in index
 
 

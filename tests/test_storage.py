@@ -216,7 +216,7 @@ def test_sigterm_in_the_middle_of_a_write_removes_its_files_and_keeps_what_was_s
     configuration before it is kept, and the resume command is printed."""
     a, b = tmp_path / "a", tmp_path / "b"
     f = write_params(tmp_path, "p.yaml", {
-        "vm": "io", "storage_targets": [{"name": "a", "path": str(a)},
+        "vm": "io", "only": ["storage"], "storage_targets": [{"name": "a", "path": str(a)},
                                         {"name": "b", "path": str(b)}],
         "storage_access": ["file-per-process"], "storage_ranks_per_node": [1],
         "storage_block_size": "1G", "storage_repetitions": 1})

@@ -287,6 +287,26 @@ def test_which_runs_resume(tmp_path):
     assert store.find_resumable_many(tmp_path, "v", {"pingpong": "xxx"}) == ""  # other params
 
 
+
+def test_a_run_whose_selection_changed_resumes_or_starts_anew(tmp_path):
+    """`only` and `skip` are in no benchmark's fingerprint: a file that now measures more
+    benchmarks resumes its unfinished run (the new ones planned beside, pending), and after
+    a finished run starts a new one."""
+    def digests(values: dict) -> dict:
+        return {n: params.digest(params.validate(values, n), n)
+                for n in params.selection(values)}
+
+    first = digests({"vm": "v", "only": ["triad"]})
+    store.plan_run(tmp_path, "v", "r1", {k: (v, {}) for k, v in first.items()})
+    wider = digests({"vm": "v", "skip": ["storage"]})
+    assert list(first) == ["triad"] and wider["triad"] == first["triad"]
+    assert store.find_resumable_many(tmp_path, "v", wider) == "r1"
+    run = store.plan_run(tmp_path, "v", "r1", {k: (v, {}) for k, v in wider.items()})
+    assert run.section("pingpong")["status"] == "pending"
+    for name in wider:
+        run.set_section(name, status="complete")
+    assert store.find_resumable_many(tmp_path, "v", digests({"vm": "v"})) == ""
+
 # -- every column a benchmark writes is kept ----------------------------------------------------
 
 #: Small enough for seconds: one configuration of each registered benchmark.
