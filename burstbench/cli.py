@@ -101,8 +101,11 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
                 if not nb.exists():
                     failed.append(f"{name}: notebook {nb} is missing")
                     continue
+                # the deadline is this command's (budget.start, inherited): a notebook
+                # must not set its own from budget_minutes (--budget none: no limit)
                 passed = params.for_section(values, name) | {"run_id": run_id,
-                                                              "runs_dir": str(runs_dir)}
+                                                              "runs_dir": str(runs_dir),
+                                                              "budget_minutes": 0}
                 print(f"== {name}: {nb.name}")
                 why = supervise.execute_notebook(nb, run_dir / nb.name, passed,
                                                  log=not args.quiet, timeout=args.timeout)
@@ -345,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", default="", metavar="DURATION",
                    help="measure for at most this long (20m, 1h30m, 900s): what the decision "
                    "needs first, no configuration started that does not fit by its estimate; "
-                   "the same command again measures what was left (default: budget_minutes "
-                   "of the params file, else no limit)")
+                   "the same command again measures what was left; 'none': the whole sweep "
+                   "(default: budget_minutes of the params file, else no limit)")
     r.add_argument("--wait", action="store_true",
                    help="when another sweep measures on this host, wait for it to end "
                    "(default: refuse)")

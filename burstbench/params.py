@@ -97,7 +97,8 @@ COMMON = [
     Param("budget_minutes", 0,
           "minutes the run may take (as `burstbench run --budget`, which overrides it): the "
           "configurations the decision needs first, none started that does not fit by its "
-          "estimate; what is left resumes with the same command. 0: no limit",
+          "estimate; what is left resumes with the same command. 0: no limit (so is "
+          "`--budget none`, whatever this says)",
           check_positive("budget_minutes", allow_zero=True)),
 ]
 

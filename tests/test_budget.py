@@ -11,7 +11,10 @@ import pytest
 
 from burstbench import cli, params
 from burstbench.benchmarks import triad
-from burstbench.core import budget, runner, store
+from burstbench.benchmarks.biccg import tasks as biccg
+from burstbench.benchmarks.pingpong import tasks as pingpong
+from burstbench.benchmarks.storage import tasks as storage
+from burstbench.core import budget, launch, runner, store, sweep, workmodel
 
 SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
          "triad_places": ["cores"], "triad_bind": ["close", "spread"],
@@ -36,8 +39,10 @@ def test_durations(text, seconds):
                    "(e.g. 20m, 1h30m, 900s)"),
     ("--budget=-5m", "error: --budget: -5m is not a budget: give a duration above zero "
                      "(e.g. 20m, 1h30m, 900s)"),
-    ("--budget=soon", "error: --budget: 'soon' is not a duration (e.g. 20m, 1h30m, 900s)"),
-    ("--budget=20", "error: --budget: '20' is not a duration (e.g. 20m, 1h30m, 900s)"),
+    ("--budget=soon", "error: --budget: 'soon' is not a duration (e.g. 20m, 1h30m, 900s; "
+                      "none: no limit)"),
+    ("--budget=20", "error: --budget: '20' is not a duration (e.g. 20m, 1h30m, 900s; none: "
+                    "no limit)"),
     ("--budget=30s", "error: --budget: 30s is less than the minimum of 60s (the notebooks' "
                      "start and probes)"),
 ])
@@ -152,3 +157,66 @@ def test_timed_seconds_are_the_kernels_own():
     assert runner.timed_seconds([{"times_s": [0.5, 0.25]}, {"solve_s": 1.0, "setup_s": 9.0},
                                  {"total_s": 2.0}, {"seconds": 0.25, "validated": True}]) == 4.0
     assert runner.timed_seconds([{"latency_us": 1.0}]) == 0.0
+
+
+def test_none_is_the_whole_sweep_whatever_the_params_file_says(tmp_path, capsys):
+    assert budget.parse("none") is None and budget.parse(" None ") is None
+    f = tmp_path / "p.yaml"
+    f.write_text(open("papermill_params/smoke.yaml").read() + "budget_minutes: 5\n")
+    code = cli.main(["run", "--params", str(f), "--runs-dir", str(tmp_path), "--only",
+                     "storage", "--budget", "none", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "budget:" not in out and "benchmark  status" not in out  # no deadline, no table
+
+
+def test_local_yaml_measures_within_a_default_budget():
+    """A newcomer's `make report` ends within 10 minutes: local.yaml's sweeps measure for 8
+    at most, the figures after; the README says how to ask for the whole sweep."""
+    values = params.load_file("papermill_params/local.yaml")
+    assert values["budget_minutes"] == 8
+    assert budget.check(60 * values["budget_minutes"], "8", "budget_minutes") == 480
+    readme = open("README.md").read()
+    assert "make report BUDGET=none" in readme
+    assert "make report BUDGET=none" in open("papermill_params/local.yaml").read()
+
+
+def test_a_probe_scales_the_work_model():
+    """A probe of 2.0 s wall of which the kernel timed 1.5 s, against 0.5 s of modelled work:
+    a configuration starts in 0.5 s here and works 3x the model."""
+    timing = workmodel.Timing(wall_s=2.0, timed_s=1.5, others=0.5)
+    cal = workmodel.calibrate(timing, 0.5, "by a fake probe")
+    assert (cal.start_s, cal.rate) == (0.5, 3.0)
+    assert cal.estimate(1.0) == 3.5 and cal.estimate(1.0, start_s=1.0) == 4.0
+    assert cal.said == "by a fake probe: start 0.50 s, work x3.00 of the model"
+    # the rate is bounded, a probe under a passing burst of load does not make it 100x
+    assert workmodel.calibrate(workmodel.Timing(1.0, 0.9), 0.001).rate == \
+        workmodel.RATE_BOUNDS[1]
+    # half the machine taken by others: two cores do what one does
+    assert timing.speedup(2, 2) == 1.0 and workmodel.Timing(1, 1).speedup(2, 2) == 2.0
+    # storage: the probe's start plus the bytes at the probe's rate
+    P = params.validate({"storage_block_size": "256M"}, "storage")
+    moved = 2 * 2 * 256 * 2 ** 20 / (storage.ASSUMED_MBS * 1e6)
+    assert storage.estimate_s(P, 2, cal) == pytest.approx(0.5 + 3.0 * moved)
+    assert storage.estimate_s(P, 2) == pytest.approx(storage.START_S + moved)
+    # BICCG: the probe's solve calibrates every task's estimate
+    prob = biccg.Problem("poisson32x32x32", ("--poisson", "32", "32", "32"))
+    P = params.validate({"biccg_problems": [{"poisson": [32, 32, 32]}],
+                         "biccg_ranks_per_node": [1], "biccg_threads": [1, 2],
+                         "biccg_baselines": [], "biccg_repetitions": 1}, "biccg")
+    m = biccg.Machine([prob], launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
+                            {"mpi_library": "MPICH Version: 4.1"}, [], cal,
+                            workmodel.Timing(2.0, 1.5, others=0.0))
+    plan = biccg.expand(P, m)
+    n = 32 ** 3
+    assert [t.estimate_s for t in plan.tasks] == pytest.approx(
+        [0.5 + 3.0 * biccg.work_s(n, 1), 0.5 + 3.0 * biccg.work_s(n, 2)])
+    assert plan.calibration == cal.said
+    assert "by a work model calibrated by a fake probe: start 0.50 s" in \
+        sweep.plan_line(plan, set())
+    # ping-pong: the probe's start and one-way times by size
+    P = params.validate({"pingpong_tests": ["latency"], "pingpong_max_size": 2,
+                         "pingpong_iterations": 10, "pingpong_skip": 0}, "pingpong")
+    timed = pingpong.Timed(0.25, ((0, 1.0), (1, 2.0), (2, 3.0)))
+    assert pingpong.estimate_s(P, "latency", timed=timed) == \
+        pytest.approx(0.25 + 10 * 2 * (1.0 + 2.0 + 3.0) * 1e-6)

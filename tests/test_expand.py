@@ -3,14 +3,17 @@ expansion alone, from machines made up here, with no build, no mpiexec and no so
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from burstbench import params
 from burstbench.benchmarks.biccg import tasks as biccg
 from burstbench.benchmarks.pingpong import tasks as pingpong
 from burstbench.benchmarks.triad import tasks as triad
-from burstbench.core import launch
+from burstbench.core import budget, launch
 from burstbench.core.checks import ParamError
+from burstbench.core.sweep import Plan
 
 GCC = {"impl": "c", "variant": "gcc12.2.0", "compiler": "gcc", "compiler_version": "12.2.0",
        "flags": "-O2 -fopenmp", "openmp_library": "/lib/libgomp.so.1", "openmp_version": 201511,
@@ -95,22 +98,70 @@ def test_biccg_layouts_never_exceed_the_cores_or_the_hosts():
         biccg.expand(P, biccg_machine(["n1"], in_job=True))
 
 
+def pingpong_machine(P: dict) -> pingpong.Machine:
+    """One made-up combination (P's first) at one placement, same socket."""
+    combo = P["pingpong_combinations"][0]
+    info = {"combination": "gcc12+mpich4.1", "mpiexec_path": "/usr/bin/mpiexec",
+            "mpi_family": "mpich"}
+    return pingpong.Machine(
+        [(combo, info, launch.for_combination(combo, "/usr/bin/mpiexec", "mpich"))],
+        [pingpong.Placement("same-socket", "same-socket", launch.Layout(2, 2, cpus=(0, 1)))])
+
+
 def test_pingpong_expansion_from_a_made_up_combination():
     P = params.validate({"pingpong_tests": ["latency", "bw"], "pingpong_repetitions": 2,
                          "pingpong_baselines": ["mpi4py"], "pingpong_validate": True},
                         "pingpong")
-    combo = P["pingpong_combinations"][0]
-    info = {"combination": "gcc12+mpich4.1", "mpiexec_path": "/usr/bin/mpiexec",
-            "mpi_family": "mpich"}
-    machine = pingpong.Machine(
-        [(combo, info, launch.for_combination(combo, "/usr/bin/mpiexec", "mpich"))],
-        [pingpong.Placement("same-socket", "same-socket", launch.Layout(2, 2, cpus=(0, 1)))])
-    plan = pingpong.expand(P, machine)
+    plan = pingpong.expand(P, pingpong_machine(P))
     checks = [t for t in plan.tasks if t.config["repetition"] == 0]
     assert len(checks) == 2 and all("--validate" in t.argv for t in checks)  # first
     assert plan.tasks[:2] == checks
-    # 2 repetitions x 2 tests x (C kernel + mpi4py)
-    assert len(plan.tasks) - len(checks) == 2 * 2 * 2
+    # 2 repetitions x 2 tests x (C kernel + mpi4py), the C kernel's latency in two parts
+    # (up to the BICCG halo's message size, then beyond: pingpong.HALO_CAP)
+    assert len(plan.tasks) - len(checks) == 2 * 2 * 2 + 2
     assert all(t.argv[0] == "/usr/bin/mpiexec" for t in plan.tasks)
     with pytest.raises(ParamError, match="nothing to measure"):
         pingpong.expand(P, pingpong.Machine([], [], ["skipped combination x: gone"]))
+
+
+def _pingpong_plan(max_size: int) -> Plan:
+    P = params.validate({"pingpong_tests": ["latency", "bw"], "pingpong_repetitions": 2,
+                         "pingpong_baselines": ["mpi4py"], "pingpong_max_size": max_size},
+                        "pingpong")
+    return pingpong.expand(P, pingpong_machine(P))
+
+
+def test_the_pingpong_at_the_halo_sizes_comes_first(monkeypatch):
+    """Priority 0: the C kernel's latency check, then its latency up to the BICCG halo's
+    message size (the study's 256 x 256 x 512 grid: one 512 KiB plane), what the decision
+    prices; the sizes beyond it, the bandwidth tests and mpi4py after."""
+    from burstbench.cost.predict import priced_message_sizes
+
+    assert priced_message_sizes() == [12, 524288]
+    assert pingpong.HALO == pingpong.HALO_CAP == 524288
+    plan = _pingpong_plan(4194304)
+    first = [t for t in plan.tasks if t.priority == 0]
+
+    def size_range(t):
+        return int(t.argv[t.argv.index("--min-size") + 1]), \
+            int(t.argv[t.argv.index("--max-size") + 1])
+
+    assert [(t.config["repetition"], t.config["function"], t.config["impl"], size_range(t))
+            for t in first] == [(0, "latency", "c", (0, 4194304)),
+                                (1, "latency", "c", (0, 524288)),
+                                (2, "latency", "c", (0, 524288))]
+    beyond = [t for t in plan.tasks if t.key.endswith(pingpong.BEYOND)]
+    assert [size_range(t) for t in beyond] == [(1048576, 4194304)] * 2
+    assert all(t.priority == 1 for t in beyond)
+    # every size of the full range is still measured, once per repetition
+    latency_c = [t for t in plan.tasks if t.config["function"] == "latency"
+                 and t.config["impl"] == "c" and t.config["repetition"] == 1]
+    assert sorted(size_range(t) for t in latency_c) == [(0, 524288), (1048576, 4194304)]
+    # within a budget: those first, then the full range
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    ordered, _ = budget.order(plan.tasks)
+    assert ordered[:3] == first
+    # a sweep that ends below the halo's size is not split
+    small = _pingpong_plan(4096)
+    assert not any(t.key.endswith(pingpong.BEYOND) for t in small.tasks)
+    assert {size_range(t) for t in small.tasks if t.priority == 0} == {(0, 4096)}

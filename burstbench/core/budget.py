@@ -39,15 +39,23 @@ class BudgetError(ValueError):
     """A budget that is not a positive duration of at least MINIMUM_S; one line."""
 
 
-def parse(text: str, where: str = "--budget") -> float:
-    """Seconds of a duration: '20m', '1h30m', '900s', '1.5h'; BudgetError otherwise."""
+#: The budget that asks for no limit (the whole sweep), over a params file's budget_minutes.
+NONE = "none"
+
+
+def parse(text: str, where: str = "--budget") -> float | None:
+    """Seconds of a duration: '20m', '1h30m', '900s', '1.5h'; None for 'none' (no limit,
+    whatever budget_minutes says); BudgetError otherwise."""
     s = str(text).strip().lower()
+    if s == NONE:
+        return None
     if s.startswith("-") or (s and set(s) <= set("0hms.")):
         raise BudgetError(f"{where}: {text} is not a budget: give a duration above zero "
                           "(e.g. 20m, 1h30m, 900s)")
     m = _DURATION.fullmatch(s)
     if not s or not m or not any(m.groups()):
-        raise BudgetError(f"{where}: '{text}' is not a duration (e.g. 20m, 1h30m, 900s)")
+        raise BudgetError(f"{where}: '{text}' is not a duration (e.g. 20m, 1h30m, 900s; "
+                          f"{NONE}: no limit)")
     h, mins, sec = (float(g or 0) for g in m.groups())
     seconds = 3600 * h + 60 * mins + sec
     return check(seconds, text, where)

@@ -32,6 +32,9 @@ class Plan:
     variants: list[dict]
     notes: list[str] = field(default_factory=list)
     detail: str = "threads"  # the configuration column summarised per label by table()
+    #: How the tasks' estimates were calibrated on this machine (burstbench.core.probe),
+    #: in a few words; "": the work model's own constants.
+    calibration: str = ""
 
     def table(self) -> pd.DataFrame:
         """One row per label: its implementation and how many configurations it has."""
@@ -79,10 +82,12 @@ def plan_line(plan: Plan, stored: set[str]) -> str:
     todo = [t for t in plan.tasks if t.key not in stored]
     seconds = sum(t.estimate_s for t in todo)
     unknown = sum(1 for t in todo if not t.estimate_s)
+    model = (f"a work model calibrated {plan.calibration}" if plan.calibration
+             else "a work model")
     took = ("nothing left to measure" if not todo else
             f"about {duration(seconds)} to measure"
             + (f" (and {unknown} without an estimate)" if unknown else "")
-            + ", by a work model; the progress lines give the time left as measured")
+            + f", by {model}; the progress lines give the time left as measured")
     configs = sum(t.configurations for t in plan.tasks)
     what = f"{len(plan.tasks)} configurations" if configs == len(plan.tasks) else \
         f"{configs} configurations in {len(plan.tasks)} processes"
@@ -140,7 +145,7 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
              columns: tuple[str, ...], progress: bool) -> pd.DataFrame:
     """execute(), its locks held."""
     run.set_section(benchmark, variants=plan.variants, notes=plan.notes,
-                    planned=len(plan.tasks))
+                    planned=len(plan.tasks), estimate_calibration=plan.calibration)
     for note in plan.notes:
         print(f"note: {note}")
     print(plan_line(plan, run.done_keys(benchmark)), flush=True)

@@ -92,6 +92,19 @@ class MatrixModel:
                        "the slab rule (no count recorded for this problem and rank count)")
 
 
+#: The study's problem: BICCG on Poisson 256 x 256 x 512, 2 ranks per node (burst.JobClass).
+STUDY_GRID = (256, 256, 512)
+
+
+def priced_message_sizes(grid: tuple[int, int, int] = STUDY_GRID, ranks: int = 2) -> list[int]:
+    """The message sizes (bytes) the time model prices for a solve of the Poisson `grid` on
+    `ranks` ranks where no count was recorded (assumption 3): an Allreduce's and a halo
+    message's (one boundary plane: 524,288 B for the study's grid on any rank count); what
+    a ping-pong must measure first for the decision (pingpong's priority 0)."""
+    t = MatrixModel.poisson(*grid).traffic(max(2, ranks))
+    return sorted({math.ceil(t.reduction_size), math.ceil(t.message_size)})
+
+
 @dataclass(frozen=True)
 class Traffic:
     """What one iteration sends, per the busiest rank: halo messages and their bytes in all,

@@ -14,7 +14,7 @@ from burstbench.cost import job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.burst import JobClass, parts
 from burstbench.cost.model import Model
-from burstbench.cost.predict import MatrixModel, NodeModel
+from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 
 NODES = (1, 2, 4, 8, 16, 32)
 PAIR = ("HB120rs_v3", "HC44rs")
@@ -34,7 +34,7 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
                          "machines")
     x = u.draw(ranges, draws, seed)
     mode = u.modes(ranges)
-    problem = MatrixModel.poisson(256, 256, 512)
+    problem = MatrixModel.poisson(*STUDY_GRID)
     rows = []
     for n in nodes:
         jc = JobClass(f"{problem.name}, {n} node(s)", n, job.Data(1, 1), problem, 1)

@@ -8,10 +8,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from burstbench.core import budget, launch, runner
+from burstbench.core import budget, launch, runner, workmodel
 from burstbench.core.checks import ParamError
 from burstbench.core.mpi import ask, kernel_args, usable
 from burstbench.core.sweep import Plan, task_key
+from burstbench.cost.predict import priced_message_sizes
 
 BENCHMARK = "pingpong"
 
@@ -80,13 +81,33 @@ def combo_info(combo: dict, timeout: float) -> dict:
 Combination = tuple[dict, dict, launch.Launcher]  # (parameters, --info answer, launcher)
 
 
+@dataclass(frozen=True)
+class Timed:
+    """A combination's ping-pong as its probe measured it: an mpiexec's start (seconds the
+    kernel did not time) and the one-way time of a message by size (us, osu_latency's)."""
+
+    start_s: float
+    curve: tuple[tuple[int, float], ...]  # (bytes, us), sizes ascending
+
+    def message_us(self, size: int) -> float:
+        """One-way us of a `size`-byte message: the probe's at the nearest size measured at
+        or above it (the largest beyond its end, scaled by size)."""
+        for s, us in self.curve:
+            if s >= size:
+                return us
+        s, us = self.curve[-1]
+        return us * size / max(1, s)
+
+
 @dataclass
 class Machine:
-    """What a ping-pong plan needs to know of this machine, found by probe()."""
+    """What a ping-pong plan needs to know of this machine, found by probe(); `timed`: each
+    combination's probe by its label (none: the model's constants)."""
 
     combinations: list[Combination]
     placements: list[Placement]
     notes: list[str] = field(default_factory=list)
+    timed: dict[str, Timed] = field(default_factory=dict)
 
 
 def probe(P: dict) -> Machine:
@@ -113,7 +134,36 @@ def probe(P: dict) -> Machine:
         label = combo["label"] or f"{info.get('label', 'mpi4py')}+{info['mpi_label']}"
         combos.append((combo, info | {"combination": label},
                        launch.for_combination(combo, info["mpiexec_path"], info["mpi_family"])))
-    return Machine(combos, placements, notes)
+    m = Machine(combos, placements, notes)
+    here = sorted(placements, key=lambda pl: pl.nodes)[:1]  # one host's, where planned
+    timed = {c[1]["combination"]: time_probe(P, c, here[0]) for c in combos} if here else {}
+    m.timed = {name: t for name, t in timed.items() if t is not None}
+    return m
+
+
+#: The probe's iterations: OSU's method with a hundredth of its counts (a few ms of work).
+PROBE_COUNTS = {"iterations": 100, "skip": 10, "iterations_large": 10, "skip_large": 1}
+
+
+def time_probe(P: dict, combination: Combination, pl: Placement) -> Timed | None:
+    """One short ping-pong (osu_latency's method with PROBE_COUNTS, over the planned sizes)
+    of the combination's C kernel at placement `pl`, timed: its start and its curve; None
+    where it fails (the sweep's own configurations then say why; the estimates are the
+    model's constants)."""
+    task = _task(P | {f"pingpong_{k}": v for k, v in PROBE_COUNTS.items()}, combination, pl,
+                 "latency", "c", 0)
+    try:
+        records, timing = workmodel.timed(task)
+    except runner.TaskFailed:
+        return None
+    from kernels_ext.pingpong import LARGE_MESSAGE_SIZE
+
+    curve = tuple(sorted((int(r["size_bytes"]), float(r["latency_us"])) for r in records
+                         if r.get("test") == "latency" and r.get("latency_us") is not None))
+    # what the kernel did not time: the start, and the skipped iterations (not in `seconds`)
+    skipped = sum(PROBE_COUNTS["skip_large" if s > LARGE_MESSAGE_SIZE else "skip"] * 2 * us * 1e-6
+                  for s, us in curve)
+    return Timed(max(0.0, timing.start_s - skipped), curve or ((0, MESSAGE_S * 1e6),))
 
 
 def expand(P: dict, m: Machine) -> Plan:
@@ -134,22 +184,60 @@ def expand(P: dict, m: Machine) -> Plan:
         for combo in combos:
             for pl in placements:
                 for test in P["pingpong_tests"]:
-                    tasks.append(_task(P, combo, pl, test, "c", 0, validate=True))
+                    tasks.append(_task(P, combo, pl, test, "c", 0, validate=True,
+                                       timed=m.timed))
     for rep in range(1, P["pingpong_repetitions"] + 1):
         for combo in combos:
             for pl in placements:
                 for test in P["pingpong_tests"]:
                     for impl in impls:
                         for thp in P["pingpong_hugepages"]:
-                            tasks.append(_task(P, combo, pl, test, impl, rep, thp=thp))
+                            first = impl == "c" and not thp and combo is combos[0] and (
+                                pl is placements[0] or pl.nodes > 1)
+                            for part in _parts(P, test, first):
+                                tasks.append(_task(P, combo, pl, test, impl, rep, thp=thp,
+                                                   part=part, timed=m.timed))
     built = [info | {"spec": combo} for combo, info, _ in combos]
-    # priority 0 within a budget: the first combination's C kernel, no huge pages, at the
-    # first placement (the BICCG halo's exchange on one node), its checks first
+    # priority 0 within a budget: what the decision prices, first: the first combination's
+    # C kernel, no huge pages, at the first placement (the BICCG halo's exchange on one
+    # node) and across nodes, its latency check, then its latency up to the halo's size
+    # (halo_split); the other tests and the sizes beyond the halo's after the other
+    # benchmarks' first configurations
     first = tasks[0].config
-    tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and "+thp" not in c["label"]
-                               and c["variant"] == first["variant"]
-                               and c["placement"] == first["placement"])
-    return Plan(tasks, built, notes, detail="function")
+    tasks = budget.prioritized(tasks, lambda c: (
+        c["impl"] == "c" and "+thp" not in c["label"] and c["variant"] == first["variant"]
+        and (c["placement"] == first["placement"] or c["nodes"] > 1)
+        and c["function"] == "latency" and not c["key"].endswith(BEYOND)))
+    plan = Plan(tasks, built, notes, detail="function")
+    if m.timed:
+        plan.calibration = "by a probe of each combination: " + "; ".join(
+            f"{name}: start {t.start_s:.2f} s, {t.message_us(1):.1f} us at 1 B, "
+            f"{t.message_us(HALO):.0f} us at {HALO} B" for name, t in m.timed.items())
+    return plan
+
+
+#: The largest message the decision prices for the study's solve: its halo message (a
+#: boundary plane of the 256 x 256 x 512 grid, 512 KiB); the Allreduces' are far smaller.
+HALO = max(priced_message_sizes())
+#: OSU's sizes are powers of two: the latency test's first part ends at the first one at
+#: or above the halo's.
+HALO_CAP = 1 << (HALO - 1).bit_length()
+
+
+#: The key's ending of a latency run's sizes beyond HALO_CAP.
+BEYOND = "-beyond-halo"
+
+
+def _parts(P: dict, test: str, first: bool) -> list[tuple[int, int, str]]:
+    """The (smallest, largest size, key ending) of each mpiexec a measured `test` takes:
+    the `first` configurations' (those the decision prices) latency test, where its sizes
+    go beyond HALO_CAP, as two: up to HALO_CAP (first within a budget) and the larger sizes
+    (BEYOND); the same messages, one more mpiexec start.  Others: their range in one."""
+    lo = P["pingpong_min_size"] if test == "latency" else max(1, P["pingpong_min_size"])
+    hi = P["pingpong_max_size"]
+    if not first or test != "latency" or not lo <= HALO_CAP < hi:
+        return [(lo, hi, "")]
+    return [(lo, HALO_CAP, "-to-halo"), (2 * HALO_CAP, hi, BEYOND)]
 
 
 def plan(P: dict) -> Plan:
@@ -158,14 +246,17 @@ def plan(P: dict) -> Plan:
 
 
 def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str, rep: int,
-          validate: bool = False, thp: bool = False) -> runner.Task:
+          validate: bool = False, thp: bool = False,
+          part: tuple[int, int, str] | None = None,
+          timed: dict[str, Timed] | None = None) -> runner.Task:
+    """One mpiexec of `test`, over the sizes of `part` (all planned: None)."""
     combo, info, launcher = combination
     label = (f"{info['combination']}+{pl.label}" + ("+thp" if thp else "")
              + ("+mpi4py" if impl == "mpi4py" else ""))
     args, env = launcher.args(pl.layout), launcher.env(pl.layout)
-    kernel = ["--test", test, "--min-size", str(P["pingpong_min_size"] if test == "latency"
-                                                else max(1, P["pingpong_min_size"])),
-              "--max-size", str(P["pingpong_max_size"])]
+    lo, hi, ending = part or (P["pingpong_min_size"] if test == "latency"
+                              else max(1, P["pingpong_min_size"]), P["pingpong_max_size"], "")
+    kernel = ["--test", test, "--min-size", str(lo), "--max-size", str(hi)]
     if validate:
         kernel += ["--validate", "--iterations", "10", "--skip", "1", "--iterations-large", "2",
                    "--skip-large", "1"]
@@ -183,21 +274,27 @@ def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str
               "placement": pl.label, "ranks": 2, "nodes": pl.nodes, "function": test,
               "repetition": rep, "validation": validate}
     key = task_key(label, f"{test}-r{rep}" + ("-check" if validate else ""),
-                          [config, argv[1:], sorted(combo["env"].items())])
+                   [config, argv[1:], sorted(combo["env"].items())]) + ending
     return runner.Task(key, config | {"key": key}, argv,
                        tuple(sorted((combo["env"] | env).items())), P["pingpong_timeout_s"],
-                       estimate_s(P, test, validate))
+                       estimate_s(P, test, validate, impl, (lo, hi),
+                                  (timed or {}).get(info["combination"])))
 
 
-#: The work model of estimate_s: mpiexec's start, then each message at an assumed 1 us
-#: plus its bytes at 12 GB/s (one node's shared memory, as measured on the 2-core VM: 0.9 us,
-#: 13.7 GB/s; local.yaml's 78 configurations took 100 s, estimated at about 3 min).
-START_S, MESSAGE_S, ASSUMED_GBS = 0.5, 1e-6, 12.0
-
-
-def estimate_s(P: dict, test: str, validate: bool = False) -> float:
-    """About how long one mpiexec of `test` takes: OSU's iterations (with skips) at each
-    message size, two messages per iteration (the window's worth for bw and bibw)."""
+#: The work model of estimate_s: an mpiexec's start, then OSU's iterations (with skips) at
+#: each message size, each message at its one-way time: latency's 2 per iteration, bw's and
+#: bibw's the window's worth at BW_SHARE of it (pipelined); mpi4py's loop adds MPI4PY_S per
+#: message.  The start and the one-way times by size are a probe's (probe(): one short
+#: osu_latency of each combination's C kernel, over the planned sizes, with PROBE_COUNTS);
+#: without one, START_S and MESSAGE_S plus the bytes at ASSUMED_GBS (the 2-core VM, idle:
+#: 0.9 us, 13.7 GB/s).  Fitted on local.yaml's sweep on the 2-core VM (2026-11-26, others
+#: taking half its CPU): bw's and bibw's iteration took 0.5-0.8 of the window's one-way
+#: times, mpi4py's small messages 2-4 us more than C's.
+START_S, MESSAGE_S, ASSUMED_GBS, BW_SHARE, MPI4PY_S = 0.5, 1e-6, 12.0, 0.7, 2e-6
+def estimate_s(P: dict, test: str, validate: bool = False, impl: str = "c",
+               sizes: tuple[int, int] | None = None, timed: Timed | None = None) -> float:
+    """About how long one mpiexec of `test` takes over `sizes` (all planned: None): OSU's
+    iterations (with skips) at each message size, by the work model above."""
     from kernels_ext.pingpong import LARGE_MESSAGE_SIZE, message_sizes, method
 
     counts = {} if validate else {
@@ -206,10 +303,14 @@ def estimate_s(P: dict, test: str, validate: bool = False) -> float:
     m = method(test, window=P["pingpong_window"], **counts)
     if validate:
         m |= {"iterations": 10, "skip": 1, "iterations_large": 2, "skip_large": 1}
-    lo = P["pingpong_min_size"] if test == "latency" else max(1, P["pingpong_min_size"])
-    total = START_S
-    for size in message_sizes(test, lo, P["pingpong_max_size"]):
+    lo, hi = sizes or (P["pingpong_min_size"] if test == "latency"
+                       else max(1, P["pingpong_min_size"]), P["pingpong_max_size"])
+    total = START_S if timed is None else timed.start_s
+    per_iteration = 2 if test == "latency" else m["window"] * BW_SHARE
+    for size in message_sizes(test, lo, hi):
         large = size > LARGE_MESSAGE_SIZE
         n = m["iterations_large" if large else "iterations"] + m["skip_large" if large else "skip"]
-        total += n * 2 * m["window"] * (MESSAGE_S + size / (ASSUMED_GBS * 1e9))
+        one_way = (MESSAGE_S + size / (ASSUMED_GBS * 1e9) if timed is None
+                   else timed.message_us(size) * 1e-6)
+        total += n * per_iteration * (one_way + (MPI4PY_S if impl == "mpi4py" else 0.0))
     return total

@@ -16,15 +16,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstbench.core import budget, launch, runner
+from burstbench.core import budget, launch, runner, workmodel
 from burstbench.core.checks import ParamError
 from burstbench.core.mpi import ask
 from burstbench.core.sweep import Plan, task_key
 from kernels_ext.common import sysinfo
 
 BENCHMARK = "storage"
-#: What a tiny probe writes and reads: one transfer, aligned for direct I/O.
-PROBE_BYTES = "1M"
+#: What a tiny probe writes and reads: one transfer, aligned for direct I/O; and what the
+#: timed one (time_target) does, in such transfers: enough for a bandwidth, in 0.1 s.
+PROBE_BYTES, RATE_BYTES = "1M", "32M"
 _VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 
@@ -79,9 +80,10 @@ def free_bytes(target: Target) -> int | None:
 
 def kernel_args(P: dict, target: Target, api: str, access: str, collective: bool,
                 name: str, block: int | str | None = None) -> list[str]:
-    """The kernel's options for one configuration (block: the probe's tiny one)."""
+    """The kernel's options for one configuration (block: the probe's, in transfers of
+    PROBE_BYTES)."""
     args = ["-m", "kernels_ext.storage", "--api", api, "--path", target.path, "--name", name,
-            "--transfer-size", str(P["storage_transfer_size"] if block is None else block),
+            "--transfer-size", str(P["storage_transfer_size"] if block is None else PROBE_BYTES),
             "--block-size", str(P["storage_block_size"] if block is None else block),
             "--segments", str(P["storage_segments"] if block is None else 1)]
     args += ["--file-per-process"] if access == "file-per-process" else []
@@ -131,6 +133,27 @@ def _try(P: dict, combo: dict, mpiexec: str, target: Target, api: str) -> dict:
     finally:
         with contextlib.suppress(OSError):  # a failed probe says why itself
             remove_files(target, name)
+
+
+def time_target(P: dict, combo: dict, mpiexec: str, target: Target) -> workmodel.Calibration:
+    """The work model calibrated on `target`: one timed write and read of RATE_BYTES by its
+    first API under the launcher, one rank; runner.TaskFailed with the kernel's line."""
+    name = f"burstbench-probe-{os.getpid()}"
+    argv = (mpiexec, *combo["args"], "-n", "1", sys.executable,
+            *kernel_args(P, target, target.apis[0], "file-per-process", False, name,
+                         RATE_BYTES))
+    try:
+        _, timing = workmodel.timed(runner.Task("probe", {}, argv, tuple(
+            (combo["env"] | dict(target.env)).items()), 120))
+    finally:
+        with contextlib.suppress(OSError):
+            remove_files(target, name)
+    from kernels_ext.storage import parse_size
+
+    moved = 2 * parse_size(RATE_BYTES, "probe")
+    return workmodel.calibrate(timing, moved / (ASSUMED_MBS * 1e6),
+                               f"{target.name}: {moved / max(timing.timed_s, 1e-9) / 1e6:.0f} "
+                               "MB/s")
 
 
 def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Target | None,
@@ -205,6 +228,8 @@ class Machine:
     mpiexec: str
     info: dict  # the kernel's --info: its build and the I/O interfaces in it
     notes: list[str] = field(default_factory=list)
+    #: each target's work model as its probe calibrated it (none: the model's constants)
+    calibrations: dict[str, workmodel.Calibration] = field(default_factory=dict)
 
 
 def probe(P: dict) -> Machine:
@@ -232,7 +257,11 @@ def probe(P: dict) -> Machine:
         if target is not None:
             targets.append(target)
     hosts = launch.job_hosts(P["storage_hosts"], "storage_hosts")
-    return Machine(targets, hosts, sysinfo.available_cpus(), mpiexec, info, notes)
+    try:
+        timed = {t.name: time_target(P, combo, mpiexec, t) for t in targets}
+    except runner.TaskFailed as exc:  # it wrote and read a moment ago
+        raise ParamError(f"storage_targets: a timed probe failed: {exc}") from exc
+    return Machine(targets, hosts, sysinfo.available_cpus(), mpiexec, info, notes, timed)
 
 
 def layouts(P: dict, m: Machine, notes: list[str]) -> list[launch.Layout]:
@@ -271,9 +300,10 @@ def expand(P: dict, m: Machine) -> Plan:
                     for access in P["storage_access"]:
                         for layout in lays:
                             tasks.append(_task(P, combo, launcher, target, api, collective,
-                                               access, layout, rep))
+                                               access, layout, rep,
+                                               m.calibrations.get(target.name)))
             if target.gfarm and P["storage_replicate"]:
-                tasks.append(_replication(P, target, rep))
+                tasks.append(_replication(P, target, rep, m.calibrations.get(target.name)))
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}] + \
         [t.info for t in m.targets]
     # priority 0 within a budget: the staging shape, the first target's first access pattern
@@ -282,7 +312,9 @@ def expand(P: dict, m: Machine) -> Plan:
     widest = max(c.config["ranks"] for c in tasks)
     tasks = budget.prioritized(tasks, lambda c: c["target"] == first["target"]
                                and c["access"] == first["access"] and c["ranks"] == widest)
-    return Plan(tasks, variants, notes, detail="ranks")
+    return Plan(tasks, variants, notes, detail="ranks", calibration="by a timed write and "
+                "read of each target: " + "; ".join(c.said for c in m.calibrations.values())
+                if m.calibrations else "")
 
 
 def plan(P: dict) -> Plan:
@@ -291,18 +323,23 @@ def plan(P: dict) -> Plan:
 
 
 #: The work model of estimate_s: mpiexec's start, then the bytes written and read at an
-#: assumed 500 MB/s (a cloud VM's local disk; a shared file system is slower).
+#: assumed 500 MB/s (a cloud VM's local disk; a shared file system is slower).  probe()
+#: times one write and read of RATE_BYTES on each target (one rank): its start and its
+#: bandwidth over ASSUMED_MBS then scale that target's estimates (workmodel.Calibration).
+#: Uncalibrated, local.yaml's 12 configurations took 10 s, estimated at 31 s (2026-11-26).
 START_S, ASSUMED_MBS = 1.0, 500.0
 
 
-def estimate_s(P: dict, ranks: int) -> float:
+def estimate_s(P: dict, ranks: int, calibration: workmodel.Calibration | None = None) -> float:
     """About how long one configuration takes: its bytes written, then read."""
     moved = 2 * ranks * P["storage_segments"] * P["storage_block_size"]
-    return START_S + moved / (ASSUMED_MBS * 1e6)
+    work = moved / (ASSUMED_MBS * 1e6)
+    return START_S + work if calibration is None else calibration.estimate(work)
 
 
 def _task(P: dict, combo: dict, launcher: launch.Launcher, target: Target, api: str,
-          collective: bool, access: str, layout: launch.Layout, rep: int) -> runner.Task:
+          collective: bool, access: str, layout: launch.Layout, rep: int,
+          calibration: workmodel.Calibration | None = None) -> runner.Task:
     label = (f"{target.name}+{api}+{access}" + ("+collective" if collective else "")
              + f"+{layout.nodes}n{layout.per_node}r")
     config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "target": target.name,
@@ -317,11 +354,12 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, target: Target, api: 
             *kernel_args(P, target, api, access, collective, name))
     env = combo["env"] | launcher.env(layout) | dict(target.env)
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       P["storage_timeout_s"], estimate_s(P, layout.ranks),
+                       P["storage_timeout_s"], estimate_s(P, layout.ranks, calibration),
                        cleanup=functools.partial(remove_files, target, name))
 
 
-def _replication(P: dict, target: Target, rep: int) -> runner.Task:
+def _replication(P: dict, target: Target, rep: int,
+                 calibration: workmodel.Calibration | None = None) -> runner.Task:
     """One file of storage_replicate bytes written to one Gfarm I/O node, then replicated to
     another (gfrep), timed: the Gfarm-on-Azure slides' test 5."""
     label = f"{target.name}+gfrep"
@@ -332,8 +370,9 @@ def _replication(P: dict, target: Target, rep: int) -> runner.Task:
     name = f"burstbench-{key}"
     argv = (sys.executable, "-m", "burstbench.benchmarks.storage.replicate", "--path",
             target.path, "--name", name, "--size", str(P["storage_replicate"]))
+    work = 2 * P["storage_replicate"] / (ASSUMED_MBS * 1e6)
     return runner.Task(key, config | {"key": key}, argv, target.env, P["storage_timeout_s"],
-                       START_S + 2 * P["storage_replicate"] / (ASSUMED_MBS * 1e6),
+                       START_S + work if calibration is None else calibration.estimate(work),
                        cleanup=functools.partial(remove_files, target, name))
 
 
