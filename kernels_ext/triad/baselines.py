@@ -105,6 +105,8 @@ def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = 
 
     k = _numba_kernels()
     a, b, c = np.empty(size), np.empty(size), np.empty(size)
+    numba.set_num_threads(max(threads))  # the widest team touches the pages first, fastest
+    k["init"](a, b, c)
     s = SCALAR
     out = []
     for count in threads:
@@ -142,6 +144,7 @@ def numba_stream(size: int, ntimes: int, threads: int, fault_index: int = -1) ->
 
 
 _KERNELS: dict = {}
+_GETCPU = None  # numba's declaration of libc's sched_getcpu, made with the kernels
 
 
 def _numba_kernels() -> dict:
@@ -184,13 +187,15 @@ def _numba_kernels() -> dict:
         for j in prange(a.size):
             a[j] = b[j] + s * c[j]
 
-    # libc's sched_getcpu by name (a ctypes pointer would bar the cache: 0.2 s a process)
-    getcpu = types.ExternalFunction("sched_getcpu", types.int32())
+    # libc's sched_getcpu by name, a module global: a ctypes pointer, or the same object
+    # as a closure variable, would make every process miss the cache and compile (0.4 s)
+    global _GETCPU
+    _GETCPU = types.ExternalFunction("sched_getcpu", types.int32())
 
     @jit
     def where(out):
         for _ in prange(out.size * 256):
-            out[get_thread_id()] = getcpu()
+            out[get_thread_id()] = _GETCPU()
 
     _KERNELS.update(init=init, double=double, copy=copy, scale=scale, add=add, triad=triad,
                     where=where)
