@@ -165,3 +165,19 @@ def test_the_pingpong_at_the_halo_sizes_comes_first(monkeypatch):
     small = _pingpong_plan(4096)
     assert not any(t.key.endswith(pingpong.BEYOND) for t in small.tasks)
     assert {size_range(t) for t in small.tasks if t.priority == 0} == {(0, 4096)}
+
+
+def test_the_triad_probe_calibrates_each_process_estimate():
+    """A probe that took 1.0 s, 0.4 s of it timed, where the model said 0.2 s: each process
+    starts in 0.6 s (numba 0.65 s more) and its passes take twice the model's."""
+    from burstbench.core import workmodel
+
+    cal = workmodel.calibrate(workmodel.Timing(1.0, 0.4), 0.2, "by a test")
+    m = triad.Machine(4, 1_000_000, [GCC], {"numba": "0.60", "numpy": "2.0"}, [], cal)
+    plan = triad.expand(triad_params(triad_threads=[1, 2]), m)
+    work = 2 * (10 * triad._pass_s(1_000_000) + 6 * 8e6 / 20e9)  # 2 configurations
+    by_impl = {t.config["impl"]: t.estimate_s for t in plan.tasks}
+    assert by_impl["c"] == pytest.approx(0.6 + 2 * work)
+    assert by_impl["numba"] == pytest.approx(0.6 + 0.65 + 2 * work)
+    assert by_impl["numpy"] == pytest.approx(0.6 + 2 * 2.2 * work / 2)  # one configuration
+    assert plan.calibration == cal.said and cal.said.startswith("by a test: start 0.60 s")

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from burstbench.core import budget, runner
+from burstbench.core import budget, runner, workmodel
 from burstbench.core.checks import ParamError
 from burstbench.core.sweep import Plan, task_key
 from kernels_ext.common import sysinfo, variants
@@ -48,6 +48,8 @@ class Machine:
     variants: list[dict]       # each buildable C variant's --info, its spec under 'spec'
     versions: dict[str, str]   # the baselines' package versions
     notes: list[str] = field(default_factory=list)
+    #: the work model as the probe's Triad pass calibrated it (the model's constants without)
+    calibration: workmodel.Calibration = workmodel.UNCALIBRATED
 
 
 def probe(P: dict) -> Machine:
@@ -65,8 +67,31 @@ def probe(P: dict) -> Machine:
             raise ParamError(f"triad_variants: {exc}") from exc
         except (variants.VariantError, runner.TaskFailed) as exc:
             raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
-    return Machine(sysinfo.available_cpus(), size, infos,
-                   {b: metadata.version(b) for b in P["triad_baselines"]}, notes)
+    cpus = sysinfo.available_cpus()
+    return Machine(cpus, size, infos, {b: metadata.version(b) for b in P["triad_baselines"]},
+                   notes, _calibrate(infos, size, cpus))
+
+
+#: The probe's passes: STREAM's minimum, so that it costs about one configuration's start.
+PROBE_NTIMES = 2
+
+
+def _calibrate(infos: list[dict], size: int, cpus: int) -> workmodel.Calibration:
+    """Time one process of the first compiled variant at the sweep's size on all the CPUs
+    (normal stores, PROBE_NTIMES passes): its untimed seconds are a process's start, first
+    touch and one configuration's fill and check; its timed ones over the model's give the
+    rate. The model's constants where no variant was built or the probe failed."""
+    first = next((i for i in infos if i.get("impl", "c") == "c"), None)
+    if first is None:
+        return workmodel.UNCALIBRATED
+    argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
+            str(PROBE_NTIMES), "--threads", str(cpus), *first["cli_args"])
+    try:
+        _, timing = workmodel.timed(runner.Task("probe", {}, argv, timeout_s=300))
+    except runner.TaskFailed:
+        return workmodel.UNCALIBRATED
+    return workmodel.calibrate(timing, PROBE_NTIMES * _pass_s(size),
+                               f"by a Triad pass of {first['variant']} on {cpus} CPUs")
 
 
 def expand(P: dict, m: Machine) -> Plan:
@@ -135,8 +160,8 @@ def expand(P: dict, m: Machine) -> Plan:
     for rep in range(1, P["triad_repetitions"] + 1):
         for info, affs, configs in groups:
             for aff in affs:
-                tasks.append(_task(P, info, aff, configs, rep, m.size))
-    return Plan(_needed_first(tasks), built, notes)
+                tasks.append(_task(P, info, aff, configs, rep, m.size, m.calibration))
+    return Plan(_needed_first(tasks), built, notes, calibration=m.calibration.said)
 
 
 def _needed_first(tasks: list[runner.Task]) -> list[runner.Task]:
@@ -153,7 +178,7 @@ def plan(P: dict) -> Plan:
 
 
 def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], rep: int,
-          size: int) -> runner.Task:
+          size: int, calibration: workmodel.Calibration) -> runner.Task:
     """One process: `info`'s variant under `aff`, measuring `configs` ((stores, threads)
     each) in turn; its config lists them under "runs", each with its row label."""
     impl = info.get("impl", "c")
@@ -179,21 +204,34 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        float(P["triad_timeout_s"]) * len(runs),
-                       estimate_s(size, P["triad_ntimes"], len(runs)))
+                       estimate_s(size, P["triad_ntimes"], len(runs), impl, calibration))
 
 
-#: The work model of estimate_s: a fresh process's start and its three arrays touched
-#: first (page faults: about 1.5 GB/s here), then per configuration a fill of the arrays and
-#: STREAM's passes over them at an assumed 20 GB/s. Within about 30% of what one to two
-#: threads take on the 2-core VMs measured (16.8M elements: 0.73 s a configuration; 136M:
-#: 11 s on a VM with 260 MiB of L3).
+#: The work model of estimate_s: a process's start and its three arrays touched first
+#: (page faults: about 1.5 GB/s here), then per configuration a fill of the arrays, STREAM's
+#: passes over them and the check, at an assumed 20 GB/s. The probe's Triad pass
+#: (_calibrate) replaces the start with what it measured and scales the passes by its
+#: measured over modelled seconds. numba's start adds its import and cache load
+#: (EXTRA_START_S, 1.0 s against C's 0.37 s here); NumPy moves five arrays where STREAM
+#: counts three, on one thread (WORK_FACTOR: 1.87 s against gcc's 0.84 s here).
 START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
+EXTRA_START_S = {"numba": 0.65}
+WORK_FACTOR = {"numpy": 2.2}
 
 
-def estimate_s(size: int, ntimes: int, configurations: int = 1) -> float:
-    """About how long one process takes: its arrays' first touch, then for each of its
-    `configurations` a fill (3 arrays), NTIMES passes of Copy, Scale (2 arrays each), Add
-    and Triad (3 each) and the validation (3)."""
+def _pass_s(size: int) -> float:
+    """Modelled seconds of one STREAM pass (Copy, Scale: 2 arrays; Add, Triad: 3)."""
+    return 10 * 8.0 * size / (ASSUMED_GBS * 1e9)
+
+
+def estimate_s(size: int, ntimes: int, configurations: int = 1, impl: str = "c",
+               calibration: workmodel.Calibration = workmodel.UNCALIBRATED) -> float:
+    """About how long one process takes: its start and its arrays' first touch, then for
+    each of its `configurations` a fill (3 arrays), NTIMES passes and the check (3), as
+    `calibration` scales them (its start replacing the model's, where a probe ran)."""
     array = 8.0 * size
-    return START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9) + \
-        configurations * array * (10 * ntimes + 6) / (ASSUMED_GBS * 1e9)
+    start = (START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9)
+             if calibration is workmodel.UNCALIBRATED else calibration.start_s)
+    work = configurations * (ntimes * _pass_s(size) + 6 * array / (ASSUMED_GBS * 1e9))
+    return calibration.estimate(WORK_FACTOR.get(impl, 1.0) * work,
+                                start + EXTRA_START_S.get(impl, 0.0))
