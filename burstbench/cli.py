@@ -150,13 +150,15 @@ def _interrupted(args: argparse.Namespace, run_dir: Path, run_id: str, only: lis
                  exc: KeyboardInterrupt) -> int:
     """Mark what was running interrupted, say what is kept and how to resume; 128 + signal."""
     from burstbench import supervise
-    from burstbench.core import signals
+    from burstbench.core import budget, signals
 
     signum = exc.signum if isinstance(exc, signals.Interrupted) else signal.SIGINT
     kept = supervise.mark_stopped(run_dir, only, "interrupted")
     print(f"\ninterrupted by {signals.signal_name(signum)}: what was measured is kept in "
           f"{run_dir} (configurations stored: {kept}); resume with: "
           f"{_resume_command(args, run_id)}", file=sys.stderr)
+    if getattr(args, "budget_s", None) is not None:  # what the budget had left to measure
+        print(budget.table(run_dir, only)[0], file=sys.stderr)
     return 128 + signum
 
 

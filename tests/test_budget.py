@@ -153,6 +153,25 @@ def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
     assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 6
 
 
+def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypatch):
+    """SIGTERM (here Ctrl-C) while a budget runs: the resume hint, then the budget's table
+    of what was measured and what was left."""
+    from burstbench import supervise
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(supervise, "execute_notebook", stop)
+    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "interrupted by SIGINT: what was measured is kept in" in err
+    assert "--budget 10m --run-id" in err
+    table = err[err.index("benchmark  status"):].splitlines()
+    assert [line.split()[0] for line in table[1:3]] == ["triad", "storage"]
+
+
 def test_timed_seconds_are_the_kernels_own():
     assert runner.timed_seconds([{"times_s": [0.5, 0.25]}, {"solve_s": 1.0, "setup_s": 9.0},
                                  {"total_s": 2.0}, {"seconds": 0.25, "validated": True}]) == 4.0
