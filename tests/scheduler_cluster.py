@@ -160,8 +160,9 @@ def stored_once(run_dir: Path, benchmark: str) -> pd.DataFrame:
     prov = json.loads((run_dir / "provenance.json").read_text())
     table = pd.read_csv(run_dir / f"{benchmark}.csv")
     assert table["key"].nunique() == prov["benchmarks"][benchmark]["planned"]
-    ident = [c for c in ("key", "metric", "function", "message_size", "operation", "iteration")
-             if c in table]
+    # a Triad process measures several configurations: its label and threads tell them apart
+    ident = [c for c in ("key", "label", "threads", "metric", "function", "message_size",
+                         "operation", "iteration") if c in table]
     assert not table.duplicated(ident).any(), table[table.duplicated(ident, keep=False)]
     return table
 

@@ -237,7 +237,8 @@ def test_qdel_stops_the_run_consistently(pbs):
     table = run_dir / "triad.csv"
     if table.exists():  # folded at the interruption: each configuration once
         rows = pd.read_csv(table)
-        assert not rows.duplicated([c for c in ("key", "metric", "function", "repetition")
+        assert not rows.duplicated([c for c in ("key", "label", "threads", "metric",
+                                                "function", "repetition")
                                     if c in rows]).any()
 
 
