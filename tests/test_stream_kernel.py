@@ -12,6 +12,16 @@ from kernels_ext.triad import BYTES_PER_ELEMENT, _triad, baselines, summarize
 SCALAR = 3.0
 
 
+def run(size, ntimes, threads, fault_index=-1, stores="normal"):
+    """One configuration measured by the kernel's series: its one result."""
+    return _triad.series(size, ntimes, [(threads, stores)], fault_index)[0]
+
+
+def numba_one(size, ntimes, threads, fault_index=-1):
+    """The numba baseline's series of one thread count: its one result."""
+    return baselines.numba_series(size, ntimes, [threads], fault_index)[0]
+
+
 def numpy_stream(a, b, c, ntimes):
     """What stream.c does to its arrays, in NumPy: the oracle."""
     a = 2.0 * a
@@ -41,7 +51,7 @@ def test_kernels_match_numpy(n, threads):
 
 def test_run_validates_and_reports_stream_expected_values():
     ntimes = 5
-    out = _triad.run(200_000, ntimes, 2)
+    out = run(200_000, ntimes, 2)
     ea, eb, ec = numpy_stream(np.ones(1), np.full(1, 2.0), np.zeros(1), ntimes)
     assert out["check"]["validated"] is True
     assert out["check"]["expected"] == pytest.approx((ea[0], eb[0], ec[0]), rel=1e-15)
@@ -83,7 +93,7 @@ def test_a_series_refuses_bad_configurations():
 
 @pytest.mark.parametrize("index", [0, 12_345, 199_999])
 def test_lost_write_fails_the_check(index):
-    out = _triad.run(200_000, 3, 2, fault_index=index)
+    out = run(200_000, 3, 2, fault_index=index)
     assert out["check"]["validated"] is False
     assert out["check"]["bad_elements"][0] == 1
 
@@ -112,9 +122,9 @@ def test_check_tolerance_is_streams():
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError):
-        _triad.run(0, 3, 1)
+        run(0, 3, 1)
     with pytest.raises(ValueError):
-        _triad.run(10, 1, 1)
+        run(10, 1, 1)
     with pytest.raises(ValueError):
         _triad.check(np.ones(3), np.ones(4), np.ones(3), 2)
     with pytest.raises(ValueError):
@@ -134,7 +144,7 @@ def test_gil_is_released_while_the_kernel_runs():
     t.start()
     try:
         before = ticks
-        _triad.run(10_000_000, 4, 1)
+        run(10_000_000, 4, 1)
         during = ticks - before
     finally:
         stop.set()
@@ -156,13 +166,13 @@ def test_summarize_counts_bytes_as_stream_does():
 
 def test_numpy_and_numba_baselines_validate_and_catch_faults():
     for fn, args in ((baselines.numpy_stream, (50_000, 3)),
-                     (baselines.numba_stream, (50_000, 3, 2))):
+                     (numba_one, (50_000, 3, 2))):
         good = fn(*args)
         assert good["check"]["validated"] is True
         assert len(good["times"]["Triad"]) == 3
         bad = fn(*args, fault_index=77)
         assert bad["check"]["validated"] is False
-    assert baselines.numba_stream(50_000, 2, 2)["threads"] == 2
+    assert numba_one(50_000, 2, 2)["threads"] == 2
 
 
 STREAMING = _triad.info()["streaming_isa"] is not None
@@ -210,16 +220,16 @@ def test_unaligned_arrays_are_refused():
 
 @pytest.mark.parametrize("stores", ["normal", "streaming"])
 def test_run_validates_with_either_policy_and_catches_lost_writes(stores):
-    ok = _triad.run(100_003, 3, 2, -1, stores)
+    ok = run(100_003, 3, 2, -1, stores)
     assert ok["check"]["validated"] and ok["stores"] in (stores, "normal")
     assert ok["stores"] == (stores if STREAMING else "normal")
-    bad = _triad.run(100_003, 3, 2, 50_001, stores)
+    bad = run(100_003, 3, 2, 50_001, stores)
     assert not bad["check"]["validated"]
 
 
 def test_unknown_store_policy_is_refused():
     with pytest.raises(ValueError, match="stores must be 'normal' or 'streaming', not 'nt'"):
-        _triad.run(1000, 3, 1, -1, "nt")
+        run(1000, 3, 1, -1, "nt")
     with pytest.raises(ValueError, match="not 'fast'"):
         _triad.passes(np.ones(8), np.ones(8), np.ones(8), 3, 1, "fast")
 

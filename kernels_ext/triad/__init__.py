@@ -1,7 +1,8 @@
 """STREAM Copy/Scale/Add/Triad: Python API and ``python -m kernels_ext.triad``.
 
 One call measures one configuration (size, passes, threads, implementation,
-compiler variant) and returns one record per function, as STREAM reports it:
+compiler variant), or a series of them in turn (thread counts, store policies),
+and returns one record per function and configuration, as STREAM reports it:
 best rate from the minimum time over passes 2..NTIMES, average/min/max times,
 bytes counted as STREAM counts them (Copy and Scale 16 B per element, Add and
 Triad 24 B), 1 GB/s = 1e9 B/s.  A run whose arrays fail STREAM's check raises
@@ -19,7 +20,7 @@ policy is recorded as "memmove" and no traffic model is claimed for it.
 
 Thread affinity (OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY) comes from the
 environment of the process, read once when the OpenMP runtime starts: run one
-configuration per fresh process, as ``burstbench`` sweeps do.
+affinity setting per fresh process, as ``burstbench`` sweeps do.
 """
 
 from __future__ import annotations

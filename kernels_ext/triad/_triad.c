@@ -225,29 +225,6 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(run_doc,
-             "run(size, ntimes, threads, fault_index=-1, stores='normal') -> dict\n\n"
-             "series() of one run: its one dict.");
-
-static PyObject *py_run(PyObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"size", "ntimes", "threads", "fault_index", "stores", NULL};
-    Py_ssize_t size, fault = -1;
-    int ntimes, threads;
-    const char *stores_name = "normal";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "nii|ns", kwlist, &size, &ntimes, &threads,
-                                     &fault, &stores_name))
-        return NULL;
-    PyObject *list = Py_BuildValue("(nn[(is)]n)", size, (Py_ssize_t)ntimes, threads,
-                                   stores_name, fault);
-    PyObject *out = list == NULL ? NULL : py_series(self, list, NULL);
-    Py_XDECREF(list);
-    PyObject *one = out == NULL ? NULL : PyList_GetItem(out, 0);
-    Py_XINCREF(one);
-    Py_XDECREF(out);
-    return one;
-}
-
 /* Borrow three equal-length, C-contiguous float64 buffers (writable if asked). */
 static int get_arrays(PyObject *obj[3], Py_buffer buf[3], int ntimes, int writable)
 {
@@ -405,7 +382,6 @@ static PyObject *py_info(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
     {"series", (PyCFunction)(void (*)(void))py_series, METH_VARARGS | METH_KEYWORDS,
      series_doc},
-    {"run", (PyCFunction)(void (*)(void))py_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"check", py_check, METH_VARARGS, check_doc},
     {"passes", py_passes, METH_VARARGS, passes_doc},
     {"info", py_info, METH_NOARGS, info_doc},

@@ -138,11 +138,6 @@ def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = 
     return out
 
 
-def numba_stream(size: int, ntimes: int, threads: int, fault_index: int = -1) -> dict:
-    """STREAM as numba ``prange`` loops on `threads` threads: numba_series of one."""
-    return numba_series(size, ntimes, [threads], fault_index)[0]
-
-
 _KERNELS: dict = {}
 _GETCPU = None  # numba's declaration of libc's sched_getcpu, made with the kernels
 
