@@ -60,8 +60,8 @@ class Task:
 
     @property
     def configurations(self) -> int:
-        """How many configurations this one process measures in turn (see each())."""
-        return len(self.config.get("runs") or ()) or 1
+        """How many configurations this one process measures in turn."""
+        return len(self.each())
 
     def each(self) -> list[dict]:
         """The configurations this process measures, in turn: its config's "runs", each a
