@@ -53,6 +53,11 @@ def test_plan_labels_and_order(tmp_path):
     assert len({t.key for t in pl.tasks}) == 6
     env = dict(pl.tasks[0].env)
     assert env["OMP_PLACES"] == "cores" and env["OMP_PROC_BIND"] == "close"
+    # one server per variant and affinity setting measures its repetitions: a later
+    # repetition's estimate has no process start in it
+    assert [t.session for t in pl.tasks[3:]] == [t.session for t in pl.tasks[:3]]
+    assert len({t.session for t in pl.tasks}) == 3
+    assert all(b.estimate_s < a.estimate_s for a, b in zip(pl.tasks[:3], pl.tasks[3:]))
 
 
 def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
+from conftest import needs_clang
 
 from kernels_ext.triad import BYTES_PER_ELEMENT, _triad, baselines, summarize
 
@@ -78,6 +82,45 @@ def test_a_series_measures_each_configuration_from_a_fresh_fill(fresh):
     assert [len(o["binding"]) for o in out] == [1, 2, 1, 2]
     # a lost write in each configuration is caught in each
     assert not any(o["check"]["validated"] for o in _triad.series(1000, 3, runs, 7, fresh))
+
+
+def test_a_kept_series_validates_again_on_its_arrays_and_release_frees_them():
+    """keep=True (a serving process): the next series of that size runs on the same
+    arrays, refilled, so it validates against its own passes as a fresh one does; a
+    series of another size, or release(), drops them."""
+    runs = [(1, "normal"), (2, "normal")]
+    for size in (100_003, 100_003, 50_001):
+        out = _triad.series(size, 3, runs, -1, False, True)
+        assert [o["check"]["validated"] for o in out] == [True, True]
+    assert not any(o["check"]["validated"] for o in _triad.series(50_001, 3, runs, 11,
+                                                                   False, True))
+    assert _triad.release() is None
+    assert _triad.release() is None  # nothing kept: nothing to do
+
+
+SPIN = """
+import os, sys, time
+from kernels_ext import triad
+triad._load_c("clang", "-O3 -fopenmp", "")
+m = sys.modules["kernels_ext.triad._triad"]
+for keep in (False, True):
+    m.series(1_000_000, 3, [(2, "normal")], -1, False, keep)
+    t0 = sum(os.times()[:2]); time.sleep(0.4); print(sum(os.times()[:2]) - t0)
+"""
+
+
+@needs_clang
+def test_a_kept_series_leaves_llvm_openmp_asleep_not_spinning():
+    """LLVM's runtime keeps idle threads spinning for 200 ms after a parallel region: a
+    server that lives on would take a core from the next process measured.  After a kept
+    series its team sleeps (CPU seconds of the process in the 0.4 s after it)."""
+    env = dict(os.environ, OMP_PLACES="cores", OMP_PROC_BIND="close", KMP_BLOCKTIME="400")
+    env.pop("OMP_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", SPIN], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    spun, kept = float(out[0]), float(out[1])
+    assert spun >= 0.2  # a worker thread spins through the block time: the control
+    assert kept <= 0.05
 
 
 def test_a_series_refuses_bad_configurations():
@@ -173,6 +216,15 @@ def test_numpy_and_numba_baselines_validate_and_catch_faults():
         bad = fn(*args, fault_index=77)
         assert bad["check"]["validated"] is False
     assert numba_one(50_000, 2, 2)["threads"] == 2
+
+
+def test_a_kept_numba_series_validates_again_and_another_size_replaces_it():
+    for size, fault in ((40_000, -1), (40_000, -1), (40_000, 5), (30_000, -1)):
+        out = baselines.numba_series(size, 3, [1, 2], fault, keep=True)
+        assert [o["check"]["validated"] for o in out] == [fault < 0] * 2
+    assert list(baselines._KEPT) == [30_000]
+    baselines.numba_series(30_000, 3, [1])  # not kept: nothing stays
+    assert baselines._KEPT == {}
 
 
 STREAMING = _triad.info()["streaming_isa"] is not None

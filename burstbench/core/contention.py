@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: Above this share of the machine's CPU time taken by other processes during a
@@ -46,11 +47,22 @@ def machine_busy_s() -> float | None:
         "SC_CLK_TCK")
 
 
-def sample() -> Sample:
-    """The moment now (see Sample)."""
+def sample(serving: Iterable[int] = ()) -> Sample:
+    """The moment now (see Sample); `serving`: the live children not yet waited for that
+    measure for us (burstbench.core.servers), whose CPU time is ours too."""
     own = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
-    return Sample(time.monotonic(), machine_busy_s(), own)
+    return Sample(time.monotonic(), machine_busy_s(), own + sum(map(cpu_seconds, serving)))
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process `pid` (all its threads) has used so far (0 where it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def others_share(before: Sample, after: Sample, cores: int | None = None) -> float | None:

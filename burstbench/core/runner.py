@@ -1,10 +1,13 @@
-"""Sweeps: one fresh process per configuration, stored as it finishes, resumable.
+"""Sweeps: a process per configuration (or per session), stored as it finishes, resumable.
 
 OpenMP reads its affinity variables once, when the runtime starts, and MPI
 runs belong under ``mpiexec``: so every configuration is its own process,
 started with its environment set at launch and a timeout, in its own process
-group so that a hung run (and its children) can be killed whole.  Each result
-is stored the moment it arrives; a re-run skips what is stored.
+group so that a hung run (and its children) can be killed whole.  Tasks that
+name a session (the Triad's repetitions of one affinity setting) are measured
+in turn by one process that serves them (burstbench.core.servers), killed
+alike.  Each result is stored the moment it arrives; a re-run skips what is
+stored.
 
 Stopping: Ctrl-C, SIGTERM (a scheduler's cancel or time limit) and SIGHUP (a
 hang-up) all stop a sweep the same way: the running configuration is killed
@@ -36,6 +39,7 @@ from burstbench.core import budget, contention
 from burstbench.core.signals import Interrupted, raise_if_stopped, signal_name, stop_signals
 
 if TYPE_CHECKING:  # annotations only: a plan needs no store
+    from burstbench.core.servers import Servers
     from burstbench.core.store import Run
 
 #: Variables a configuration sets itself: inherited values would leak into it.
@@ -54,6 +58,10 @@ class Task:
     timeout_s: float = 600.0
     estimate_s: float = 0.0  # the planner's guess of its seconds (a work model); 0: unknown
     priority: int = 0  # 0: what the decision needs first (see budget.prioritized); 1: the rest
+    #: Tasks of one session (their argv and env alike) are measured in turn by one process
+    #: that serves them (burstbench.core.servers: its kernel started with --serve); "": each
+    #: in a fresh process.
+    session: str = ""
     #: Removes what the configuration leaves behind when it does not end by itself (files
     #: of a write killed by its timeout, a stop signal or a dead rank); None: nothing to.
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
@@ -198,13 +206,22 @@ def die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+#: The servers of the sweep that run_tasks is running (none outside one): launch() gives
+#: them the tasks that name a session.
+_SERVING: list[Servers] = []
+
+
 def launch(task: Task) -> tuple[str, str]:
-    """Run `task` in a fresh process group; return (stdout, stderr) or raise TaskFailed.
+    """Run `task` in a fresh process group, or where it names a session and a sweep is
+    running, in that session's server (burstbench.core.servers); return (stdout, stderr)
+    or raise TaskFailed.
 
     The process dies with its launcher; on a timeout, Ctrl-C, SIGTERM or SIGHUP
     its whole tree is killed (MPI ranks included, which hydra puts in sessions
     of their own) before this returns.
     """
+    if task.session and _SERVING:
+        return _SERVING[-1].launch(task)
     env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
     env.update(dict(task.env))
     try:
@@ -413,8 +430,12 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     start = time.monotonic()
     bar = Progress(len(tasks), result.already_stored, benchmark, progress)
     stamp = {"run_id": run.run_id, "vm": run.vm}
+    from burstbench.core.servers import Servers  # it builds on this module
+
+    servers = Servers()
+    _SERVING.append(servers)
     try:
-        with stop_signals():  # SIGTERM and SIGHUP as Ctrl-C: a scheduler may signal us directly
+        with stop_signals(), servers:  # SIGTERM, SIGHUP as Ctrl-C: a scheduler may signal us
             for i, task in enumerate(todo):
                 raise_if_stopped()
                 scale = result.scale()
@@ -423,9 +444,9 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     break
                 began = time.monotonic()
                 try:
-                    before = contention.sample()
+                    before = contention.sample(servers.pids())
                     out, err = launch(task)
-                    load = contention.columns(before, contention.sample())
+                    load = contention.columns(before, contention.sample(servers.pids()))
                     rows, raw, summary = parse(task, out, err)
                 except TaskFailed as exc:
                     result.failed.append((task.title, str(exc)))
@@ -449,6 +470,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                  f"configurations are stored in {run.root}; run the same command again "
                  f"(or pass run_id={run.run_id}) to resume")
     finally:
+        _SERVING.remove(servers)
         bar.close()
         result.seconds = time.monotonic() - start
     return result

@@ -63,6 +63,22 @@ def write_lines(lines: list[str], out: str | None) -> None:
     os.replace(tmp, path)
 
 
+#: A kernel started with this flag serves requests (burstbench.core.servers): each line
+#: read on stdin measures once more in this same process, whose answer is the lines it
+#: would have printed, then SERVED.  End of input ends it.
+SERVE_FLAG = "--serve"
+SERVED = "#done"
+
+
+def serve(once: Callable[[], list[str]]) -> None:
+    """Answer each line of stdin with `once()`'s lines and SERVED, until stdin ends.  A
+    KernelError (or any exception) propagates: the process ends with its exit status and
+    its error line, as a fresh process would, and the sweep starts another."""
+    for _ in sys.stdin:
+        sys.stdout.write("".join(line + "\n" for line in once()) + SERVED + "\n")
+        sys.stdout.flush()
+
+
 Runner = Callable[[], tuple[list[str], int, int]]
 
 

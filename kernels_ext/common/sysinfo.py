@@ -68,20 +68,30 @@ def cpu_topology(cpus: list[int] | None = None,
     return out
 
 
+_PROCESS_CPUS: set[int] = set()
+
+
+def process_cpus() -> set[int]:
+    """The CPUs this process may run on, as its first look found them: an OpenMP runtime
+    binds the thread that starts a bound team to one place (OMP_PROC_BIND), after which
+    that thread's own mask (what sched_getaffinity(0) reads) is no longer the process's
+    (a process that measures again, or a Jupyter kernel, would see 1 CPU)."""
+    if not _PROCESS_CPUS:
+        try:
+            _PROCESS_CPUS.update(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            _PROCESS_CPUS.update(range(os.cpu_count() or 1))
+    return set(_PROCESS_CPUS)
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return len(process_cpus())
 
 
 def numa_nodes(sys_cpu: Path = SYS_CPU) -> int:
     """NUMA nodes holding the CPUs this process may run on (1 where sysfs says nothing)."""
-    try:
-        mine = os.sched_getaffinity(0)
-    except (AttributeError, OSError):
-        mine = set(range(os.cpu_count() or 1))
+    mine = process_cpus()
     nodes = {p.name for cpu in mine for p in (sys_cpu / f"cpu{cpu}").glob("node[0-9]*")}
     return max(1, len(nodes))
 

@@ -211,7 +211,7 @@ def _counts(value: Any, check: Any) -> list:
 
 def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str = "c",
             compiler: str | None = None, flags: str = "", tag: str = "",
-            fault_index: int = -1, stores: Any = None) -> list[dict]:
+            fault_index: int = -1, stores: Any = None, keep: bool = False) -> list[dict]:
     """Measure one configuration, or a series of them in this one process; return one
     record per function (Copy, Scale, Add, Triad) and configuration.
 
@@ -229,7 +229,9 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
     (on a machine whose CPUs span several NUMA nodes each configuration gets arrays
     of its own, placed by its own team). A sweep so pays one process start and one
     first touch per affinity setting (which the OpenMP runtime reads once), not per
-    configuration. Raises BadInput, BuildError or ValidationFailed.
+    configuration. `keep` (a process that measures again: ``--serve``) keeps the arrays
+    for the next call, which then skips their first touch, and leaves the OpenMP team
+    asleep rather than spinning. Raises BadInput, BuildError or ValidationFailed.
     """
     if impl not in IMPLS:
         raise BadInput(f"unknown implementation '{impl}' (known: {', '.join(IMPLS)})")
@@ -257,14 +259,14 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
         module = sys.modules["kernels_ext.triad._triad"]
         try:
             raws = module.series(n, k, [(t, p) for p, _, t in pairs], fault_index,
-                                 sysinfo.numa_nodes() > 1)
+                                 sysinfo.numa_nodes() > 1, keep)
         except MemoryError as exc:
             raise BadInput(f"size {n}: the arrays could not be allocated") from exc
     elif impl == "numba":
         from kernels_ext.triad import baselines
 
         baselines.prepare_numba_threads(max(teams))
-        raws = baselines.numba_series(n, k, [t for _, _, t in pairs], fault_index)
+        raws = baselines.numba_series(n, k, [t for _, _, t in pairs], fault_index, keep)
         info = runtime_info("numba") | {"openmp_library": raws[0]["threading_layer"]}
     else:
         from kernels_ext.triad import baselines
@@ -358,6 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write the JSON lines to this file instead")
     p.add_argument("--info", action="store_true",
                    help="print the build and OpenMP runtime facts as JSON and exit")
+    p.add_argument(cli.SERVE_FLAG, action="store_true",
+                   help="measure once per line read on stdin, each answer followed by a "
+                        f"line '{cli.SERVED}', until stdin ends; the arrays and the OpenMP "
+                        "runtime stay between measurements (how burstbench sweeps alternate "
+                        "repetitions without a process start each)"),
     p.add_argument("--inject-fault", type=int, default=-1, help=argparse.SUPPRESS)
     return p
 
@@ -368,14 +375,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     compiler = args.compiler
     try:
         if args.info:
-            lines = [json.dumps(runtime_info(args.impl, compiler, args.flags, args.tag))]
-        else:
+            cli.write_lines([json.dumps(runtime_info(args.impl, compiler, args.flags,
+                                                     args.tag))], args.out)
+            return 0
+
+        def once() -> list[str]:
             recs = measure(args.size, args.ntimes, args.threads, args.impl, compiler,
-                           args.flags, args.tag, args.inject_fault, args.stores)
+                           args.flags, args.tag, args.inject_fault, args.stores, args.serve)
             for w in recs[0]["warnings"]:
                 print(f"warning: {w}", file=sys.stderr)
-            lines = [json.dumps(r) for r in recs]
-        cli.write_lines(lines, args.out)
+            return [json.dumps(r) for r in recs]
+
+        if args.serve:
+            cli.serve(once)
+        else:
+            cli.write_lines(once(), args.out)
     except KernelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

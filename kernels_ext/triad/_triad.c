@@ -85,21 +85,44 @@ typedef struct {
     stream_check_t chk;
 } series_run;
 
+/* The arrays a series kept for the next (series(..., keep=True)): a process that
+ * measures again, on its next request, pays its first touch once. */
+static struct {
+    double *a, *b, *c;
+    size_t n;
+} kept;
+
+static void release_kept(void)
+{
+    stream_free(kept.a, kept.b, kept.c);
+    memset(&kept, 0, sizeof kept);
+}
+
 /* Measure runs[0..count) in turn on one set of arrays, allocated (and first
- * touched) by the first run's team; each further run starts from a fresh
- * fill by its own team, or with `fresh` from arrays of its own (where pages
- * must be placed by the team that streams them: more than one NUMA node).
- * Called without the GIL; returns STREAM_OK or the first error. */
+ * touched) by the widest run's team, or those `kept` from the series before
+ * when they are as large; each run starts from a fresh fill by its own team,
+ * or with `fresh` from arrays of its own (where pages must be placed by the
+ * team that streams them: more than one NUMA node).  With `keep` (and not
+ * `fresh`) the arrays stay for the next series and the team is put to sleep
+ * (stream_idle) before this returns.  Called without the GIL; returns
+ * STREAM_OK or the first error. */
 static int series_measure(size_t n, int ntimes, series_run *runs, int count,
-                          Py_ssize_t fault, int fresh)
+                          Py_ssize_t fault, int fresh, int keep)
 {
     double *a = NULL, *b = NULL, *c = NULL;
     int rc = STREAM_OK, widest = 1; /* 0: the runtime's default, all CPUs */
     for (int i = 0; i < count && widest != 0; i++)
         if (runs[i].threads == 0 || runs[i].threads > widest)
             widest = runs[i].threads;
-    if (!fresh) /* one NUMA node: the widest team touches the pages first, fastest */
-        rc = stream_alloc(n, widest, &a, &b, &c);
+    stream_resume();
+    if (kept.n == n && !fresh) {
+        a = kept.a, b = kept.b, c = kept.c;
+        memset(&kept, 0, sizeof kept);
+    } else {
+        release_kept();
+        if (!fresh) /* one NUMA node: the widest team touches the pages first, fastest */
+            rc = stream_alloc(n, widest, &a, &b, &c);
+    }
     for (int i = 0; rc == STREAM_OK && i < count; i++) {
         series_run *r = &runs[i];
         if (fresh) {
@@ -120,7 +143,12 @@ static int series_measure(size_t n, int ntimes, series_run *runs, int count,
             r->ok = stream_check(a, b, c, n, ntimes, &r->chk) == STREAM_OK;
         }
     }
-    stream_free(a, b, c);
+    if (keep && !fresh && rc == STREAM_OK) {
+        kept.a = a, kept.b = b, kept.c = c, kept.n = n;
+        stream_idle(widest);
+    } else {
+        stream_free(a, b, c);
+    }
     return rc;
 }
 
@@ -133,7 +161,8 @@ static PyObject *run_dict(const series_run *r, int ntimes)
 }
 
 PyDoc_STRVAR(series_doc,
-             "series(size, ntimes, runs, fault_index=-1, fresh=False) -> list\n\n"
+             "series(size, ntimes, runs, fault_index=-1, fresh=False, keep=False)\n"
+             "-> list\n\n"
              "Allocate three arrays of `size` doubles once and measure each of\n"
              "`runs`, a sequence of (threads, stores), in turn: fill the arrays with\n"
              "that run's team (0 threads = runtime default), run `ntimes` passes of\n"
@@ -145,17 +174,20 @@ PyDoc_STRVAR(series_doc,
              "'binding': [per-thread CPU/place], 'check': {...}, 'stores': the\n"
              "policy used (normal where the build has no streaming stores)}.\n"
              "fault_index >= 0 zeroes a[fault_index] before each check (a lost\n"
-             "write), to prove the check catches it.");
+             "write), to prove the check catches it. `keep` (for a process that\n"
+             "serves several series) keeps the arrays for the next series of the\n"
+             "same size, which then skips their first touch, and leaves the team\n"
+             "asleep, not spinning, when this returns; release() frees them.");
 
 static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"size", "ntimes", "runs", "fault_index", "fresh", NULL};
+    static char *kwlist[] = {"size", "ntimes", "runs", "fault_index", "fresh", "keep", NULL};
     Py_ssize_t size, fault = -1;
-    int ntimes, fresh = 0;
+    int ntimes, fresh = 0, keep = 0;
     PyObject *seq_obj;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "niO|np", kwlist, &size, &ntimes, &seq_obj,
-                                     &fault, &fresh))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "niO|npp", kwlist, &size, &ntimes, &seq_obj,
+                                     &fault, &fresh, &keep))
         return NULL;
     PyObject *seq = PySequence_Fast(seq_obj, "runs must be a sequence of (threads, stores)");
     if (seq == NULL)
@@ -201,7 +233,7 @@ static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = series_measure((size_t)size, ntimes, runs, (int)count, fault, fresh);
+    rc = series_measure((size_t)size, ntimes, runs, (int)count, fault, fresh, keep);
     Py_END_ALLOW_THREADS
     if (rc != STREAM_OK) {
         raise_rc(rc);
@@ -379,9 +411,21 @@ static PyObject *py_info(PyObject *self, PyObject *noargs)
                          stream_timer_resolution(), "streaming_isa", stream_streaming_isa());
 }
 
+PyDoc_STRVAR(release_doc, "release() -> None\n\n"
+                           "Free the arrays series(..., keep=True) kept (none: nothing).");
+
+static PyObject *py_release(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    release_kept();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"series", (PyCFunction)(void (*)(void))py_series, METH_VARARGS | METH_KEYWORDS,
      series_doc},
+    {"release", py_release, METH_NOARGS, release_doc},
     {"check", py_check, METH_VARARGS, check_doc},
     {"passes", py_passes, METH_VARARGS, passes_doc},
     {"info", py_info, METH_NOARGS, info_doc},

@@ -97,16 +97,23 @@ def numpy_stream(size: int, ntimes: int, fault_index: int = -1) -> dict:
     return {"times": times, "threads": 1, "binding": binding, "check": _check(a, b, c, ntimes)}
 
 
-def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = -1) -> list[dict]:
+def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = -1,
+                 keep: bool = False) -> list[dict]:
     """STREAM as numba ``prange`` loops, once per thread count of `threads` in turn, on
     arrays allocated once; each count's team fills them afresh before its passes (as
-    the C kernels' series)."""
+    the C kernels' series). `keep`: the arrays stay for the next call of this size."""
     import numba
 
     k = _numba_kernels()
-    a, b, c = np.empty(size), np.empty(size), np.empty(size)
-    numba.set_num_threads(max(threads))  # the widest team touches the pages first, fastest
-    k["init"](a, b, c)
+    kept = _KEPT.pop(size, None)
+    _KEPT.clear()
+    if kept is None:
+        kept = np.empty(size), np.empty(size), np.empty(size)
+        numba.set_num_threads(max(threads))  # the widest team touches the pages first
+        k["init"](*kept)
+    if keep:
+        _KEPT[size] = kept
+    a, b, c = kept
     s = SCALAR
     out = []
     for count in threads:
@@ -139,6 +146,7 @@ def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = 
 
 
 _KERNELS: dict = {}
+_KEPT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # numba_series(keep=True)
 _GETCPU = None  # numba's declaration of libc's sched_getcpu, made with the kernels
 
 

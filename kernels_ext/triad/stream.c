@@ -190,6 +190,45 @@ void stream_free(double *a, double *b, double *c)
     free(c);
 }
 
+#ifdef _OPENMP
+/* LLVM's and Intel's runtimes (not GNU's) let idle threads spin for a block time
+ * (200 ms by default); weak, so that a build on another runtime links without them. */
+extern int kmp_get_blocktime(void) __attribute__((weak));
+extern void kmp_set_blocktime(int msec) __attribute__((weak));
+static int blocktime = -1; /* the runtime's own, while stream_idle() holds it at 0 */
+#endif
+
+void stream_idle(int threads)
+{
+#ifdef _OPENMP
+    if (kmp_set_blocktime == NULL || kmp_get_blocktime == NULL)
+        return;
+    if (blocktime < 0)
+        blocktime = kmp_get_blocktime();
+    kmp_set_blocktime(0);
+    set_threads(threads);
+    volatile int team = 0;
+#pragma omp parallel
+    { /* the team takes the block time of 0 with it, into its sleep */
+#pragma omp atomic
+        team++;
+    }
+    (void)team;
+#else
+    (void)threads;
+#endif
+}
+
+void stream_resume(void)
+{
+#ifdef _OPENMP
+    if (blocktime >= 0 && kmp_set_blocktime != NULL) {
+        kmp_set_blocktime(blocktime);
+        blocktime = -1;
+    }
+#endif
+}
+
 /* Record, outside the timed loops, the CPU each thread of a fresh parallel
  * region runs on.  With a bound team the runtime reuses the same threads, so
  * this is where the kernels' threads are. */

@@ -89,6 +89,20 @@ void stream_fill(double *a, double *b, double *c, size_t n, int threads);
 void stream_free(double *a, double *b, double *c);
 
 /*
+ * stream_idle - put the team of `threads` (0: the runtime's default) to sleep
+ * now: LLVM's and Intel's runtimes keep idle threads spinning for their block
+ * time (200 ms by default), which would take the CPUs from whatever runs next
+ * (a process that lives on after measuring: the next one measured).  The
+ * runtime's block time is held at 0 until stream_resume().  Nothing on GNU
+ * libgomp, whose threads spin for well under a millisecond.
+ */
+void stream_idle(int threads);
+
+/* stream_resume - give the runtime back the block time stream_idle() took, so the
+ * next parallel regions (a fill, before any timed pass) spin as they would. */
+void stream_resume(void);
+
+/*
  * stream_run - double a[] once (stream.c's timing check), then run `ntimes`
  * passes of Copy (c = a), Scale (b = s c), Add (c = a + b) and Triad
  * (a = b + s c) with s = STREAM_SCALAR, each one `omp parallel for` with the

@@ -135,7 +135,8 @@ PARAMS = [
               "thread counts; NumPy on one thread)",
               check_choices("triad_baselines", ("numba", "numpy"))),
         Param("triad_repetitions", 3,
-              "fresh processes per configuration; figures show the median and min-max",
+              "repetitions of each configuration, spread over the sweep's time (each a "
+              "turn of its setting's process); figures show the median and min-max",
               check_count("triad_repetitions", 1)),
         Param("triad_timeout_s", 600,
               "seconds per configuration before it is stopped and reported as failed",

@@ -53,7 +53,7 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         sizes = loaded.table.loc[loaded.table["run_id"] == run["run_id"], "size"].dropna()
         size = f"{int(sizes.iloc[0]):,}" if len(sizes) else "?"
         caption = (f"Data: {run_rel} ({run['status']}); median of "
-                   f"{int(s['n'].max())} fresh processes per point, bars min-max; "
+                   f"{int(s['n'].max())} repetitions per point, bars min-max; "
                    f"N = {size} doubles per array, "
                    f"NTIMES = {run['params'].get('triad_ntimes', '?')}; "
                    + ("labels with '-streaming' (dash-dotted): streaming stores; the other C "

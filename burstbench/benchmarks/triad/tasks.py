@@ -1,9 +1,11 @@
 """What a Triad sweep runs: probe() this machine (build each compiler variant, size the
 arrays, count the CPUs), then expand() the parameters into tasks, each with its estimated
-time: one fresh process per variant, affinity setting and repetition (the OpenMP runtime
-reads its affinity once, at its start), which measures that setting's configurations in
-turn (every thread count, with each store policy of a C variant) on arrays it allocates
-and first-touches once. A configuration's rows are as before; a task is a process."""
+time: one task per variant, affinity setting and repetition, which measures that setting's
+configurations in turn (every thread count, with each store policy of a C variant). The
+OpenMP runtime reads its affinity once, at its start, so each setting has a process of its
+own: a server (burstbench.core.servers) that measures the setting's repetitions, each when
+the sweep's turn comes, on arrays it allocates and first-touches once. A configuration's
+rows are as before; a task is one request to its setting's process."""
 
 from __future__ import annotations
 
@@ -202,9 +204,13 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
     env = dict(aff.env())  # no OMP_NUM_THREADS: each configuration sets its own team
     if impl == "numba":
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
+    # one server per variant and affinity setting measures its repetitions, each when the
+    # sweep's turn comes (repetitions stay spread over the sweep's time)
+    session = task_key(process, "serve", [argv, sorted(env.items())])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        float(P["triad_timeout_s"]) * len(runs),
-                       estimate_s(size, P["triad_ntimes"], len(runs), impl, calibration))
+                       estimate_s(size, P["triad_ntimes"], len(runs), impl, calibration,
+                                  started=rep > 1), session=session)
 
 
 #: The work model of estimate_s: a process's start and its three arrays touched first
@@ -215,6 +221,8 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
 #: (EXTRA_START_S, 1.0 s against C's 0.37 s here); NumPy moves five arrays where STREAM
 #: counts three, on one thread (WORK_FACTOR: 1.87 s against gcc's 0.84 s here).
 START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
+#: A request to a server that has started: reading it, and writing the answer.
+REQUEST_S = 0.02
 EXTRA_START_S = {"numba": 0.65}
 WORK_FACTOR = {"numpy": 2.2}
 
@@ -225,13 +233,16 @@ def _pass_s(size: int) -> float:
 
 
 def estimate_s(size: int, ntimes: int, configurations: int = 1, impl: str = "c",
-               calibration: workmodel.Calibration = workmodel.UNCALIBRATED) -> float:
-    """About how long one process takes: its start and its arrays' first touch, then for
-    each of its `configurations` a fill (3 arrays), NTIMES passes and the check (3), as
-    `calibration` scales them (its start replacing the model's, where a probe ran)."""
+               calibration: workmodel.Calibration = workmodel.UNCALIBRATED,
+               started: bool = False) -> float:
+    """About how long one task takes: its server's start and its arrays' first touch
+    (none where it is `started`: a later repetition, served by the process that measured
+    the first), then for each of its `configurations` a fill (3 arrays), NTIMES passes
+    and the check (3), as `calibration` scales them (its start replacing the model's,
+    where a probe ran)."""
     array = 8.0 * size
     start = (START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9)
              if calibration is workmodel.UNCALIBRATED else calibration.start_s)
     work = configurations * (ntimes * _pass_s(size) + 6 * array / (ASSUMED_GBS * 1e9))
-    return calibration.estimate(WORK_FACTOR.get(impl, 1.0) * work,
-                                start + EXTRA_START_S.get(impl, 0.0))
+    return calibration.estimate(WORK_FACTOR.get(impl, 1.0) * work, REQUEST_S if started
+                                else start + EXTRA_START_S.get(impl, 0.0))

@@ -1,0 +1,187 @@
+"""Processes that measure several configurations of one session, each when asked.
+
+A fresh process per configuration pays the interpreter's start, its imports and the first
+touch of its buffers every time: a third of a Triad sweep's wall time on a 2-core VM
+(issue 31).  Tasks that name one ``session`` (same command, same environment: the OpenMP
+runtime reads its affinity once, so one session per affinity setting) are measured instead
+by one process, started with the kernel's ``--serve`` and kept alive between them.  Each
+request is one line on its stdin; it answers with the output a fresh process would have
+printed, then ``#done`` (kernels_ext.common.cli.serve).  Sessions stay alive side by side,
+so a sweep still alternates its repetitions over time (this VM's bandwidth drifts over
+minutes): a setting's five repetitions are five moments of the sweep, not one.
+
+What is kept per server is what its kernel keeps (the Triad's arrays, ~3x its size), so
+before a new one starts the least recently used are closed while the memory available
+would fall below RESERVE of the machine's.  A server that fails, times out or is stopped
+is killed whole, as a fresh process would be (runner.kill_tree); a later task of its
+session starts a new one.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import tempfile
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import IO
+
+from burstbench.core import runner
+from burstbench.core.signals import raise_if_stopped
+from kernels_ext.common.cli import SERVE_FLAG, SERVED
+
+#: Servers are closed (least recently used first) before a new one would leave less than
+#: this share of the machine's memory available.
+RESERVE = 0.2
+#: At most this many servers at once, whatever the memory.
+MAX_SERVERS = 64
+_DONE = f"\n{SERVED}\n".encode()
+
+
+def _meminfo() -> dict[str, int]:
+    """/proc/meminfo in bytes ({} where there is none)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            return {ln.split(":")[0]: int(ln.split()[1]) * 1024 for ln in fh if ln.strip()}
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of process `pid` (0 where it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass
+class _Server:
+    proc: subprocess.Popen
+    stderr: IO[str]
+    read_at: int = 0  # how much of its stderr earlier answers took
+
+    def new_stderr(self) -> str:
+        self.stderr.seek(self.read_at)
+        text = self.stderr.read()
+        self.read_at = self.stderr.tell()
+        return text
+
+
+class Servers:
+    """The live servers of a sweep, one per session; close() (or the with block) ends them."""
+
+    def __init__(self) -> None:
+        self.live: OrderedDict[str, _Server] = OrderedDict()  # least recently used first
+
+    def __enter__(self) -> Servers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pids(self) -> list[int]:
+        """The live servers' process ids (contention.sample counts their CPU as ours)."""
+        return [s.proc.pid for s in self.live.values()]
+
+    def launch(self, task: runner.Task) -> tuple[str, str]:
+        """Measure `task` in its session's server (started if there is none); return the
+        (stdout, stderr) a fresh process would have, or raise TaskFailed as runner.launch."""
+        server = self.live.pop(task.session, None) or self._start(task)
+        self.live[task.session] = server  # now the most recently used
+        try:
+            out = self._ask(server, task)
+        except subprocess.TimeoutExpired:
+            self._end(task.session, kill=True)
+            raise runner.TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; "
+                                    "stopped" + runner._clean_up(task)) from None
+        except runner.TaskFailed:
+            self._end(task.session, kill=True)
+            raise
+        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the server down with us
+            self._end(task.session, kill=True)
+            runner._clean_up(task)
+            raise
+        return out, server.new_stderr()
+
+    def _start(self, task: runner.Task) -> _Server:
+        self._make_room()
+        env = {k: v for k, v in os.environ.items() if k not in runner.CLEARED_ENV}
+        env.update(dict(task.env))
+        stderr = tempfile.TemporaryFile("w+")
+        try:
+            proc = subprocess.Popen((*task.argv, SERVE_FLAG), env=env, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=stderr,
+                                    start_new_session=True, preexec_fn=runner.die_with_parent())
+        except OSError as exc:
+            stderr.close()
+            raise runner.TaskFailed(f"cannot start {task.argv[0]}: {exc.strerror}") from exc
+        return _Server(proc, stderr)
+
+    def _ask(self, server: _Server, task: runner.Task) -> str:
+        """Send one request and read its answer up to the end marker, within the task's
+        timeout (TimeoutExpired), noticing stop signals (Interrupted); TaskFailed where the
+        server ended before it answered."""
+        proc = server.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: what it said is read below
+        fd, got = proc.stdout.fileno(), bytearray()
+        deadline = time.monotonic() + task.timeout_s
+        while not (got.endswith(_DONE) or got == _DONE[1:]):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(task.argv, task.timeout_s)
+            ready, _, _ = select.select([fd], [], [], min(runner.POLL_S, left))
+            raise_if_stopped()
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:  # it ended: a kernel error, or killed
+                rc = proc.wait()
+                out, err = got.decode(errors="replace"), server.new_stderr()
+                raise runner.TaskFailed(runner._failure(out, err, rc) if rc else
+                                        "the server ended without an answer")
+            got += chunk
+        return got[: -len(_DONE) + 1].decode()  # its lines, each with its newline
+
+    def _make_room(self) -> None:
+        """Close the least recently used servers while a new one, as large as the largest,
+        would leave less than RESERVE of the memory available (or there are too many)."""
+        info = _meminfo()
+        while self.live:
+            largest = max(_rss(s.proc.pid) for s in self.live.values())
+            if len(self.live) < MAX_SERVERS and (
+                    not info or _meminfo().get("MemAvailable", 0) - largest
+                    >= RESERVE * info.get("MemTotal", 0)):
+                return
+            self._end(next(iter(self.live)))
+
+    def _end(self, session: str, kill: bool = False) -> None:
+        server = self.live.pop(session, None)
+        if server is None:
+            return
+        if kill:
+            runner.kill_tree(server.proc)
+        else:
+            try:
+                assert server.proc.stdin is not None
+                server.proc.stdin.close()  # end of requests: it exits
+                server.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                runner.kill_tree(server.proc)
+        for pipe in (server.proc.stdout, server.proc.stdin):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+        server.stderr.close()
+
+    def close(self) -> None:
+        """End every server: each is told there are no more requests, and exits."""
+        for session in list(self.live):
+            self._end(session)

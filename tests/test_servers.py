@@ -1,0 +1,115 @@
+"""Servers (burstbench.core.servers): the tasks of one session measured in turn by one
+process, each answer what a fresh process would have printed; a server that fails, hangs
+or is stopped is killed whole, and a sweep leaves none behind."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+
+from burstbench.core import contention, runner, servers
+
+TRIAD = (sys.executable, "-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "2",
+         "--threads", "1")
+#: A server that reads its requests and never answers.
+MUTE = (sys.executable, "-c", "import sys, time\nfor _ in sys.stdin: time.sleep(600)")
+
+
+def task(argv: tuple[str, ...] = TRIAD, session: str = "s", timeout: float = 120,
+         key: str = "k") -> runner.Task:
+    return runner.Task(key, {}, argv, (("OMP_PROC_BIND", "close"),), timeout, session=session)
+
+
+def alive(pid: int) -> bool:
+    return pid in runner._parents()
+
+
+def test_a_session_is_served_by_one_process_whose_answers_are_a_fresh_ones():
+    fresh_out, _ = runner.launch(task(session=""))
+    with servers.Servers() as live:
+        answers = []
+        for k in ("a", "b"):
+            out, err = live.launch(task(key=k))
+            answers.append((out, err, live.pids()))
+        (pid,) = answers[0][2]
+    assert answers[1][2] == [pid]  # the same process answered both
+    assert not alive(pid)  # and the end of the sweep ended it
+    want = [{k for k in json.loads(line)} for line in fresh_out.splitlines()]
+    for out, err, _ in answers:
+        recs = [json.loads(line) for line in out.splitlines()]
+        assert [set(r) for r in recs] == want
+        assert [r["function"] for r in recs] == ["Copy", "Scale", "Add", "Triad"]
+        assert all(r["validated"] and r["env"] == {"OMP_PROC_BIND": "close"} for r in recs)
+        # each answer's own warnings, not the ones before it
+        assert err.count("smaller than 4x the last-level cache") == 1
+
+
+def test_a_server_that_fails_is_a_failed_task_and_the_next_task_starts_another():
+    bad = (*TRIAD[:3], "--size=-5", *TRIAD[5:])
+    with servers.Servers() as live:
+        with pytest.raises(runner.TaskFailed,
+                           match="^error: size must be a positive number of elements, not -5$"):
+            live.launch(task(bad))
+        assert live.pids() == []
+        live.launch(task(key="next"))
+        assert len(live.pids()) == 1
+
+
+def test_a_server_past_its_timeout_is_killed_and_said_so():
+    with servers.Servers() as live:
+        live.launch(task(MUTE[:2] + ("import sys\nfor _ in sys.stdin: print('#done', "
+                                      "flush=True)",), session="quick"))
+        (quick,) = live.pids()
+        began = time.monotonic()
+        with pytest.raises(runner.TaskFailed,
+                           match=r"^no result within the timeout of 0\.5 s; stopped$"):
+            live.launch(task(MUTE, session="mute", timeout=0.5))
+        assert time.monotonic() - began < 5
+        assert live.pids() == [quick]  # the hung one is gone, the other serves on
+    assert not alive(quick)
+
+
+def test_servers_make_room_for_a_new_one_when_memory_runs_low(monkeypatch):
+    free = {"MemTotal": 100 << 30, "MemAvailable": 90 << 30}
+    monkeypatch.setattr(servers, "_meminfo", lambda: dict(free))
+    with servers.Servers() as live:
+        live.launch(task(session="one"))
+        live.launch(task(session="two"))
+        one, two = live.pids()
+        free["MemAvailable"] = 10 << 30  # less than RESERVE (20 GiB) would be left
+        live.launch(task(session="three"))
+        assert not alive(one) and not alive(two)  # the least recently used first, until
+        assert len(live.pids()) == 1  # no server is left to close
+
+
+def test_a_servers_cpu_time_is_counted_as_the_sweeps_own():
+    """Between requests a server is a live child no one has waited for: its CPU time is
+    not in RUSAGE_CHILDREN, so sample() must be told of it, or a sweep's own measurement
+    would flag itself contended."""
+    with servers.Servers() as live:
+        live.launch(task())
+        (pid,) = live.pids()
+        spent = contention.cpu_seconds(pid)
+        assert spent > 0
+        assert contention.sample(live.pids()).own - contention.sample().own == \
+            pytest.approx(spent, abs=0.02)
+
+
+def test_no_server_outlives_an_interrupted_sweep(monkeypatch):
+    calls = []
+    real = servers.Servers._ask
+
+    def interrupt_second(self, server, t):
+        calls.append(server.proc.pid)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, server, t)
+
+    monkeypatch.setattr(servers.Servers, "_ask", interrupt_second)
+    with pytest.raises(KeyboardInterrupt), servers.Servers() as live:
+        live.launch(task(session="a"))
+        live.launch(task(session="b"))
+    assert len(calls) == 2 and not any(alive(p) for p in calls)
