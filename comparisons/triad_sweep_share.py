@@ -86,7 +86,8 @@ def main() -> None:
             order = checkouts[r % len(checkouts):] + checkouts[:r % len(checkouts)]
             rates: dict[Path, float] = {}
             for c in order:
-                wall, sec, table = sweep(c, params, Path(tmp) / f"{c.name}-{r}")
+                runs = Path(tmp) / f"{checkouts.index(c)}-{c.name}-{r}"  # two may share a name
+                wall, sec, table = sweep(c, params, runs)
                 best = first_c(table)
                 rates[c] = statistics.median(best["value"])
                 took = sec["measured_seconds"]

@@ -54,7 +54,7 @@ def test_triad_threads_all_are_the_probed_cpus_and_stores_cross_the_c_variants()
     assert "OMP_NUM_THREADS" not in dict(first.env)  # each configuration sets its team
     assert [r["label"] for r in first.config["runs"]] == \
         ["gcc12.2.0+cores+close"] * 4 + ["gcc12.2.0-streaming+cores+close"] * 4
-    assert first.estimate_s == pytest.approx(triad.estimate_s(1000, 10, 8))
+    assert first.estimate_s == pytest.approx(triad.estimate_s(1000, 10, [1, 2, 3, 4] * 2))
 
 
 def test_triad_expansion_notes_and_refusals():
@@ -176,8 +176,25 @@ def test_the_triad_probe_calibrates_each_process_estimate():
     m = triad.Machine(4, 1_000_000, [GCC], {"numba": "0.60", "numpy": "2.0"}, [], cal)
     plan = triad.expand(triad_params(triad_threads=[1, 2]), m)
     work = 2 * (10 * triad._pass_s(1_000_000) + 6 * 8e6 / 20e9)  # 2 configurations
-    by_impl = {t.config["impl"]: t.estimate_s for t in plan.tasks}
-    assert by_impl["c"] == pytest.approx(0.6 + 2 * work)
-    assert by_impl["numba"] == pytest.approx(0.6 + 0.65 + 2 * work)
-    assert by_impl["numpy"] == pytest.approx(0.6 + 2 * 2.2 * work / 2)  # one configuration
+    first = {t.config["impl"]: t.estimate_s for t in plan.tasks if t.config["repetition"] == 1}
+    assert first["c"] == pytest.approx(0.6 + 2 * work)
+    assert first["numba"] == pytest.approx(0.6 + 0.65 + 2 * work)
+    assert first["numpy"] == pytest.approx(0.6 + 2 * 2.4 * work / 2)  # one configuration
+    # a later repetition is a request to the process that measured the first: no start
+    later = {t.config["impl"]: t.estimate_s for t in plan.tasks if t.config["repetition"] == 2}
+    assert later["c"] == pytest.approx(triad.REQUEST_S + 2 * work)
     assert plan.calibration == cal.said and cal.said.startswith("by a test: start 0.60 s")
+
+
+def test_the_triad_probe_one_thread_slows_the_teams_it_cannot_fill():
+    """The probe found one thread 1.6x slower than all 4 CPUs: a team of 1 takes 1.6x the
+    passes' time, a team of 2 (which two threads fill) 1x, as do 3 and 4."""
+    from burstbench.core import workmodel
+
+    cal = workmodel.calibrate(workmodel.Timing(1.0, 0.4), 0.2, "by a test")
+    passes = 10 * triad._pass_s(1_000_000)
+    fill = 6 * 8e6 / 20e9
+    for threads, factor in (([1], 1.6), ([2], 1.0), ([3], 1.0), ([1, 4], 1.3)):
+        got = triad.estimate_s(1_000_000, 10, threads, "c", cal, True, one_thread=1.6)
+        want = triad.REQUEST_S + 2 * len(threads) * (factor * passes + fill)
+        assert got == pytest.approx(want), threads

@@ -58,6 +58,9 @@ def test_plan_labels_and_order(tmp_path):
     assert [t.session for t in pl.tasks[3:]] == [t.session for t in pl.tasks[:3]]
     assert len({t.session for t in pl.tasks}) == 3
     assert all(b.estimate_s < a.estimate_s for a, b in zip(pl.tasks[:3], pl.tasks[3:]))
+    # the probe timed one thread and all the CPUs (2 here, in the first compiled variant)
+    assert pl.calibration.startswith(f"by Triad passes of {gcc} on ")
+    assert "one thread" in pl.calibration
 
 
 def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):

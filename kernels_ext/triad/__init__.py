@@ -26,6 +26,7 @@ affinity setting per fresh process, as ``burstbench`` sweeps do.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -157,6 +158,7 @@ def summarize(times: dict[str, list[float]], size: int, stores: str = "normal") 
     return out
 
 
+@functools.cache  # a process that serves requests builds (or finds) its variant once
 def _load_c(compiler: str | None, flags: str, tag: str) -> tuple[Any, dict]:
     from kernels_ext.common import variants
 

@@ -52,6 +52,8 @@ class Machine:
     notes: list[str] = field(default_factory=list)
     #: the work model as the probe's Triad pass calibrated it (the model's constants without)
     calibration: workmodel.Calibration = workmodel.UNCALIBRATED
+    #: the probe's passes on one thread over those on all the CPUs (1: not probed)
+    one_thread: float = 1.0
 
 
 def probe(P: dict) -> Machine:
@@ -71,29 +73,42 @@ def probe(P: dict) -> Machine:
             raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
     cpus = sysinfo.available_cpus()
     return Machine(cpus, size, infos, {b: metadata.version(b) for b in P["triad_baselines"]},
-                   notes, _calibrate(infos, size, cpus))
+                   notes, *_calibrate(infos, size, cpus))
 
 
 #: The probe's passes: STREAM's minimum, so that it costs about one configuration's start.
 PROBE_NTIMES = 2
 
 
-def _calibrate(infos: list[dict], size: int, cpus: int) -> workmodel.Calibration:
-    """Time one process of the first compiled variant at the sweep's size on all the CPUs
-    (normal stores, PROBE_NTIMES passes): its untimed seconds are a process's start, first
-    touch and one configuration's fill and check; its timed ones over the model's give the
-    rate. The model's constants where no variant was built or the probe failed."""
+def _calibrate(infos: list[dict], size: int,
+               cpus: int) -> tuple[workmodel.Calibration, float]:
+    """Time one process of the first compiled variant at the sweep's size, on one thread
+    and then on all the CPUs (normal stores, PROBE_NTIMES passes each): its untimed seconds
+    are a process's start, first touch and the fills and checks; the timed ones on all
+    the CPUs over the model's give the rate, and those on one thread over those on all
+    how much slower one thread streams (a 2-core VM: 1.5x).  The model's constants (and
+    1.0) where no variant was built or the probe failed."""
     first = next((i for i in infos if i.get("impl", "c") == "c"), None)
     if first is None:
-        return workmodel.UNCALIBRATED
+        return workmodel.UNCALIBRATED, 1.0
+    teams = [1, cpus] if cpus > 1 else [1]
     argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(size), "--ntimes",
-            str(PROBE_NTIMES), "--threads", str(cpus), *first["cli_args"])
+            str(PROBE_NTIMES), "--threads", ",".join(map(str, teams)), *first["cli_args"])
     try:
-        _, timing = workmodel.timed(runner.Task("probe", {}, argv, timeout_s=300))
+        records, timing = workmodel.timed(runner.Task("probe", {}, argv, timeout_s=300))
     except runner.TaskFailed:
-        return workmodel.UNCALIBRATED
-    return workmodel.calibrate(timing, PROBE_NTIMES * _pass_s(size),
-                               f"by a Triad pass of {first['variant']} on {cpus} CPUs")
+        return workmodel.UNCALIBRATED, 1.0
+    timed = {t: runner.timed_seconds([r for r in records if r.get("threads") == t])
+             for t in teams}
+    if not all(timed.values()):
+        return workmodel.UNCALIBRATED, 1.0
+    all_cpus = workmodel.Timing(timing.wall_s - timed[1] if cpus > 1 else timing.wall_s,
+                                timed[cpus], timing.others)
+    one_thread = timed[1] / timed[cpus]
+    cal = workmodel.calibrate(all_cpus, PROBE_NTIMES * _pass_s(size),
+                              f"by Triad passes of {first['variant']} on {cpus} CPUs (one "
+                              f"thread {one_thread:.2f}x their time)")
+    return cal, one_thread
 
 
 def expand(P: dict, m: Machine) -> Plan:
@@ -162,7 +177,7 @@ def expand(P: dict, m: Machine) -> Plan:
     for rep in range(1, P["triad_repetitions"] + 1):
         for info, affs, configs in groups:
             for aff in affs:
-                tasks.append(_task(P, info, aff, configs, rep, m.size, m.calibration))
+                tasks.append(_task(P, info, aff, configs, rep, m))
     return Plan(_needed_first(tasks), built, notes, calibration=m.calibration.said)
 
 
@@ -180,7 +195,7 @@ def plan(P: dict) -> Plan:
 
 
 def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], rep: int,
-          size: int, calibration: workmodel.Calibration) -> runner.Task:
+          m: Machine) -> runner.Task:
     """One process: `info`'s variant under `aff`, measuring `configs` ((stores, threads)
     each) in turn; its config lists them under "runs", each with its row label."""
     impl = info.get("impl", "c")
@@ -188,6 +203,7 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
     runs = [{"label": process if impl == "numpy" else
              f"{info['variant']}{'-streaming' if stores == 'streaming' else ''}+{aff.label}",
              "stores": stores, "threads": threads} for stores, threads in configs]
+    size = m.size
     config = {"benchmark": BENCHMARK, "label": process, "impl": impl,
               "variant": info["variant"],
               "compiler": info["compiler"], "compiler_version": info["compiler_version"],
@@ -209,22 +225,23 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
     session = task_key(process, "serve", [argv, sorted(env.items())])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        float(P["triad_timeout_s"]) * len(runs),
-                       estimate_s(size, P["triad_ntimes"], len(runs), impl, calibration,
-                                  started=rep > 1), session=session)
+                       estimate_s(size, P["triad_ntimes"], [t for _, t in configs], impl,
+                                  m.calibration, rep > 1, m.one_thread), session=session)
 
 
 #: The work model of estimate_s: a process's start and its three arrays touched first
 #: (page faults: about 1.5 GB/s here), then per configuration a fill of the arrays, STREAM's
-#: passes over them and the check, at an assumed 20 GB/s. The probe's Triad pass
-#: (_calibrate) replaces the start with what it measured and scales the passes by its
-#: measured over modelled seconds. numba's start adds its import and cache load
-#: (EXTRA_START_S, 1.0 s against C's 0.37 s here); NumPy moves five arrays where STREAM
-#: counts three, on one thread (WORK_FACTOR: 1.87 s against gcc's 0.84 s here).
+#: passes over them and the check, at an assumed 20 GB/s. The probe's Triad passes
+#: (_calibrate) replace the start with what it measured and scale the passes by their
+#: measured over modelled seconds, on all CPUs and on one thread. numba's start adds its
+#: import and cache load (EXTRA_START_S, 1.0 s against C's 0.37 s here); NumPy's
+#: expressions make temporaries, moving more than STREAM counts (WORK_FACTOR: its 1.68 s
+#: against gcc's 0.70 s, both on one thread, in a local.yaml sweep here).
 START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
 #: A request to a server that has started: reading it, and writing the answer.
 REQUEST_S = 0.02
 EXTRA_START_S = {"numba": 0.65}
-WORK_FACTOR = {"numpy": 2.2}
+WORK_FACTOR = {"numpy": 2.4}
 
 
 def _pass_s(size: int) -> float:
@@ -232,17 +249,21 @@ def _pass_s(size: int) -> float:
     return 10 * 8.0 * size / (ASSUMED_GBS * 1e9)
 
 
-def estimate_s(size: int, ntimes: int, configurations: int = 1, impl: str = "c",
+def estimate_s(size: int, ntimes: int, threads: list[int], impl: str = "c",
                calibration: workmodel.Calibration = workmodel.UNCALIBRATED,
-               started: bool = False) -> float:
+               started: bool = False, one_thread: float = 1.0) -> float:
     """About how long one task takes: its server's start and its arrays' first touch
     (none where it is `started`: a later repetition, served by the process that measured
-    the first), then for each of its `configurations` a fill (3 arrays), NTIMES passes
-    and the check (3), as `calibration` scales them (its start replacing the model's,
-    where a probe ran)."""
+    the first), then for each of its configurations (their thread counts: `threads`) a
+    fill (3 arrays), NTIMES passes and the check (3), as `calibration` scales them (its
+    start replacing the model's, where a probe ran).  A team of t threads streams as
+    one thread does t times over, up to what all the CPUs do (`one_thread`: the probe's
+    one-thread passes over its all-CPU ones), so its passes take max(1, one_thread / t)
+    the probe's."""
     array = 8.0 * size
     start = (START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9)
              if calibration is workmodel.UNCALIBRATED else calibration.start_s)
-    work = configurations * (ntimes * _pass_s(size) + 6 * array / (ASSUMED_GBS * 1e9))
+    work = sum(ntimes * _pass_s(size) * max(1.0, one_thread / max(t, 1))
+               + 6 * array / (ASSUMED_GBS * 1e9) for t in threads)
     return calibration.estimate(WORK_FACTOR.get(impl, 1.0) * work, REQUEST_S if started
                                 else start + EXTRA_START_S.get(impl, 0.0))
