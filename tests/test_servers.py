@@ -74,7 +74,7 @@ def test_a_server_past_its_timeout_is_killed_and_said_so():
 
 def test_servers_make_room_for_a_new_one_when_memory_runs_low(monkeypatch):
     free = {"MemTotal": 100 << 30, "MemAvailable": 90 << 30}
-    monkeypatch.setattr(servers, "_meminfo", lambda: dict(free))
+    monkeypatch.setattr(servers, "_memory", lambda: (free["MemAvailable"], free["MemTotal"]))
     with servers.Servers() as live:
         live.launch(task(session="one"))
         live.launch(task(session="two"))

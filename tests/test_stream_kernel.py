@@ -65,23 +65,38 @@ def test_run_validates_and_reports_stream_expected_values():
 
 
 @pytest.mark.parametrize("fresh", [False, True])
-def test_a_series_measures_each_configuration_from_a_fresh_fill(fresh):
-    """One process, one set of arrays (or, `fresh`, arrays of each configuration's own):
-    every configuration starts from a = 1, b = 2, c = 0, so each validates against the
-    values of its own passes, whatever ran before it."""
+def test_a_series_checks_each_configuration_against_its_own_passes(fresh):
+    """One process, one set of arrays: each configuration goes on from the values the one
+    before it left (no fill between them, as stream.c's passes go on) and validates
+    against what its own passes make of them; `fresh` (arrays of each configuration's
+    own): each starts from a = 1, b = 2, c = 0."""
     streaming = "streaming" if _triad.info()["streaming_isa"] else "normal"
     runs = [(1, "normal"), (2, "normal"), (1, "streaming"), (2, "streaming")]
     out = _triad.series(200_003, 4, runs, -1, fresh)
-    ea, eb, ec = numpy_stream(np.ones(1), np.full(1, 2.0), np.zeros(1), 4)
     assert [(o["threads"], o["stores"]) for o in out] == [
         (1, "normal"), (2, "normal"), (1, streaming), (2, streaming)]
+    start = np.ones(1), np.full(1, 2.0), np.zeros(1)
     for o in out:
+        ea, eb, ec = numpy_stream(*start, 4)
         assert o["check"]["validated"] is True and o["check"]["bad_elements"] == (0, 0, 0)
         assert o["check"]["expected"] == pytest.approx((ea[0], eb[0], ec[0]), rel=1e-15)
         assert all(len(v) == 4 for v in o["times"].values())
+        if not fresh:
+            start = ea, eb, ec
     assert [len(o["binding"]) for o in out] == [1, 2, 1, 2]
-    # a lost write in each configuration is caught in each
+    # a lost write in each configuration is caught in each (the next starts from a fill)
     assert not any(o["check"]["validated"] for o in _triad.series(1000, 3, runs, 7, fresh))
+
+
+def test_a_series_refills_before_its_values_grow_past_1e150():
+    """Each configuration multiplies the values by about 2 x 15^NTIMES: 20 passes reach
+    1e150 in 7, after which the next starts from a fill again, and all validate."""
+    out = _triad.series(10_001, 20, [(1, "normal")] * 16)
+    expected = [o["check"]["expected"][0] for o in out]
+    assert all(o["check"]["validated"] for o in out)
+    assert max(expected) < 1e150 * 1e25
+    fresh = expected[0]
+    assert expected.count(fresh) == 3 and expected[1] > fresh  # refilled twice
 
 
 def test_a_kept_series_validates_again_on_its_arrays_and_release_frees_them():
@@ -296,3 +311,20 @@ def test_traffic_counts_the_write_allocate_read():
     assert nt["Triad"]["traffic_rate_gbs"] == 48.0
     assert normal["Copy"]["traffic_bytes_per_element"] == 24
     assert nt["Copy"]["traffic_bytes_per_element"] == 16
+
+
+def test_a_server_keeps_its_arrays_only_while_memory_allows(monkeypatch):
+    """A serving process releases what it kept once less than SERVE_RESERVE of the
+    machine's memory is available (the other settings' servers keep arrays too)."""
+    from kernels_ext import triad
+    from kernels_ext.common import sysinfo
+
+    triad.measure(100_000, 2, 1, impl="numpy", keep=True)
+    assert list(baselines._KEPT) == [100_000]
+    total = sysinfo.meminfo()["MemTotal"]
+    monkeypatch.setattr(sysinfo, "available_memory_bytes", lambda: int(0.19 * total))
+    assert triad.memory_short()
+    triad.release()
+    assert baselines._KEPT == {}
+    monkeypatch.setattr(sysinfo, "available_memory_bytes", lambda: int(0.21 * total))
+    assert not triad.memory_short()

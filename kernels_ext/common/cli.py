@@ -68,6 +68,9 @@ def write_lines(lines: list[str], out: str | None) -> None:
 #: would have printed, then SERVED.  End of input ends it.
 SERVE_FLAG = "--serve"
 SERVED = "#done"
+#: A server keeps what it set up for its next request (the Triad's arrays) only while the
+#: machine keeps this share of its memory available; the sweep closes servers alike.
+SERVE_RESERVE = 0.2
 
 
 def serve(once: Callable[[], list[str]]) -> None:

@@ -273,10 +273,27 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
     else:
         from kernels_ext.triad import baselines
 
-        raws = [baselines.numpy_stream(n, k, fault_index) for _ in pairs]
+        raws = [baselines.numpy_stream(n, k, fault_index, keep) for _ in pairs]
         info = runtime_info("numpy")
     return [rec for (p, a, t), raw in zip(pairs, raws)
             for rec in _records(raw, info, n, k, t, p, a, list(notes), aff, started)]
+
+
+def memory_short() -> bool:
+    """Whether less than cli.SERVE_RESERVE of the machine's memory is available: a
+    serving process then releases the arrays it kept (its next request touches new ones)."""
+    total = sysinfo.meminfo().get("MemTotal", 0)
+    return bool(total) and sysinfo.available_memory_bytes() < cli.SERVE_RESERVE * total
+
+
+def release() -> None:
+    """Free the arrays a measure(keep=True) of this process kept (none: nothing to do)."""
+    from kernels_ext.triad import baselines
+
+    baselines._KEPT.clear()
+    module = sys.modules.get("kernels_ext.triad._triad")
+    if module is not None:
+        module.release()
 
 
 def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: Any,
@@ -384,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         def once() -> list[str]:
             recs = measure(args.size, args.ntimes, args.threads, args.impl, compiler,
                            args.flags, args.tag, args.inject_fault, args.stores, args.serve)
+            if args.serve and memory_short():  # the other settings' servers keep theirs
+                release()
             for w in recs[0]["warnings"]:
                 print(f"warning: {w}", file=sys.stderr)
             return [json.dumps(r) for r in recs]

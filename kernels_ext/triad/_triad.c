@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +99,18 @@ static void release_kept(void)
     memset(&kept, 0, sizeof kept);
 }
 
+/* A run goes on from the values the run before it left (its check's expected
+ * values: no fill) while they stay below this: 2 x 15^NTIMES a run, far from
+ * overflow (1e308). */
+#define GO_ON_BELOW 1e150
+
 /* Measure runs[0..count) in turn on one set of arrays, allocated (and first
  * touched) by the widest run's team, or those `kept` from the series before
- * when they are as large; each run starts from a fresh fill by its own team,
- * or with `fresh` from arrays of its own (where pages must be placed by the
- * team that streams them: more than one NUMA node).  With `keep` (and not
+ * when they are as large.  Each run starts from where the run before it ended
+ * where that one validated (as stream.c's passes go on from each other; its
+ * check expects what its own passes make of those values), else from a fresh
+ * fill by its own team; with `fresh`, from arrays of its own (where pages must
+ * be placed by the team that streams them: more than one NUMA node).  With `keep` (and not
  * `fresh`) the arrays stay for the next series and the team is put to sleep
  * (stream_idle) before this returns.  Called without the GIL; returns
  * STREAM_OK or the first error. */
@@ -123,24 +131,31 @@ static int series_measure(size_t n, int ntimes, series_run *runs, int count,
         if (!fresh) /* one NUMA node: the widest team touches the pages first, fastest */
             rc = stream_alloc(n, widest, &a, &b, &c);
     }
+    double start[3];
+    int go_on = 0; /* the arrays hold the values the last run's check expected */
     for (int i = 0; rc == STREAM_OK && i < count; i++) {
         series_run *r = &runs[i];
         if (fresh) {
             stream_free(a, b, c);
             a = b = c = NULL;
             rc = stream_alloc(n, r->threads, &a, &b, &c);
-        } else {
+        } else if (!go_on) {
             stream_fill(a, b, c, n, r->threads);
         }
         if (rc != STREAM_OK)
             break;
+        if (fresh || !go_on)
+            start[0] = 1.0, start[1] = 2.0, start[2] = 0.0;
         r->used = stream_stores_used(r->stores, a, b, c);
         rc = stream_run(a, b, c, n, r->threads, r->stores, ntimes, r->times, r->bind, r->slots,
                         &r->team);
         if (rc == STREAM_OK) {
             if (fault >= 0)
                 a[fault] = 0.0;
-            r->ok = stream_check(a, b, c, n, ntimes, &r->chk) == STREAM_OK;
+            r->ok = stream_check_from(a, b, c, n, start, ntimes, &r->chk) == STREAM_OK;
+            go_on = r->ok && fabs(r->chk.expected[0]) < GO_ON_BELOW &&
+                    fabs(r->chk.expected[1]) < GO_ON_BELOW && fabs(r->chk.expected[2]) < GO_ON_BELOW;
+            memcpy(start, r->chk.expected, sizeof start);
         }
     }
     if (keep && !fresh && rc == STREAM_OK) {
@@ -164,11 +179,15 @@ PyDoc_STRVAR(series_doc,
              "series(size, ntimes, runs, fault_index=-1, fresh=False, keep=False)\n"
              "-> list\n\n"
              "Allocate three arrays of `size` doubles once and measure each of\n"
-             "`runs`, a sequence of (threads, stores), in turn: fill the arrays with\n"
-             "that run's team (0 threads = runtime default), run `ntimes` passes of\n"
-             "the four STREAM kernels with `stores` ('normal' or 'streaming') and\n"
-             "check the arrays. `fresh` gives each run arrays of its own, first\n"
-             "touched by its own team (for machines with more than one NUMA node).\n"
+             "`runs`, a sequence of (threads, stores), in turn: run `ntimes` passes\n"
+             "of the four STREAM kernels with that run's team (0 threads = runtime\n"
+             "default) and `stores` ('normal' or 'streaming') and check the arrays\n"
+             "against what those passes make of the values they started from: those\n"
+             "the run before ended with, where it validated (no fill between runs,\n"
+             "as stream.c's passes go on from each other), else a fill by the run's\n"
+             "team (a = 1, b = 2, c = 0; also once the values pass 1e150). `fresh`\n"
+             "gives each run arrays of its own, first touched and filled by its own\n"
+             "team (for machines with more than one NUMA node).\n"
              "The GIL is released meanwhile. Returns one dict per run: {'times':\n"
              "{function: [seconds per pass]}, 'threads': actual team size,\n"
              "'binding': [per-thread CPU/place], 'check': {...}, 'stores': the\n"

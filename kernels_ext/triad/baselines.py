@@ -34,6 +34,11 @@ def current_cpu() -> int:
     return int(_sched_getcpu())
 
 
+#: The arrays a call with keep=True left for the next call of their size (one process
+#: measures one baseline: numba_series's, or numpy_stream's).
+_KEPT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
 def _check(a: np.ndarray, b: np.ndarray, c: np.ndarray, ntimes: int) -> dict:
     from kernels_ext.triad import _triad  # the installed build: same check as the C kernels
 
@@ -70,11 +75,17 @@ def _binding_tracker(nthreads: int, where: Callable[[], np.ndarray]):
     return binding, sample
 
 
-def numpy_stream(size: int, ntimes: int, fault_index: int = -1) -> dict:
-    """STREAM with NumPy expressions on one thread."""
-    a = np.full(size, 1.0)
-    b = np.full(size, 2.0)
-    c = np.zeros(size)
+def numpy_stream(size: int, ntimes: int, fault_index: int = -1, keep: bool = False) -> dict:
+    """STREAM with NumPy expressions on one thread (`keep`: the arrays, not the
+    expressions' temporaries, stay for the next call of this size)."""
+    kept = _KEPT.pop(size, None)
+    _KEPT.clear()
+    a, b, c = kept or (np.empty(size), np.empty(size), np.empty(size))
+    if keep:
+        _KEPT[size] = (a, b, c)
+    a.fill(1.0)
+    b.fill(2.0)
+    c.fill(0.0)
     s = SCALAR
     a[:] = 2.0 * a  # stream.c's timing check
 
@@ -146,7 +157,6 @@ def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = 
 
 
 _KERNELS: dict = {}
-_KEPT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # numba_series(keep=True)
 _GETCPU = None  # numba's declaration of libc's sched_getcpu, made with the kernels
 
 

@@ -342,7 +342,13 @@ int stream_run(double *a_, double *b_, double *c_, size_t n, int threads, int st
 
 void stream_expected(int ntimes, double expected[3])
 {
-    double aj = 1.0, bj = 2.0, cj = 0.0;
+    const double start[3] = {1.0, 2.0, 0.0};
+    stream_expected_from(start, ntimes, expected);
+}
+
+void stream_expected_from(const double start[3], int ntimes, double expected[3])
+{
+    double aj = start[0], bj = start[1], cj = start[2];
     const double scalar = STREAM_SCALAR;
     aj = 2.0E0 * aj;
     for (int k = 0; k < ntimes; k++) {
@@ -359,13 +365,20 @@ void stream_expected(int ntimes, double expected[3])
 int stream_check(const double *a, const double *b, const double *c, size_t n,
                  int ntimes, stream_check_t *out)
 {
+    const double start[3] = {1.0, 2.0, 0.0};
+    return stream_check_from(a, b, c, n, start, ntimes, out);
+}
+
+int stream_check_from(const double *a, const double *b, const double *c, size_t n,
+                      const double start[3], int ntimes, stream_check_t *out)
+{
     double e[3];
     const ptrdiff_t len = (ptrdiff_t)n;
     int rc = STREAM_OK;
 
     if (n == 0 || ntimes < 0 || out == NULL)
         return STREAM_EINVAL;
-    stream_expected(ntimes, e);
+    stream_expected_from(start, ntimes, e);
     const double ea = e[0], eb = e[1], ec = e[2];
     double sa = 0.0, sb = 0.0, sc = 0.0;
     size_t ba = 0, bb = 0, bc = 0;

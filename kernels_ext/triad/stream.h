@@ -135,6 +135,15 @@ int stream_check(const double *a, const double *b, const double *c, size_t n,
 void stream_expected(int ntimes, double expected[3]);
 
 /*
+ * stream_check_from, stream_expected_from - the same, for arrays that held
+ * start[0], start[1], start[2] (a, b, c) before stream_run: a configuration
+ * that goes on from where the one before it ended, without a fill.
+ */
+int stream_check_from(const double *a, const double *b, const double *c, size_t n,
+                      const double start[3], int ntimes, stream_check_t *out);
+void stream_expected_from(const double start[3], int ntimes, double expected[3]);
+
+/*
  * stream_openmp - facts about the OpenMP runtime this code runs on:
  * the _OPENMP date macro (0 without OpenMP), the file of the runtime library
  * (written to lib, up to len bytes; "" when unknown), the proc-bind policy of
