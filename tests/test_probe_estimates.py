@@ -1,6 +1,6 @@
-"""The probes that calibrate the plan estimates (issue 31: an estimate within +-25% of the
-measured time): what each probe runs, how its timing splits into the work model's terms,
-and BICCG's iteration counts against the solver's own."""
+"""The probes that calibrate BICCG's and storage's plan estimates (issue 31: an estimate
+within +-25% of the measured time): what each probe runs, how its timing splits into the
+work model's terms, and the model's iteration counts against the solver's own."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from burstbench import params
 from burstbench.benchmarks.biccg import tasks as biccg
+from burstbench.benchmarks.storage import tasks as storage
 from burstbench.core import launch, workmodel
 
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -114,3 +115,35 @@ def test_scipys_iteration_model_within_10_percent_of_its_count():
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
     got = json.loads(out.splitlines()[-1])["iterations"]
     assert biccg.SOLVERS["scipy"].iterations(32 ** 3) == pytest.approx(got, rel=0.10)
+
+
+def test_the_storage_probe_writes_as_the_widest_layout_does():
+    """The timed probe runs the widest planned ranks per node that the cores allow."""
+    P = params.validate({"storage_ranks_per_node": [1, 2, 4]}, "storage")
+    assert storage.probe_ranks(P, cores=2) == 2
+    assert storage.probe_ranks(P, cores=8) == 4
+    assert storage.probe_ranks(params.validate({"storage_ranks_per_node": [4]}, "storage"),
+                               cores=2) == 1
+
+
+@pytest.mark.parametrize("block, probed", [("256M", 256 * 2 ** 20), ("4M", 4 * 2 ** 20),
+                                           ("1G", storage.RATE_BYTES)])
+def test_the_storage_probe_times_the_planned_block_on_the_planned_ranks(monkeypatch, block,
+                                                                        probed):
+    """2 ranks write and read the planned block (at most RATE_BYTES) each at 2 GB/s, 0.3 s
+    more in all: the rate is the model's 500 MB/s over 2 GB/s, the start 0.3 s."""
+    calls = []
+
+    def fake_try(P, combo, mpiexec, target, api, ranks=1, block=storage.PROBE_BYTES):
+        calls.append((api, ranks, block))
+        timed = 2 * ranks * block / 2e9
+        return {}, workmodel.Timing(0.3 + timed, timed)
+
+    monkeypatch.setattr(storage, "_try", fake_try)
+    P = params.validate({"storage_block_size": block}, "storage")
+    target = storage.Target("local", "/tmp/x", ("posix",), True)
+    cal = storage.time_target(P, {}, "mpiexec", target, ranks=2)
+    assert calls == [("posix", 2, probed)]
+    assert cal.rate == pytest.approx(storage.ASSUMED_MBS / 2000)
+    assert cal.start_s == pytest.approx(0.3)
+    assert cal.said.startswith(f"local: 2000 MB/s by 2 rank(s) of {probed // 2 ** 20} MiB")
