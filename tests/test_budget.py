@@ -218,19 +218,22 @@ def test_a_probe_scales_the_work_model():
     moved = 2 * 2 * 256 * 2 ** 20 / (storage.ASSUMED_MBS * 1e6)
     assert storage.estimate_s(P, 2, cal) == pytest.approx(0.5 + 3.0 * moved)
     assert storage.estimate_s(P, 2) == pytest.approx(storage.START_S + moved)
-    # BICCG: the probe's solve calibrates every task's estimate
+    # BICCG: the probe's solve calibrates every task's estimate: 2 threads iterate 1.7x as
+    # fast as one, and set up 1.7^2 as fast
     prob = biccg.Problem("poisson32x32x32", ("--poisson", "32", "32", "32"))
     P = params.validate({"biccg_problems": [{"poisson": [32, 32, 32]}],
                          "biccg_ranks_per_node": [1], "biccg_threads": [1, 2],
                          "biccg_baselines": [], "biccg_repetitions": 1}, "biccg")
+    bcal = biccg.Calibration(0.5, 3.0, 3.0, 0.0, "by a fake probe: start 0.50 s")
     m = biccg.Machine([prob], launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
-                            {"mpi_library": "MPICH Version: 4.1"}, [], cal,
-                            workmodel.Timing(2.0, 1.5, others=0.0))
+                      {"mpi_library": "MPICH Version: 4.1"}, [], bcal)
     plan = biccg.expand(P, m)
     n = 32 ** 3
+    setup = 3.0 * biccg.setup_s(n)
+    passes = 3.0 * (biccg.FIRST_PASSES + biccg.SOLVERS["c"].iterations(n)) * biccg.iteration_s(n)
     assert [t.estimate_s for t in plan.tasks] == pytest.approx(
-        [0.5 + 3.0 * biccg.work_s(n, 1), 0.5 + 3.0 * biccg.work_s(n, 2)])
-    assert plan.calibration == cal.said
+        [0.5 + setup + passes, 0.5 + setup / 1.7 ** 2 + passes / 1.7])
+    assert plan.calibration == bcal.said
     assert "by a work model calibrated by a fake probe: start 0.50 s" in \
         sweep.plan_line(plan, set())
     # ping-pong: the probe's start and one-way times by size

@@ -76,12 +76,18 @@ class Calibration:
         return (self.start_s if start_s is None else start_s) + self.rate * work_s
 
 
+def ratio(measured_s: float, modelled_s: float) -> float:
+    """A probe's measured over modelled seconds, kept within RATE_BOUNDS (1 where the model
+    predicted nothing)."""
+    lo, hi = RATE_BOUNDS
+    return min(hi, max(lo, measured_s / modelled_s)) if modelled_s > 0 else 1.0
+
+
 def calibrate(timing: Timing, modelled_s: float, said: str = "",
               start_s: float | None = None) -> Calibration:
     """The Calibration a probe's `timing` gives a model that predicted `modelled_s` seconds
     of work for it (`start_s`: the start where the benchmark measured it otherwise)."""
-    lo, hi = RATE_BOUNDS
-    rate = min(hi, max(lo, timing.timed_s / modelled_s)) if modelled_s > 0 else 1.0
+    rate = ratio(timing.timed_s, modelled_s)
     start = timing.start_s if start_s is None else start_s
     text = f"start {start:.2f} s, work x{rate:.2f} of the model"
     return Calibration(start, rate, f"{said}: {text}" if said else text)

@@ -48,36 +48,42 @@ def resolve_problems(P: dict) -> tuple[list[Problem], list[str]]:
     return out, notes
 
 
-def try_combination(combo: dict, grid: tuple[int, int, int] = (4, 4, 4)
-                    ) -> tuple[str, dict, workmodel.Timing]:
+#: The probe's largest grid, and its tolerance: a few iterations (13 at 128^3), enough to
+#: time one; the setup costs more (2 s of the probe's 2.5 s on the 2-core VM).
+PROBE_ROWS, PROBE_TOL = 128 ** 3, 0.05
+
+
+def try_combination(combo: dict, grid: tuple[int, int, int] = (4, 4, 4),
+                    tol: float = PROBE_TOL) -> tuple[str, dict, workmodel.Timing]:
     """The combination's mpiexec path, the solver's record of one rank on one thread solving
-    the Poisson `grid` (its MPI library, iterations, solve and setup seconds) and how long
-    that took; ParamError with the launcher's message when that fails."""
+    the Poisson `grid` to `tol`, placed as a planned solve's thread is (its MPI library,
+    iterations, load, setup and solve seconds), and how long that took; ParamError with
+    the launcher's message when that fails."""
     mpiexec = launch.resolve_command(combo["mpiexec"])
     if mpiexec is None:
         raise ParamError(f"biccg_combination: mpiexec '{combo['mpiexec']}' not found")
     argv = (mpiexec, *combo["args"], "-n", "1", sys.executable, "-m", "kernels_ext.biccg",
-            "--poisson", *map(str, grid), "--threads", "1")
+            "--poisson", *map(str, grid), "--threads", "1", "--tol", repr(tol))
+    env = combo["env"] | {"OMP_NUM_THREADS": "1", "OMP_PLACES": "cores",
+                          "OMP_PROC_BIND": "close"}
     try:
-        records, timing = workmodel.timed(runner.Task("probe", {}, argv, tuple(
-            combo["env"].items()) + (("OMP_NUM_THREADS", "1"),), 120))
-        record = records[-1]
+        records, timing = workmodel.timed(runner.Task("probe", {}, argv, tuple(env.items()),
+                                                      120))
+        return mpiexec, records[-1], timing
     except (runner.TaskFailed, ValueError, IndexError) as exc:
         raise ParamError(f"biccg_combination: {combo['mpiexec']}: {exc}") from exc
-    # the solver times its setup too (not in runner.timed_seconds: not the solve)
-    return mpiexec, record, workmodel.Timing(timing.wall_s, timing.timed_s
-                                         + float(record.get("setup_s") or 0), timing.others)
 
 
 def probe_grid(problems: list[Problem]) -> tuple[int, int, int]:
-    """The probe's problem: the smallest Poisson grid planned, at most PROBE_ROWS rows
-    (16^3 where none is planned); so that its rows sit where the planned ones do (in the
-    cache or out of it) at a second's cost at most."""
+    """The probe's problem: the largest Poisson grid planned, so that its setup and its
+    iterations meet the memory the largest solves meet (their cache misses, their page
+    faults); a cube of PROBE_ROWS where the largest has more rows (a few seconds at
+    most), 16^3 where no Poisson grid is planned."""
     grids = sorted((math.prod(g), g) for g in (tuple(int(x) for x in p.args[1:4])
                                                 for p in problems if p.args[0] == "--poisson"))
     if not grids:
         return (16, 16, 16)
-    n, grid = grids[0]
+    n, grid = grids[-1]
     if n <= PROBE_ROWS:
         return grid  # type: ignore[return-value]
     side = round(PROBE_ROWS ** (1 / 3))
@@ -94,9 +100,8 @@ class Machine:
     mpiexec: str                  # the launcher, tried on a tiny problem
     info: dict                    # that tiny solve's record
     notes: list[str] = field(default_factory=list)
-    #: the work model as that solve calibrated it (None: the model's constants)
-    calibration: workmodel.Calibration | None = None
-    timing: workmodel.Timing | None = None
+    #: the work model as the probe's solve calibrated it (UNCALIBRATED: no probe ran)
+    calibration: Calibration = field(default_factory=lambda: Calibration())
 
 
 def probe(P: dict) -> Machine:
@@ -109,10 +114,7 @@ def probe(P: dict) -> Machine:
     layouts(P, problems, hosts, cores, list(notes))  # what cannot be measured, before trying
     grid = probe_grid(problems)
     mpiexec, info, timing = try_combination(P["biccg_combination"], grid)
-    n = math.prod(grid)
-    said = f"by a solve of poisson{grid[0]}x{grid[1]}x{grid[2]} on one core"
-    return Machine(problems, hosts, cores, mpiexec, info, notes,
-                   workmodel.calibrate(timing, work_s(n, 1), said), timing)
+    return Machine(problems, hosts, cores, mpiexec, info, notes, calibrate(info, timing))
 
 
 def layouts(P: dict, problems: list[Problem], hosts: launch.Hosts, cores: int,
@@ -151,8 +153,8 @@ def expand(P: dict, m: Machine) -> Plan:
                 tasks.append(_task(P, combo, launcher, prob, layout, rep))
             for method in P["biccg_baselines"]:
                 tasks.append(_baseline_task(P, prob, method, rep, m.cores))
-    if m.calibration is not None:
-        tasks = [_calibrated(t, m) for t in tasks]
+    tasks = [dataclasses.replace(t, estimate_s=task_estimate_s(P, t.config, m))
+             for t in tasks]
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}]
     # priority 0 within a budget: our solver on the first problem at the study's layout (2
     # ranks per node where planned, else the widest layout planned)
@@ -161,25 +163,22 @@ def expand(P: dict, m: Machine) -> Plan:
                 default=None)
     tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and c["label"] == study
                                and c["problem"] == ours[0]["problem"])
-    return Plan(tasks, variants, notes, detail="problem",
-                calibration=m.calibration.said if m.calibration else "")
+    return Plan(tasks, variants, notes, detail="problem", calibration=m.calibration.said)
 
 
-def _calibrated(t: runner.Task, m: Machine) -> runner.Task:
-    """Task `t` with its estimate from the probe's calibration (a matrix file's stays 0:
-    its rows are not known before reading it)."""
-    c = t.config
-    prob = next(p for p in m.problems if p.name == c["problem"])
-    if not t.estimate_s or prob.args[0] != "--poisson" or m.calibration is None \
-            or m.timing is None:
-        return t
-    n = math.prod(int(x) for x in prob.args[1:4])
-    cores = c["ranks"] * c["threads"] if c["impl"] == "c" else c["threads"]
-    work = work_s(n, m.timing.speedup(cores, m.cores))
-    if c["impl"] != "c":  # the Python baselines, on one core's work
-        work = BASELINE_WORK.get(c["impl"], 3.0) * work_s(n, 1) + \
-            BASELINE_START_S.get(c["impl"], 0.0)
-    return dataclasses.replace(t, estimate_s=m.calibration.estimate(work))
+def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
+    """About how long the configuration `config` of the plan takes here (estimate_s, by the
+    probe's calibration and the cores the others leave free as the probe found them); 0
+    for a matrix file's: its rows are not known before reading it."""
+    prob = next(p for p in m.problems if p.name == config["problem"])
+    if prob.args[0] != "--poisson":
+        return 0.0
+    impl, ranks = config["impl"], config["ranks"]
+    cores = ranks * config["threads"] if impl == "c" else config["threads"]
+    return estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
+                      ranks if impl == "c" else 1,
+                      m.calibration.speedup(cores, m.cores * config["nodes"]),
+                      P["biccg_tol"], m.calibration)
 
 
 def plan(P: dict) -> Plan:
@@ -205,7 +204,7 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
               "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}
     key = task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       P["biccg_timeout_s"], estimate_s(prob, nranks * t))
+                       P["biccg_timeout_s"])
 
 
 def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> runner.Task:
@@ -217,41 +216,116 @@ def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> run
               "function": "solve"}
     key = task_key(f"{prob.name}-{method}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, (("OMP_NUM_THREADS", str(t)),),
-                       P["biccg_timeout_s"], 3 * estimate_s(prob, 1))  # slower than ours
+                       P["biccg_timeout_s"])
 
 
-#: The work model of estimate_s: a process's start, then the setup at ROW_SETUP_S per row
-#: and ITERATIONS(N) = 2.45 N^0.774 iterations (N^3 rows; IC(0) on a Poisson grid at
-#: tol 1e-7: 21, 68 and 105 at N = 16, 64, 128) of ROW_ITERATION_S per row, over the cores
-#: used (no more than the others leave free: Timing.speedup).  The Python baselines take
-#: BASELINE_WORK times our one-core work (scipy's CG: 2.6x our iterations; numba's IC(0)-CG
-#: on 2 threads about 1.5x) and numba BASELINE_START_S more to compile.  probe() solves the
-#: smallest planned grid (at most PROBE_ROWS rows) on one core: its start and its measured
-#: over modelled work then scale every estimate (workmodel.Calibration); without it, START_S
-#: and the constants here (64^3 on the 2-core VM, alone: 68 iterations, 0.23 s).  Matrix
-#: files: rows unknown before reading them, no estimate.
-START_S, ROW_ITERATION_S, ROW_SETUP_S = 0.6, 15e-9, 0.3e-6
-BASELINE_WORK = {"scipy": 3.0, "numba": 1.5}
-BASELINE_START_S = {"numba": 1.2}
-PROBE_ROWS = 64 ** 3
+#: The work model of estimate_s, per solver (SOLVERS): a process's start; a setup (the
+#: matrix's generation and factorization) of ROW_SETUP_S per row; and passes over the rows
+#: of ROW_ITERATION_S per row, one per iteration and FIRST_PASSES more (the first residual
+#: and preconditioning, the work vectors' first touch: the probe's 13 iterations take 15
+#: of a 105-iteration solve's, median of 4 quiet probes).  The passes go over the cores'
+#: speedup (PARALLEL_EFFICIENCY of each core but the first, no more cores than the others
+#: leave free: Calibration.speedup), our setup over its square (two cores set 128^3 up 3.5
+#: to 5 times as fast as one, 64^3 1.5 times: 0.4-0.6 s against 2.0).  Ours iterates 2.27
+#: N^0.807 times on a Poisson grid of N^3 rows at tol 1e-7 (21 to 140 at N = 16 to 160,
+#: within 4% but 128: 105, 8% fewer) and in proportion to log(1/tol) (58, 68 and 79 at
+#: 64^3 and tol 1e-6, 1e-7, 1e-8), RANK_ITERATIONS more per doubling of ranks (the
+#: preconditioner's blocks end at a rank's rows: 75 and 123 on 2 ranks at 64^3 and 128^3).
+#: The Python baselines run on one rank and generate their matrix in Python (their setup,
+#: on one core): scipy's CG iterates 2.17 N times (141, 277), each pass 0.68 of ours, on
+#: one thread; numba's IC(0)-CG 3.3 N^0.7 times (61, 99), each pass 2.17 of ours per core,
+#: on every core, and loads its compiled code (its start).  probe() solves the largest
+#: planned grid (at most PROBE_ROWS rows) on one core to PROBE_TOL: its start, and its
+#: setup and passes over the model's, calibrate it (`calibrate`).  The constants: the 2-core
+#: VM alone, medians of 6 to 10 quiet solves of each layout (2026-11-26): 128^3 on one core
+#: in 6.8 s (0.3 start, 2.0 setup, 105 iterations in 4.1).  Matrix files: rows unknown
+#: before reading them, no estimate.
+START_S, ROW_SETUP_S, ROW_ITERATION_S, FIRST_PASSES = 0.3, 0.96e-6, 19e-9, 2
+PARALLEL_EFFICIENCY, RANK_ITERATIONS = 0.7, 0.13
 
 
-def iterations(n: int) -> float:
-    """About how many iterations a Poisson grid of `n` rows takes (the model above)."""
-    return 2.45 * n ** (0.774 / 3)
+@dataclass(frozen=True)
+class Solver:
+    """A solver's work model: `a` N^`b` iterations on a Poisson grid of N^3 rows at tol
+    1e-7, each `iteration` times ours per row and core, a setup `setup` times ours on one
+    core over the cores' speedup to the power `setup_scaling`, and `start_s` seconds of
+    start more than ours."""
+
+    a: float
+    b: float
+    iteration: float = 1.0
+    setup: float = 1.0
+    setup_scaling: float = 1.0
+    start_s: float = 0.0
+
+    def iterations(self, n: int, tol: float = 1e-7) -> float:
+        """About how many iterations a Poisson grid of `n` rows takes to `tol`."""
+        return self.a * n ** (self.b / 3) * math.log(1 / tol) / math.log(1e7)
 
 
-def work_s(n: int, cores: float) -> float:
-    """The modelled seconds of one solve of `n` rows on `cores` cores, its start left out."""
-    return n * (ROW_SETUP_S + iterations(n) * ROW_ITERATION_S) / cores
+SOLVERS = {"c": Solver(2.27, 0.807, setup_scaling=2.0),
+           "scipy": Solver(2.17, 1.0, iteration=0.68, setup=0.05, setup_scaling=0.0,
+                           start_s=0.22),
+           "numba": Solver(3.3, 0.7, iteration=2.17, setup=0.28, setup_scaling=0.0,
+                           start_s=0.7)}
 
 
-def estimate_s(prob: Problem, cores: int) -> float:
-    """About how long one solve of `prob` on `cores` cores takes by the model's constants
-    (0: unknown); expand() calibrates it by the probe's solve."""
-    if prob.args[0] != "--poisson":
-        return 0.0
-    return START_S + work_s(math.prod(int(x) for x in prob.args[1:4]), cores)
+@dataclass(frozen=True)
+class Calibration:
+    """The work model as the probe's solve found this machine: a process's start (seconds),
+    its measured over modelled seconds of setup and of one pass, the share of the CPU
+    others took meanwhile, and what it found, in a few words."""
+
+    start_s: float = START_S
+    setup_rate: float = 1.0
+    iteration_rate: float = 1.0
+    others: float = 0.0
+    said: str = ""
+
+    def speedup(self, cores: int, cpus: int) -> float:
+        """What `cores` cores do over one: PARALLEL_EFFICIENCY of each but the first, on
+        the CPUs others leave free (workmodel.Timing.speedup), at least 1."""
+        free = workmodel.Timing(0, 0, self.others).speedup(cores, cpus)
+        return max(1.0, 1 + PARALLEL_EFFICIENCY * (free - 1))
+
+
+#: No probe ran: the model's constants as they are.
+UNCALIBRATED = Calibration()
+
+
+def setup_s(n: int) -> float:
+    """The modelled seconds of the setup of `n` rows on one core."""
+    return n * ROW_SETUP_S
+
+
+def iteration_s(n: int) -> float:
+    """The modelled seconds of one pass over `n` rows on one core (an iteration)."""
+    return n * ROW_ITERATION_S
+
+
+def estimate_s(n: int, solver: Solver = SOLVERS["c"], ranks: int = 1, speedup: float = 1.0,
+               tol: float = 1e-7, cal: Calibration = UNCALIBRATED) -> float:
+    """About how long one solve of a Poisson grid of `n` rows takes: by `solver` on
+    `ranks` ranks whose cores do `speedup` times one's, calibrated by `cal`."""
+    passes = FIRST_PASSES + solver.iterations(n, tol) * (1 + RANK_ITERATIONS
+                                                         * math.log2(ranks))
+    setup = cal.setup_rate * solver.setup * setup_s(n) / speedup ** solver.setup_scaling
+    return cal.start_s + solver.start_s + setup + \
+        cal.iteration_rate * solver.iteration * passes * iteration_s(n) / speedup
+
+
+def calibrate(record: dict, timing: workmodel.Timing) -> Calibration:
+    """The Calibration of the probe's solve: its `record` (rows, iterations, load, setup and
+    solve seconds) and its `timing` (wall seconds, others' share of the CPU)."""
+    n, passes = int(record["n"]), FIRST_PASSES + int(record["iterations"])
+    setup, solve = float(record["load_s"]) + float(record["setup_s"]), float(record["solve_s"])
+    start = max(0.0, timing.wall_s - setup - solve)
+    cal = Calibration(start, workmodel.ratio(setup, setup_s(n)),
+                      workmodel.ratio(solve / passes, iteration_s(n)), timing.others)
+    said = (f"by a solve of {record['problem']} on one core to tol {record['tol']:g}: start "
+            f"{start:.2f} s, setup x{cal.setup_rate:.2f} and iterations "
+            f"x{cal.iteration_rate:.2f} of the model")
+    return dataclasses.replace(cal, said=said)
 
 
 def nodes_needed(P: dict) -> tuple[int, str]:

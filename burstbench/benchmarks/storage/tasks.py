@@ -23,9 +23,11 @@ from burstbench.core.sweep import Plan, task_key
 from kernels_ext.common import sysinfo
 
 BENCHMARK = "storage"
-#: What a tiny probe writes and reads: one transfer, aligned for direct I/O; and what the
-#: timed one (time_target) does, in such transfers: enough for a bandwidth, in 0.1 s.
-PROBE_BYTES, RATE_BYTES = "1M", "32M"
+#: What a tiny probe writes and reads: one transfer, aligned for direct I/O; and at most
+#: what the timed one (time_target) writes and reads per rank: the planned block up to
+#: RATE_BYTES, so that its bandwidth is the planned blocks' (a disk that writes 32 MiB at
+#: 1.4 GB/s may write 2 x 256 MiB at 2 GB/s).
+PROBE_BYTES, RATE_BYTES = "1M", 256 * 2 ** 20
 _VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 
@@ -122,38 +124,34 @@ def remove_files(target: Target, name: str) -> None:
                       f"{folder} may be left") from exc
 
 
-def _try(P: dict, combo: dict, mpiexec: str, target: Target, api: str) -> dict:
-    """One tiny write and read of `api` on the target under the launcher: its record, or
-    runner.TaskFailed with the kernel's one line."""
+def _try(P: dict, combo: dict, mpiexec: str, target: Target, api: str, ranks: int = 1,
+         block: int | str = PROBE_BYTES) -> tuple[dict, workmodel.Timing]:
+    """A write and read of `block` bytes per rank by `api` on the target under the launcher,
+    a file per rank: its last record and its Timing, or runner.TaskFailed with the
+    kernel's one line."""
     name = f"burstbench-probe-{os.getpid()}"
+    argv = (mpiexec, *combo["args"], "-n", str(ranks), sys.executable,
+            *kernel_args(P, target, api, "file-per-process", False, name, block))
     try:
-        return ask(combo | {"env": combo["env"] | dict(target.env)}, mpiexec,
-                   kernel_args(P, target, api, "file-per-process", False, name, PROBE_BYTES),
-                   120)
+        records, timing = workmodel.timed(runner.Task("probe", {}, argv, tuple(
+            (combo["env"] | dict(target.env)).items()), 120))
+        return records[-1], timing
     finally:
         with contextlib.suppress(OSError):  # a failed probe says why itself
             remove_files(target, name)
 
 
-def time_target(P: dict, combo: dict, mpiexec: str, target: Target) -> workmodel.Calibration:
-    """The work model calibrated on `target`: one timed write and read of RATE_BYTES by its
-    first API under the launcher, one rank; runner.TaskFailed with the kernel's line."""
-    name = f"burstbench-probe-{os.getpid()}"
-    argv = (mpiexec, *combo["args"], "-n", "1", sys.executable,
-            *kernel_args(P, target, target.apis[0], "file-per-process", False, name,
-                         RATE_BYTES))
-    try:
-        _, timing = workmodel.timed(runner.Task("probe", {}, argv, tuple(
-            (combo["env"] | dict(target.env)).items()), 120))
-    finally:
-        with contextlib.suppress(OSError):
-            remove_files(target, name)
-    from kernels_ext.storage import parse_size
-
-    moved = 2 * parse_size(RATE_BYTES, "probe")
+def time_target(P: dict, combo: dict, mpiexec: str, target: Target,
+                ranks: int = 1) -> workmodel.Calibration:
+    """The work model calibrated on `target`: one timed write and read by its first API under
+    the launcher as the widest planned layout of one node does it: `ranks` ranks, each the
+    planned block (at most RATE_BYTES); runner.TaskFailed with the kernel's line."""
+    block = min(P["storage_block_size"], RATE_BYTES)
+    _, timing = _try(P, combo, mpiexec, target, target.apis[0], ranks, block)
+    moved = 2 * ranks * block
     return workmodel.calibrate(timing, moved / (ASSUMED_MBS * 1e6),
                                f"{target.name}: {moved / max(timing.timed_s, 1e-9) / 1e6:.0f} "
-                               "MB/s")
+                               f"MB/s by {ranks} rank(s) of {block / 2 ** 20:.0f} MiB")
 
 
 def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Target | None,
@@ -194,7 +192,7 @@ def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Targ
     records = {}
     for api in target.apis:
         try:
-            records[api] = _try(P, combo, mpiexec, target, api)
+            records[api], _ = _try(P, combo, mpiexec, target, api)
         except runner.TaskFailed as exc:
             refused = "refuses O_DIRECT" in str(exc)
             if api == "posix" and target.direct and refused and spec["direct"] == "auto":
@@ -203,7 +201,7 @@ def resolve_target(P: dict, spec: dict, combo: dict, mpiexec: str) -> tuple[Targ
                              "buffered (each read after dropping the file's cached pages; a "
                              "memory file system's reads are memory, and labelled so)")
                 try:
-                    records[api] = _try(P, combo, mpiexec, target, api)
+                    records[api], _ = _try(P, combo, mpiexec, target, api)
                     continue
                 except runner.TaskFailed as again:
                     exc = again
@@ -228,7 +226,7 @@ class Machine:
     mpiexec: str
     info: dict  # the kernel's --info: its build and the I/O interfaces in it
     notes: list[str] = field(default_factory=list)
-    #: each target's work model as its probe calibrated it (none: the model's constants)
+    #: each target's work model as its probes calibrated it (none: the model's constants)
     calibrations: dict[str, workmodel.Calibration] = field(default_factory=dict)
 
 
@@ -257,11 +255,19 @@ def probe(P: dict) -> Machine:
         if target is not None:
             targets.append(target)
     hosts = launch.job_hosts(P["storage_hosts"], "storage_hosts")
+    cores = sysinfo.available_cpus()
     try:
-        timed = {t.name: time_target(P, combo, mpiexec, t) for t in targets}
+        timed = {t.name: time_target(P, combo, mpiexec, t, probe_ranks(P, cores))
+                 for t in targets}
     except runner.TaskFailed as exc:  # it wrote and read a moment ago
         raise ParamError(f"storage_targets: a timed probe failed: {exc}") from exc
-    return Machine(targets, hosts, sysinfo.available_cpus(), mpiexec, info, notes, timed)
+    return Machine(targets, hosts, cores, mpiexec, info, notes, timed)
+
+
+def probe_ranks(P: dict, cores: int) -> int:
+    """The ranks of the timed probe: the most ranks per node planned that `cores` allow (the
+    widest layout of one node, layouts()), 1 where none is."""
+    return max([r for r in P["storage_ranks_per_node"] if r <= cores], default=1)
 
 
 def layouts(P: dict, m: Machine, notes: list[str]) -> list[launch.Layout]:
@@ -324,8 +330,10 @@ def plan(P: dict) -> Plan:
 
 #: The work model of estimate_s: mpiexec's start, then the bytes written and read at an
 #: assumed 500 MB/s (a cloud VM's local disk; a shared file system is slower).  probe()
-#: times one write and read of RATE_BYTES on each target (one rank): its start and its
-#: bandwidth over ASSUMED_MBS then scale that target's estimates (workmodel.Calibration).
+#: times, on each target, a write and read as the widest planned layout of a node does it
+#: (its ranks, each the planned block, at most RATE_BYTES): its start and its bandwidth
+#: over ASSUMED_MBS then scale that target's estimates (workmodel.Calibration).  One rank's
+#: start is two's, within 0.03 s (0.28 and 0.31 s, 256 MiB blocks, medians of 5 quiet).
 #: Uncalibrated, local.yaml's 12 configurations took 10 s, estimated at 31 s (2026-11-26).
 START_S, ASSUMED_MBS = 1.0, 500.0
 
