@@ -32,6 +32,7 @@ import pytest
 from test_batch import ROOT, write_params
 
 from burstbench.benchmarks import biccg
+from burstbench.benchmarks.biccg.tasks import PROBE_TOL
 from burstbench.core import runner, signals, store
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -61,8 +62,9 @@ def marked(tag: str) -> list[tuple[int, str]]:
 def held_mpiexec(folder: Path) -> tuple[Path, Path]:
     """(an mpiexec, its release file): the real mpiexec, except that the ranks of a HELD
     problem first wait at a gate until the release file exists, then become the solver
-    (exec: same pid, same environment). A launcher given by a combination may be any
-    command: this one is a combination's `mpiexec`."""
+    (exec: same pid, same environment); the plan's probe (to PROBE_TOL) is no
+    configuration and is not held. A launcher given by a combination may be any command:
+    this one is a combination's `mpiexec`."""
     release, gate, wrapper = folder / "release", folder / "gate.py", folder / "mpiexec"
     gate.write_text(f"import os, sys, time\n"
                     f"while not os.path.exists({str(release)!r}):\n"
@@ -72,7 +74,9 @@ def held_mpiexec(folder: Path) -> tuple[Path, Path]:
                        f"import os, sys\n"
                        f"argv = sys.argv[1:]\n"
                        f"grid = argv[argv.index('--poisson') + 1] if '--poisson' in argv else ''\n"
-                       f"if grid == {HELD!r}:\n"
+                       f"probe = '--tol' in argv and argv[argv.index('--tol') + 1] == "
+                       f"{repr(PROBE_TOL)!r}\n"
+                       f"if grid == {HELD!r} and not probe:\n"
                        f"    i = argv.index({sys.executable!r})\n"
                        f"    argv[i:i] = [{sys.executable!r}, {str(gate)!r}]\n"
                        f"os.execv({MPIEXEC!r}, [{MPIEXEC!r}, *argv])\n")

@@ -63,6 +63,12 @@ def test_plan_labels_and_order(tmp_path):
     assert "one thread" in pl.calibration
 
 
+def test_triad_serve_false_measures_each_repetition_in_a_fresh_process(tmp_path):
+    pl = triad.plan(small_params(tmp_path, triad_serve=False))
+    assert {t.session for t in pl.tasks} == {""}
+    assert [t.estimate_s for t in pl.tasks[3:]] == [t.estimate_s for t in pl.tasks[:3]]
+
+
 def test_plan_crosses_store_policies_with_the_c_variants_only(tmp_path):
     """Streaming points for each C variant that has streaming stores, labelled
     '<variant>-streaming+...'; a variant built without them is skipped with a note; the

@@ -11,6 +11,7 @@ from burstbench.core.checks import (
     Param,
     ParamError,
     WrongKind,
+    check_bool,
     check_choices,
     check_count,
     check_keyed,
@@ -138,6 +139,14 @@ PARAMS = [
               "repetitions of each configuration, spread over the sweep's time (each a "
               "turn of its setting's process); figures show the median and min-max",
               check_count("triad_repetitions", 1)),
+        Param("triad_serve", True,
+              "one process per variant and affinity setting stays alive and serves its "
+              "repetitions, each when the sweep's turn comes (its start, imports and first "
+              "touch paid once); false: a fresh process for every repetition, as before "
+              "2026-11-26. On the 2-core development VM served repetitions read about 1.2x "
+              "the Triad of fresh processes and of stream.c (comparisons/README.md): compare "
+              "both before trusting a VM's absolute figure",
+              check_bool("triad_serve"), since_runs=False),
         Param("triad_timeout_s", 600,
               "seconds per configuration before it is stopped and reported as failed",
               check_positive("triad_timeout_s")),

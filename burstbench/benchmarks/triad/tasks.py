@@ -222,11 +222,12 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
     # one server per variant and affinity setting measures its repetitions, each when the
     # sweep's turn comes (repetitions stay spread over the sweep's time)
-    session = task_key(process, "serve", [argv, sorted(env.items())])
+    session = task_key(process, "serve", [argv, sorted(env.items())]) if P["triad_serve"] else ""
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        float(P["triad_timeout_s"]) * len(runs),
                        estimate_s(size, P["triad_ntimes"], [t for _, t in configs], impl,
-                                  m.calibration, rep > 1, m.one_thread), session=session)
+                                  m.calibration, rep > 1 and bool(session), m.one_thread),
+                       session=session)
 
 
 #: The work model of estimate_s: a process's start and its three arrays touched first
