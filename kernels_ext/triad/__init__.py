@@ -20,7 +20,12 @@ policy is recorded as "memmove" and no traffic model is claimed for it.
 
 Thread affinity (OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY) comes from the
 environment of the process, read once when the OpenMP runtime starts: run one
-affinity setting per fresh process, as ``burstbench`` sweeps do.
+affinity setting per fresh process, as ``burstbench`` sweeps do (a sweep keeps one
+process per setting alive and sends it each repetition: ``--serve``).
+
+Long: the kernel's Python face is one module, as each kernel's is: the checks of its
+input, the series, its records, what a serving process keeps and releases, and its command
+line (the baselines are in baselines.py, the affinity in affinity.py).
 """
 
 from __future__ import annotations
