@@ -12,7 +12,8 @@ minutes): a setting's five repetitions are five moments of the sweep, not one.
 
 What is kept per server is what its kernel keeps (the Triad's arrays, ~3x its size), so
 before a new one starts the least recently used are closed while the memory available
-would fall below RESERVE of the machine's.  A server that fails, times out or is stopped
+would fall below SERVE_RESERVE of the machine's (a server releases its arrays first, at
+that same share: kernels_ext.triad.memory_short).  A server that fails, times out or is stopped
 is killed whole, as a fresh process would be (runner.kill_tree); a later task of its
 session starts a new one.
 """
@@ -39,7 +40,8 @@ _DONE = f"\n{SERVED}\n".encode()
 
 
 def _memory() -> tuple[int, int]:
-    """Bytes of memory available now and in all (0, 0 where unknown)."""
+    """Bytes of memory available now and in all (what sysinfo.available_memory_share
+    divides: here the bytes count, against the largest server's)."""
     return sysinfo.available_memory_bytes(), sysinfo.meminfo().get("MemTotal", 0)
 
 

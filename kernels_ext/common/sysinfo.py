@@ -146,6 +146,12 @@ def cgroup_memory_limit_bytes(root: Path = Path("/sys/fs/cgroup")) -> int:
     return max(0, int(limit) - (int(used) if used.isdigit() else 0))
 
 
+def available_memory_share() -> float:
+    """available_memory_bytes() over the machine's MemTotal (1.0 where that is unknown)."""
+    total = meminfo().get("MemTotal", 0)
+    return available_memory_bytes() / total if total else 1.0
+
+
 def available_memory_bytes() -> int:
     """Memory a new allocation can use without swapping: MemAvailable, capped by the cgroup."""
     info = meminfo()

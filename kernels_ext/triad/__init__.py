@@ -287,8 +287,7 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
 def memory_short() -> bool:
     """Whether less than cli.SERVE_RESERVE of the machine's memory is available: a
     serving process then releases the arrays it kept (its next request touches new ones)."""
-    total = sysinfo.meminfo().get("MemTotal", 0)
-    return bool(total) and sysinfo.available_memory_bytes() < cli.SERVE_RESERVE * total
+    return sysinfo.available_memory_share() < cli.SERVE_RESERVE
 
 
 def release() -> None:

@@ -39,6 +39,22 @@ def current_cpu() -> int:
 _KEPT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
+def _arrays(size: int, keep: bool,
+            touch: Callable[[tuple[np.ndarray, np.ndarray, np.ndarray]], None] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three arrays of `size`: those a call with keep=True left, else new ones (first
+    touched by `touch`); kept for the next call where `keep`, else dropped."""
+    kept = _KEPT.pop(size, None)
+    _KEPT.clear()
+    if kept is None:
+        kept = np.empty(size), np.empty(size), np.empty(size)
+        if touch is not None:
+            touch(kept)
+    if keep:
+        _KEPT[size] = kept
+    return kept
+
+
 def _check(a: np.ndarray, b: np.ndarray, c: np.ndarray, ntimes: int) -> dict:
     from kernels_ext.triad import _triad  # the installed build: same check as the C kernels
 
@@ -78,11 +94,7 @@ def _binding_tracker(nthreads: int, where: Callable[[], np.ndarray]):
 def numpy_stream(size: int, ntimes: int, fault_index: int = -1, keep: bool = False) -> dict:
     """STREAM with NumPy expressions on one thread (`keep`: the arrays, not the
     expressions' temporaries, stay for the next call of this size)."""
-    kept = _KEPT.pop(size, None)
-    _KEPT.clear()
-    a, b, c = kept or (np.empty(size), np.empty(size), np.empty(size))
-    if keep:
-        _KEPT[size] = (a, b, c)
+    a, b, c = _arrays(size, keep)
     a.fill(1.0)
     b.fill(2.0)
     c.fill(0.0)
@@ -116,15 +128,12 @@ def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = 
     import numba
 
     k = _numba_kernels()
-    kept = _KEPT.pop(size, None)
-    _KEPT.clear()
-    if kept is None:
-        kept = np.empty(size), np.empty(size), np.empty(size)
+
+    def touch(arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         numba.set_num_threads(max(threads))  # the widest team touches the pages first
-        k["init"](*kept)
-    if keep:
-        _KEPT[size] = kept
-    a, b, c = kept
+        k["init"](*arrays)
+
+    a, b, c = _arrays(size, keep, touch)
     s = SCALAR
     out = []
     for count in threads:
