@@ -14,7 +14,7 @@ from burstbench.core import contention, runner, servers
 
 TRIAD = (sys.executable, "-m", "kernels_ext.triad", "--size", "100000", "--ntimes", "2",
          "--threads", "1")
-#: A server that reads its requests and never answers.
+#: A server that never says it is ready, nor answers.
 MUTE = (sys.executable, "-c", "import sys, time\nfor _ in sys.stdin: time.sleep(600)")
 
 
@@ -60,8 +60,9 @@ def test_a_server_that_fails_is_a_failed_task_and_the_next_task_starts_another()
 
 def test_a_server_past_its_timeout_is_killed_and_said_so():
     with servers.Servers() as live:
-        live.launch(task(MUTE[:2] + ("import sys\nfor _ in sys.stdin: print('#done', "
-                                      "flush=True)",), session="quick"))
+        live.launch(task(MUTE[:2] + ("import sys\nprint('#done', flush=True)\n"
+                                      "for _ in sys.stdin: print('#done', flush=True)",),
+                         session="quick"))
         (quick,) = live.pids()
         began = time.monotonic()
         with pytest.raises(runner.TaskFailed,
@@ -100,16 +101,76 @@ def test_a_servers_cpu_time_is_counted_as_the_sweeps_own():
 
 def test_no_server_outlives_an_interrupted_sweep(monkeypatch):
     calls = []
-    real = servers.Servers._ask
+    real = servers.Servers._send
 
-    def interrupt_second(self, server, t):
+    def interrupt_second(server):
         calls.append(server.proc.pid)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(self, server, t)
+        real(server)
 
-    monkeypatch.setattr(servers.Servers, "_ask", interrupt_second)
+    monkeypatch.setattr(servers.Servers, "_send", staticmethod(interrupt_second))
     with pytest.raises(KeyboardInterrupt), servers.Servers() as live:
         live.launch(task(session="a"))
         live.launch(task(session="b"))
     assert len(calls) == 2 and not any(alive(p) for p in calls)
+
+
+def stamping(path, name: str, ready_after: float = 0.0) -> tuple[str, ...]:
+    """A server that appends 'NAME ready T' to `path` once set up (after `ready_after`
+    seconds), then 'NAME measured T' for each request, T its clock."""
+    return (sys.executable, "-c", f"""
+import sys, time
+def stamp(what):
+    with open({str(path)!r}, "a") as fh:
+        fh.write(f"{name} {{what}} {{time.time()}}\\n")
+time.sleep({ready_after})
+stamp("ready")
+print("#done", flush=True)
+for _ in sys.stdin:
+    stamp("measured")
+    print("#done", flush=True)
+""")
+
+
+def test_the_next_sessions_servers_start_beside_the_first_and_all_are_ready_before_it_measures(
+        tmp_path, monkeypatch):
+    """expect(): the first task's server starts with the next session's (2 CPUs: one
+    more), and its request is sent only once both said they are ready: a start never
+    overlaps a measurement.  The second session is then served by the server already
+    started; a third starts when its turn comes."""
+    monkeypatch.setattr(servers.sysinfo, "process_cpus", lambda: {0, 1})
+    log = tmp_path / "log"
+    tasks = [task(stamping(log, "a"), session="a", key="a1"),
+             task(stamping(log, "b", ready_after=1.0), session="b", key="b1"),
+             task(stamping(log, "c"), session="c", key="c1"),
+             task(stamping(log, "a"), session="a", key="a2")]
+    with servers.Servers() as live:
+        live.expect(tasks)
+        live.launch(tasks[0])
+        assert len(live.pids()) == 2  # a's and b's
+        first = live.pids()
+        live.launch(tasks[1])
+        assert sorted(live.pids()) == sorted(first)  # b: served by the one started beside a
+        live.launch(tasks[2])
+        live.launch(tasks[3])
+        assert len(live.pids()) == 3
+    events = [line.split() for line in log.read_text().splitlines()]
+    assert [(n, w) for n, w, _ in events] == [
+        ("a", "ready"), ("b", "ready"), ("a", "measured"), ("b", "measured"),
+        ("c", "ready"), ("c", "measured"), ("a", "measured")]
+    assert float(events[2][2]) - float(events[1][2]) < 0.5  # measured as soon as b was ready
+
+
+def test_a_next_sessions_server_that_fails_to_start_is_dropped_and_its_own_task_says_why(
+        monkeypatch):
+    monkeypatch.setattr(servers.sysinfo, "process_cpus", lambda: {0, 1})
+    bad = (*TRIAD[:3], "--impl=fortran", *TRIAD[3:])
+    tasks = [task(session="good", key="g"), task(bad, session="bad", key="b")]
+    with servers.Servers() as live:
+        live.expect(tasks)
+        live.launch(tasks[0])
+        assert len(live.pids()) == 1  # the bad one ended before it was ready: dropped
+        with pytest.raises(runner.TaskFailed, match="invalid choice: 'fortran'"):
+            live.launch(tasks[1])
+        assert len(live.pids()) == 1

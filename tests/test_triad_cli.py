@@ -200,9 +200,10 @@ def test_streaming_on_a_build_without_them_is_measured_normal_and_said(cli):
 
 @pytest.mark.parametrize("impl", ["c", "numba"])
 def test_serve_answers_each_request_as_a_fresh_process_would(impl):
-    """--serve: one answer per line read, each the records a fresh process prints and then
-    '#done'; end of input ends it with status 0.  Under a bound team the second answer
-    sees the process's CPUs, not the one its main thread was bound to (no warning)."""
+    """--serve: '#done' once ready, then one answer per line read, each the records a
+    fresh process prints and then '#done'; end of input ends it with status 0.  Under a
+    bound team every answer sees the process's CPUs, not the one its main thread was
+    bound to when the runtime loaded, before the first (no warning)."""
     env = dict(os.environ, OMP_PLACES="cores", OMP_PROC_BIND="close")
     env.pop("OMP_NUM_THREADS", None)
     threads = "1,2" if sysinfo.available_cpus() >= 2 else "1"
@@ -211,8 +212,8 @@ def test_serve_answers_each_request_as_a_fresh_process_would(impl):
                           input="\n\n", capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     answers = proc.stdout.split("#done\n")
-    assert answers[-1] == "" and len(answers) == 3
-    for text in answers[:2]:
+    assert answers[0] == "" and answers[-1] == "" and len(answers) == 4  # ready, 2 answers
+    for text in answers[1:3]:
         recs = [json.loads(line) for line in text.splitlines()]
         assert [r["threads"] for r in recs] == [int(t) for t in threads.split(",")
                                                 for _ in range(4)]
@@ -223,5 +224,5 @@ def test_serve_answers_each_request_as_a_fresh_process_would(impl):
 def test_serve_ends_at_bad_input_with_its_error_line():
     proc = subprocess.run([sys.executable, "-m", "kernels_ext.triad", "--size", "-5",
                            "--serve"], input="\n", capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == "#done\n"  # ready, then refused
     assert proc.stderr.strip() == "error: size must be a positive number of elements, not -5"

@@ -433,6 +433,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     from burstbench.core.servers import Servers  # it builds on this module
 
     servers = Servers()
+    servers.expect(todo)
     _SERVING.append(servers)
     try:
         with stop_signals(), servers:  # SIGTERM, SIGHUP as Ctrl-C: a scheduler may signal us

@@ -6,7 +6,11 @@ touch of its buffers every time: a third of a Triad sweep's wall time on a 2-cor
 runtime reads its affinity once, so one session per affinity setting) are measured instead
 by one process, started with the kernel's ``--serve`` and kept alive between them.  Each
 request is one line on its stdin; it answers with the output a fresh process would have
-printed, then ``#done`` (kernels_ext.common.cli.serve).  Sessions stay alive side by side,
+printed, then ``#done`` (kernels_ext.common.cli.serve), and says ``#done`` once first, when
+it has set up (imports, builds, numba's cache).  A server starts with those of the sessions
+that come next, one per CPU, and measuring waits until all are ready: on 2 CPUs the 13
+starts of local.yaml's Triad sweep take half the wall time, and none overlaps a
+measurement.  Sessions stay alive side by side,
 so a sweep still alternates its repetitions over time (this VM's bandwidth drifts over
 minutes): a setting's five repetitions are five moments of the sweep, not one.
 
@@ -72,6 +76,8 @@ class Servers:
 
     def __init__(self) -> None:
         self.live: OrderedDict[str, _Server] = OrderedDict()  # least recently used first
+        self.first: dict[str, runner.Task] = {}  # each session's first task, in order
+        self.started: set[str] = set()  # sessions whose server was started once
 
     def __enter__(self) -> Servers:
         return self
@@ -83,13 +89,27 @@ class Servers:
         """The live servers' process ids (contention.sample counts their CPU as ours)."""
         return [s.proc.pid for s in self.live.values()]
 
+    def expect(self, tasks: list[runner.Task]) -> None:
+        """Tell the servers the sweep's tasks in the order it will run them: a server
+        about to start then starts with the next sessions' (see launch)."""
+        for t in tasks:
+            if t.session:
+                self.first.setdefault(t.session, t)
+
     def launch(self, task: runner.Task) -> tuple[str, str]:
-        """Measure `task` in its session's server (started if there is none); return the
-        (stdout, stderr) a fresh process would have, or raise TaskFailed as runner.launch."""
-        server = self.live.pop(task.session, None) or self._start(task)
-        self.live[task.session] = server  # now the most recently used
+        """Measure `task` in its session's server; return the (stdout, stderr) a fresh
+        process would have, or raise TaskFailed as runner.launch.
+
+        Where the session has no server yet, it starts together with the servers of the
+        sessions that come next (expect()), as many in all as this process has CPUs, and
+        the task is measured once all of them said they are ready: their starts (the
+        interpreter, imports, builds, numba's cache) overlap one another, never a
+        measurement."""
         try:
-            out = self._ask(server, task)
+            server = self.live.get(task.session) or self._start_batch(task)
+            self.live.move_to_end(task.session)  # now the most recently used
+            self._send(server)
+            out = self._answer(server, task)
         except subprocess.TimeoutExpired:
             self._end(task.session, kill=True)
             raise runner.TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; "
@@ -97,11 +117,38 @@ class Servers:
         except runner.TaskFailed:
             self._end(task.session, kill=True)
             raise
-        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the server down with us
+        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the servers down with us
             self._end(task.session, kill=True)
             runner._clean_up(task)
             raise
         return out, server.new_stderr()
+
+    def _start_batch(self, task: runner.Task) -> _Server:
+        """Start `task`'s server and those of the next sessions not started yet, wait
+        until each is ready, and return `task`'s (TaskFailed or TimeoutExpired where it
+        is not).  A next session's server that fails to start is dropped: its own task
+        starts it again and says why."""
+        width = max(1, len(sysinfo.process_cpus()))
+        order = list(self.first)
+        after = order[order.index(task.session) + 1:] if task.session in order else []
+        batch = [task] + [self.first[s] for s in after
+                          if s not in self.live and s not in self.started][: width - 1]
+        for t in batch:
+            try:
+                self.live[t.session] = self._start(t)
+            except runner.TaskFailed:
+                if t is task:
+                    raise
+            self.started.add(t.session)
+        server = self.live[task.session]
+        self._answer(server, task)  # ready
+        for t in batch[1:]:
+            if t.session in self.live:  # unless making room closed it
+                try:
+                    self._answer(self.live[t.session], t)
+                except (runner.TaskFailed, subprocess.TimeoutExpired):
+                    self._end(t.session, kill=True)
+        return server
 
     def _start(self, task: runner.Task) -> _Server:
         self._make_room()
@@ -117,17 +164,22 @@ class Servers:
             raise runner.TaskFailed(f"cannot start {task.argv[0]}: {exc.strerror}") from exc
         return _Server(proc, stderr)
 
-    def _ask(self, server: _Server, task: runner.Task) -> str:
-        """Send one request and read its answer up to the end marker, within the task's
-        timeout (TimeoutExpired), noticing stop signals (Interrupted); TaskFailed where the
-        server ended before it answered."""
-        proc = server.proc
-        assert proc.stdin is not None and proc.stdout is not None
+    @staticmethod
+    def _send(server: _Server) -> None:
+        """Ask `server` to measure once more."""
+        assert server.proc.stdin is not None
         try:
-            proc.stdin.write(b"\n")
-            proc.stdin.flush()
+            server.proc.stdin.write(b"\n")
+            server.proc.stdin.flush()
         except BrokenPipeError:
-            pass  # it died: what it said is read below
+            pass  # it died: what it said is read by _answer
+
+    def _answer(self, server: _Server, task: runner.Task) -> str:
+        """Read `server`'s next answer up to its end marker (the first: that it is ready),
+        within the task's timeout (TimeoutExpired), noticing stop signals (Interrupted);
+        TaskFailed where the server ended before it answered."""
+        proc = server.proc
+        assert proc.stdout is not None
         fd, got = proc.stdout.fileno(), bytearray()
         deadline = time.monotonic() + task.timeout_s
         while not (got.endswith(_DONE) or got == _DONE[1:]):

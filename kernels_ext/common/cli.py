@@ -63,9 +63,10 @@ def write_lines(lines: list[str], out: str | None) -> None:
     os.replace(tmp, path)
 
 
-#: A kernel started with this flag serves requests (burstbench.core.servers): each line
-#: read on stdin measures once more in this same process, whose answer is the lines it
-#: would have printed, then SERVED.  End of input ends it.
+#: A kernel started with this flag serves requests (burstbench.core.servers): it first
+#: sets up what every request needs (imports, builds, compiled kernels) and says SERVED
+#: once, ready; then each line read on stdin measures once more in this same process,
+#: whose answer is the lines it would have printed, then SERVED.  End of input ends it.
 SERVE_FLAG = "--serve"
 SERVED = "#done"
 #: A server keeps what it set up for its next request (the Triad's arrays) only while the
@@ -73,10 +74,15 @@ SERVED = "#done"
 SERVE_RESERVE = 0.2
 
 
-def serve(once: Callable[[], list[str]]) -> None:
-    """Answer each line of stdin with `once()`'s lines and SERVED, until stdin ends.  A
-    KernelError (or any exception) propagates: the process ends with its exit status and
-    its error line, as a fresh process would, and the sweep starts another."""
+def serve(once: Callable[[], list[str]], prepare: Callable[[], None] = lambda: None) -> None:
+    """Run `prepare()`, say SERVED (ready: a sweep starts the next servers side by side and
+    measures only once all are ready), then answer each line of stdin with `once()`'s lines
+    and SERVED, until stdin ends.  A KernelError (or any exception) propagates: the process
+    ends with its exit status and its error line, as a fresh process would, and the sweep
+    starts another."""
+    prepare()
+    sys.stdout.write(SERVED + "\n")
+    sys.stdout.flush()
     for _ in sys.stdin:
         sys.stdout.write("".join(line + "\n" for line in once()) + SERVED + "\n")
         sys.stdout.flush()

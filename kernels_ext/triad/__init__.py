@@ -284,6 +284,23 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
             for rec in _records(raw, info, n, k, t, p, a, list(notes), aff, started)]
 
 
+def prepare(impl: str = "c", compiler: str | None = None, flags: str = "", tag: str = "",
+            threads: Any = None) -> None:
+    """Set up what every measure() of this process needs before a server says it is ready
+    (cli.serve): the C variant built or found and loaded; numba's pool sized for the widest
+    of `threads` and its kernels loaded; NumPy imported.  Raises BadInput or BuildError."""
+    sysinfo.process_cpus()  # looked at before the runtime binds this thread to one place
+    if impl == "c":
+        runtime_info("c", compiler, flags, tag)
+    elif impl == "numba":
+        from kernels_ext.triad import baselines
+
+        baselines.prepare_numba_threads(max(t for t, _ in _counts(threads, check_threads)))
+        baselines.warm_numba()
+    else:
+        import numpy  # noqa: F401
+
+
 def memory_short() -> bool:
     """Whether less than cli.SERVE_RESERVE of the machine's memory is available: a
     serving process then releases the arrays it kept (its next request touches new ones)."""
@@ -412,7 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return [json.dumps(r) for r in recs]
 
         if args.serve:
-            cli.serve(once)
+            cli.serve(once, lambda: prepare(args.impl, compiler, args.flags, args.tag,
+                                            args.threads))
         else:
             cli.write_lines(once(), args.out)
     except KernelError as exc:

@@ -152,7 +152,8 @@ static int series_measure(size_t n, int ntimes, series_run *runs, int count,
         if (rc == STREAM_OK) {
             if (fault >= 0)
                 a[fault] = 0.0;
-            r->ok = stream_check_from(a, b, c, n, start, ntimes, &r->chk) == STREAM_OK;
+            r->ok = stream_check_from(a, b, c, n, start, ntimes, widest, &r->chk) ==
+                    STREAM_OK;
             go_on = r->ok && fabs(r->chk.expected[0]) < GO_ON_BELOW &&
                     fabs(r->chk.expected[1]) < GO_ON_BELOW && fabs(r->chk.expected[2]) < GO_ON_BELOW;
             memcpy(start, r->chk.expected, sizeof start);

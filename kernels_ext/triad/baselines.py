@@ -224,6 +224,23 @@ def _numba_kernels() -> dict:
     return _KERNELS
 
 
+def warm_numba() -> None:
+    """Load the numba kernels from numba's cache (compiling them the first time) and start
+    its threads, on arrays of a few elements: a server (``--serve``) does it before it says
+    ready, side by side with the next servers' starts, so that no request pays it."""
+    import numba
+
+    k = _numba_kernels()
+    a, b, c = (np.ones(64) for _ in range(3))
+    k["init"](a, b, c)
+    k["double"](a)
+    k["copy"](a, c)
+    k["scale"](b, c, SCALAR)
+    k["add"](a, b, c)
+    k["triad"](a, b, c, SCALAR)
+    k["where"](np.full(numba.get_num_threads(), -1, dtype=np.int64))
+
+
 def prepare_numba_threads(threads: int) -> None:
     """Let numba start `threads` workers even when that oversubscribes the CPUs.
 

@@ -137,10 +137,12 @@ void stream_expected(int ntimes, double expected[3]);
 /*
  * stream_check_from, stream_expected_from - the same, for arrays that held
  * start[0], start[1], start[2] (a, b, c) before stream_run: a configuration
- * that goes on from where the one before it ended, without a fill.
+ * that goes on from where the one before it ended, without a fill.  The check
+ * reads with `threads` OpenMP threads (0: as many as the last call asked;
+ * a series checks its one-thread runs with its widest team, at a pass's cost).
  */
 int stream_check_from(const double *a, const double *b, const double *c, size_t n,
-                      const double start[3], int ntimes, stream_check_t *out);
+                      const double start[3], int ntimes, int threads, stream_check_t *out);
 void stream_expected_from(const double start[3], int ntimes, double expected[3]);
 
 /*
