@@ -124,6 +124,23 @@ def test_pingpong_expansion_from_a_made_up_combination():
         pingpong.expand(P, pingpong.Machine([], [], ["skipped combination x: gone"]))
 
 
+def test_pingpong_tasks_with_huge_pages_are_estimated_by_their_own_probe():
+    """Huge pages halve a large message's time on the 2-core VM: a +thp task takes the
+    +thp probe's curve, the others the plain one; with only one probe, both take it."""
+    P = params.validate({"pingpong_tests": ["latency"], "pingpong_repetitions": 1,
+                         "pingpong_baselines": [], "pingpong_hugepages": [False, True],
+                         "pingpong_max_size": 2, "pingpong_validate": False}, "pingpong")
+    m = pingpong_machine(P)
+    plain, thp = pingpong.Timed(0.25, ((2, 10.0),)), pingpong.Timed(0.25, ((2, 5.0),))
+    m.timed = {"gcc12+mpich4.1": plain, "gcc12+mpich4.1+thp": thp}
+    est = {"+thp" in t.config["label"]: t.estimate_s for t in pingpong.expand(P, m).tasks}
+    assert est[False] == pytest.approx(pingpong.estimate_s(P, "latency", timed=plain))
+    assert est[True] == pytest.approx(pingpong.estimate_s(P, "latency", timed=thp))
+    assert est[True] < est[False]
+    m.timed = {"gcc12+mpich4.1": plain}
+    assert {t.estimate_s for t in pingpong.expand(P, m).tasks} == {est[False]}
+
+
 def _pingpong_plan(max_size: int) -> Plan:
     P = params.validate({"pingpong_tests": ["latency", "bw"], "pingpong_repetitions": 2,
                          "pingpong_baselines": ["mpi4py"], "pingpong_max_size": max_size},

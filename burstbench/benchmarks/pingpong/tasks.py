@@ -136,22 +136,31 @@ def probe(P: dict) -> Machine:
                        launch.for_combination(combo, info["mpiexec_path"], info["mpi_family"])))
     m = Machine(combos, placements, notes)
     here = sorted(placements, key=lambda pl: pl.nodes)[:1]  # one host's, where planned
-    timed = {c[1]["combination"]: time_probe(P, c, here[0]) for c in combos} if here else {}
+    # with huge pages a large message takes about half the time (the 2-core VM: latency
+    # 3.7 s of kernel time against 7.6 s without), so each setting planned has its probe
+    timed = {probe_name(c[1]["combination"], thp): time_probe(P, c, here[0], thp)
+             for c in combos for thp in P["pingpong_hugepages"]} if here else {}
     m.timed = {name: t for name, t in timed.items() if t is not None}
     return m
+
+
+def probe_name(combination: str, thp: bool) -> str:
+    """The key of a combination's probe with or without huge pages (Machine.timed)."""
+    return combination + ("+thp" if thp else "")
 
 
 #: The probe's iterations: OSU's method with a hundredth of its counts (a few ms of work).
 PROBE_COUNTS = {"iterations": 100, "skip": 10, "iterations_large": 10, "skip_large": 1}
 
 
-def time_probe(P: dict, combination: Combination, pl: Placement) -> Timed | None:
+def time_probe(P: dict, combination: Combination, pl: Placement,
+               thp: bool = False) -> Timed | None:
     """One short ping-pong (osu_latency's method with PROBE_COUNTS, over the planned sizes)
-    of the combination's C kernel at placement `pl`, timed: its start and its curve; None
-    where it fails (the sweep's own configurations then say why; the estimates are the
-    model's constants)."""
+    of the combination's C kernel at placement `pl` (with huge pages: `thp`), timed: its
+    start and its curve; None where it fails (the sweep's own configurations then say why;
+    the estimates are the model's constants)."""
     task = _task(P | {f"pingpong_{k}": v for k, v in PROBE_COUNTS.items()}, combination, pl,
-                 "latency", "c", 0)
+                 "latency", "c", 0, thp=thp)
     try:
         records, timing = workmodel.timed(task)
     except runner.TaskFailed:
@@ -278,7 +287,12 @@ def _task(P: dict, combination: Combination, pl: Placement, test: str, impl: str
     return runner.Task(key, config | {"key": key}, argv,
                        tuple(sorted((combo["env"] | env).items())), P["pingpong_timeout_s"],
                        estimate_s(P, test, validate, impl, (lo, hi),
-                                  (timed or {}).get(info["combination"])))
+                                  _probe_of(timed or {}, info["combination"], thp)))
+
+
+def _probe_of(timed: dict[str, Timed], combination: str, thp: bool) -> Timed | None:
+    """The combination's probe with the huge-page setting asked, else its other one."""
+    return timed.get(probe_name(combination, thp)) or timed.get(probe_name(combination, not thp))
 
 
 #: The work model of estimate_s: an mpiexec's start, then OSU's iterations (with skips) at
