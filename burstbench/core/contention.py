@@ -55,13 +55,22 @@ def sample(serving: Iterable[int] = ()) -> Sample:
     return Sample(time.monotonic(), machine_busy_s(), own + sum(map(cpu_seconds, serving)))
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds process `pid` (all its threads) has used so far (0 where it is gone)."""
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's name (its state first, its parent
+    second, its user and system clock ticks 12th and 13th); None where it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+            return fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process `pid` (all its threads) has used so far (0 where it is gone)."""
+    fields = stat_fields(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+    except (ValueError, IndexError):
         return 0.0
 
 

@@ -170,7 +170,7 @@ def _error_line(stderr: str, rc: int) -> str:
 _RANK_SIGNAL = re.compile(r"EXIT STRING: .*\(signal (\d+)\)|exited on signal (\d+)")
 
 
-def _failure(out: str, err: str, rc: int) -> str:
+def failure(out: str, err: str, rc: int) -> str:
     """One line saying why a configuration failed, naming the signal when one killed it."""
     m = _RANK_SIGNAL.search(out + "\n" + err)
     if m:
@@ -235,17 +235,17 @@ def launch(task: Task) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         kill_tree(proc)
         raise TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; stopped"
-                         + _clean_up(task)) from None
+                         + clean_up(task)) from None
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the whole tree down with us
         kill_tree(proc)
-        _clean_up(task)
+        clean_up(task)
         raise
     if proc.returncode != 0:
-        raise TaskFailed(_failure(out, err, proc.returncode) + _clean_up(task))
+        raise TaskFailed(failure(out, err, proc.returncode) + clean_up(task))
     return out, err
 
 
-def _clean_up(task: Task) -> str:
+def clean_up(task: Task) -> str:
     """Run the task's clean-up once its processes are gone; '' or what it could not do."""
     if task.cleanup is None:
         return ""
@@ -260,13 +260,9 @@ def _parents() -> dict[int, int]:
     """{pid: parent pid} of every live (not zombie) process, from /proc."""
     out = {}
     for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue  # gone meanwhile
-            if fields[0] != "Z":
-                out[int(d.name)] = int(fields[1])
+        fields = contention.stat_fields(d.name) if d.name.isdigit() else None
+        if fields and fields[0] != "Z":  # None: not a process, or gone meanwhile
+            out[int(d.name)] = int(fields[1])
     return out
 
 

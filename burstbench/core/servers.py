@@ -113,13 +113,13 @@ class Servers:
         except subprocess.TimeoutExpired:
             self._end(task.session, kill=True)
             raise runner.TaskFailed(f"no result within the timeout of {task.timeout_s:g} s; "
-                                    "stopped" + runner._clean_up(task)) from None
+                                    "stopped" + runner.clean_up(task)) from None
         except runner.TaskFailed:
             self._end(task.session, kill=True)
             raise
         except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: take the servers down with us
             self._end(task.session, kill=True)
-            runner._clean_up(task)
+            runner.clean_up(task)
             raise
         return out, server.new_stderr()
 
@@ -194,7 +194,7 @@ class Servers:
             if not chunk:  # it ended: a kernel error, or killed
                 rc = proc.wait()
                 out, err = got.decode(errors="replace"), server.new_stderr()
-                raise runner.TaskFailed(runner._failure(out, err, rc) if rc else
+                raise runner.TaskFailed(runner.failure(out, err, rc) if rc else
                                         "the server ended without an answer")
             got += chunk
         return got[: -len(_DONE) + 1].decode()  # its lines, each with its newline
