@@ -79,6 +79,10 @@ $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*/*.[ch] kernels_
 	    setuptools wheel
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install --quiet --no-build-isolation \
 	    -e '.[test,mpi]'
+	@# numba compiles the Triad baseline's kernels into its cache here, once, not in the
+	@# first minute of a sweep (2 s a server there: a fresh clone's timed share 0.84)
+	$(PY) -c 'from kernels_ext.triad import baselines; baselines.warm_numba()' || \
+	    echo "numba's Triad kernels were not cached: a sweep compiles them"
 	$(MAKE) --no-print-directory nbstripout
 	touch $@
 
