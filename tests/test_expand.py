@@ -54,7 +54,8 @@ def test_triad_threads_all_are_the_probed_cpus_and_stores_cross_the_c_variants()
     assert "OMP_NUM_THREADS" not in dict(first.env)  # each configuration sets its team
     assert [r["label"] for r in first.config["runs"]] == \
         ["gcc12.2.0+cores+close"] * 4 + ["gcc12.2.0-streaming+cores+close"] * 4
-    assert first.estimate_s == pytest.approx(triad.estimate_s(1000, 10, [1, 2, 3, 4] * 2))
+    assert first.estimate_s == pytest.approx(triad.estimate_s(
+        1000, 10, [1, 2, 3, 4] * 2, stores=["normal"] * 4 + ["streaming"] * 4))
 
 
 def test_triad_expansion_notes_and_refusals():
@@ -215,3 +216,6 @@ def test_the_triad_probe_one_thread_slows_the_teams_it_cannot_fill():
         got = triad.estimate_s(1_000_000, 10, threads, "c", cal, True, one_thread=1.6)
         want = triad.REQUEST_S + 2 * len(threads) * (factor * passes + fill)
         assert got == pytest.approx(want), threads
+    # streaming stores move 80 bytes an element where normal ones move 112
+    got = triad.estimate_s(1_000_000, 10, [2], "c", cal, True, 1.6, ["streaming"])
+    assert got == pytest.approx(triad.REQUEST_S + 2 * (80 / 112 * passes + fill))
