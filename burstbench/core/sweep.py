@@ -172,8 +172,10 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                     measured_seconds=round(result.task_seconds
                                            + before.get("measured_seconds", 0), 1),
                     sweep_seconds=round(result.seconds + before.get("sweep_seconds", 0), 1),
+                    # to 0.1 ms: a smoke sweep's kernels time a few ms in all, which
+                    # two decimals rounded to 0 (and its timed share with them)
                     timed_seconds=round(result.timed_seconds
-                                        + before.get("timed_seconds", 0), 2),
+                                        + before.get("timed_seconds", 0), 4),
                     calibrated_estimate_s=round(result.predicted_s
                                                 + before.get("calibrated_estimate_s", 0), 1))
     sec = run.section(benchmark)  # the kernels' timed seconds over the sweep's wall time
