@@ -111,7 +111,8 @@ def test_report_builds_every_listed_figure(smoke_run, tmp_path, cli):
         assert len(nt) == 1 and row["vm"] == "smoke" and row["variant"].startswith("gcc")
         assert row["streaming_over_normal"] == pytest.approx(
             row["streaming_gbs"] / row["normal_gbs"], abs=2e-3)
-        assert row["normal_traffic_gbs"] == pytest.approx(row["normal_gbs"] * 32 / 24, abs=0.012)  # each rounded to 0.01
+        assert row["normal_traffic_gbs"] == pytest.approx(  # each rounded to 0.01
+            row["normal_gbs"] * 32 / 24, abs=0.012)
         assert "streaming_label" in nt and row["streaming_label"].startswith(
             row["variant"] + "-streaming+")
     assert "(a test run, not a VM)" in index
