@@ -174,3 +174,19 @@ def test_a_next_sessions_server_that_fails_to_start_is_dropped_and_its_own_task_
         with pytest.raises(runner.TaskFailed, match="invalid choice: 'fortran'"):
             live.launch(tasks[1])
         assert len(live.pids()) == 1
+
+
+def test_a_server_started_beside_one_that_failed_answers_its_own_task(monkeypatch):
+    """The first session's server fails before it is ready, so its task fails before the
+    one started beside it was waited for: that one's ready line must not be taken for the
+    answer to its own task later."""
+    monkeypatch.setattr(servers.sysinfo, "process_cpus", lambda: {0, 1})
+    dead = (sys.executable, "-c", "import sys; sys.exit('error: broken')")
+    tasks = [task(dead, session="dead", key="d"), task(session="good", key="g")]
+    with servers.Servers() as live:
+        live.expect(tasks)
+        with pytest.raises(runner.TaskFailed, match="broken"):
+            live.launch(tasks[0])
+        out, _ = live.launch(tasks[1])
+    assert [json.loads(line)["function"] for line in out.splitlines()] == \
+        ["Copy", "Scale", "Add", "Triad"]
