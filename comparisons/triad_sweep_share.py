@@ -5,7 +5,8 @@ against McCalpin's stream.c run in the same rounds.
 Each checkout is a clone with its own `.venv` (`make install` done there). Every round runs
 `burstbench run --params P --only triad` in each checkout, the order rotated each round
 (this VM's bandwidth is bimodal and drifts over minutes), then stream.c (built with the same
-size, passes and flags as the sweep's first C variant) `--stream-runs` times with the
+size, passes and flags as the sweep's first C variant, its arrays as far apart as ours:
+triad_vs_stream.same_gaps) `--stream-runs` times with the
 sweep's largest thread count and its first affinity setting. Printed per checkout, medians
 over rounds:
 
@@ -33,6 +34,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from triad_vs_stream import same_gaps  # this script's folder, first on sys.path
 
 
 def sweep(checkout: Path, params: Path, runs_dir: Path) -> tuple[float, dict, pd.DataFrame]:
@@ -105,6 +107,7 @@ def main() -> None:
                     flags = best["flags"].iloc[0].split()
                     subprocess.run([best["compiler"].iloc[0], *flags,
                                     f"-DSTREAM_ARRAY_SIZE={size}", f"-DNTIMES={ntimes}",
+                                    f"-DOFFSET={same_gaps(size)}",
                                     str(args.stream_c), "-o", str(binary)], check=True)
                     ref = (int(best["threads"].iloc[0]), best["places"].iloc[0],
                            best["bind"].iloc[0])

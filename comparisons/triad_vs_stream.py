@@ -8,7 +8,8 @@ Every implementation runs in its own fresh process, all with the same size,
 passes, threads and affinity (OMP_PLACES=cores, OMP_PROC_BIND=close), in
 alternating rounds so that the machine's drift hits them all alike.  For each
 round the ratio ours / stream.c is taken; the medians over rounds are printed
-and, with --out, written as JSON.
+and, with --out, written as JSON.  stream.c is built with the OFFSET that places its
+arrays as far apart as ours are (same_gaps): where they lie decides the rate here too.
 
 stream.c is not redistributed here: give the path of a copy
 (https://www.cs.virginia.edu/stream/FTP/Code/stream.c).
@@ -39,6 +40,20 @@ def compile_c(cc: str, flags: str, src: Path, out: Path, defines: dict) -> None:
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"error: {shlex.join(args)} failed: {proc.stderr.strip()}")
+
+
+#: Where the C kernels' arrays start: posix_memalign to 2 MiB (kernels_ext/triad/stream.h).
+ALIGN = 2 << 20
+
+
+def same_gaps(size: int) -> int:
+    """stream.c's OFFSET (elements) that puts its static arrays as far apart as ours are:
+    glibc maps each of our posix_memalign'd arrays with 2 MiB and a page to spare, so the
+    next lies its bytes plus those, rounded down to 2 MiB, away (130 MiB at 2^24 doubles,
+    612 MiB at 80M).  Without it, at 2^24 elements (local.yaml's size here) stream.c's
+    arrays are exactly 128 MiB apart, and that layout streamed at 0.86x here (24.4 against
+    28.3 GB/s, medians of 6 alternating runs each, 2 threads)."""
+    return ((8 * size + 4096) // ALIGN + 1) * ALIGN // 8 - size
 
 
 def triad_of(argv: list[str], env: dict, kind: str) -> float:
@@ -76,7 +91,7 @@ def main() -> int:
     variant = variants.build(a.cc, a.flags)  # ours, with exactly these flags
     tmp = Path(tempfile.mkdtemp(prefix="triad-bench-"))
     compile_c(a.cc, a.flags, a.stream_c, tmp / "stream",
-              {"STREAM_ARRAY_SIZE": a.size, "NTIMES": a.ntimes})
+              {"STREAM_ARRAY_SIZE": a.size, "NTIMES": a.ntimes, "OFFSET": same_gaps(a.size)})
     compile_c(a.cc, a.flags, HERE / "plain_triad.c", tmp / "plain",
               {"N": a.size, "NTIMES": a.ntimes})
     env = os.environ | {"OMP_NUM_THREADS": str(a.threads), "OMP_PLACES": "cores",
