@@ -172,18 +172,25 @@ class Lab:
         pytest.fail(f"{name}: {what}\npage: {shown}\nscreenshot: {shot}\n"
                     f"JupyterLab's log (end): {_tail(self.log, 1500)}", pytrace=False)
 
-    def wait(self, name: str, what: str, cond, timeout: float):
+    @staticmethod
+    def poll(cond, timeout: float):
+        """`cond()`'s first true value within `timeout` seconds, else None."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 got = cond()
             except Exception:  # noqa: BLE001 -- a page in the middle of changing
                 got = None
-            if got:
-                return got
-            if time.monotonic() > deadline:
-                self.fail(name, f"{what} (waited {timeout:.0f} s)")
+            if got or time.monotonic() > deadline:
+                return got or None
             time.sleep(0.5)
+
+    def wait(self, name: str, what: str, cond, timeout: float):
+        """`cond()`'s first true value, or fail with `what` after `timeout` seconds."""
+        got = self.poll(cond, timeout)
+        if not got:
+            self.fail(name, f"{what} (waited {timeout:.0f} s)")
+        return got
 
     def click(self, name: str, css: str | None = None, xpath: str | None = None,
               timeout: float = 30) -> None:
@@ -198,11 +205,16 @@ class Lab:
         self.wait(name, f"no {sel} to click", find, timeout).click()
 
     def menu(self, name: str, menu: str, item: str) -> None:
-        """Menu bar > `menu` > `item`, as a person clicks them."""
+        """Menu bar > `menu` > `item`, as a person clicks them: the item once it is enabled,
+        then wait for the menu to close (the click was taken)."""
         self.click(name, xpath=f"//li[contains(@class, 'lm-MenuBar-item')]"
                                f"[normalize-space(.)='{menu}']")
-        self.click(name, xpath=f"//li[contains(@class, 'lm-Menu-item')][.//div[contains("
+        self.click(name, xpath=f"//li[contains(@class, 'lm-Menu-item')]"
+                               f"[not(contains(@class, 'lm-mod-disabled'))][.//div[contains("
                                f"@class, 'lm-Menu-itemLabel')][normalize-space(.)='{item}']]")
+        self.wait(name, f"the {menu} menu stayed open after {item}", lambda: not self.driver
+                  .execute_script("return [...document.querySelectorAll('.lm-Menu')]"
+                                  ".some(m => m.offsetParent !== null)"), 30)
 
     def open(self, name: str) -> None:
         """The notebook alone in a workspace of its own, its kernel started and idle."""
@@ -247,7 +259,17 @@ class Lab:
     def run_all(self, name: str, timeout: float) -> dict:
         """Run > Run All Cells; wait until every code cell ran, or one failed; then
         File > Save. Returns the page's state."""
+        before = self.state()["prompts"]
+
+        def started():
+            st = self.state()
+            return st["status"] != "idle" or st["prompts"] != before
+
         self.menu(name, "Run", "Run All Cells")
+        if not self.poll(started, 30):  # a person whose click did nothing clicks again
+            print(f"\n{name}: Run All Cells started nothing in 30 s; clicked again")
+            self.menu(name, "Run", "Run All Cells")
+            self.wait(name, "Run > Run All Cells started nothing, twice", started, 30)
 
         def finished():
             st = self.state()
