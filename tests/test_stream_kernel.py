@@ -65,11 +65,12 @@ def test_run_validates_and_reports_stream_expected_values():
 
 
 @pytest.mark.parametrize("fresh", [False, True])
-def test_a_series_checks_each_configuration_against_its_own_passes(fresh):
+def test_a_series_goes_on_from_each_run_and_checks_once_after_the_last(fresh):
     """One process, one set of arrays: each configuration goes on from the values the one
-    before it left (no fill between them, as stream.c's passes go on) and validates
-    against what its own passes make of them; `fresh` (arrays of each configuration's
-    own): each starts from a = 1, b = 2, c = 0."""
+    before it left (no fill between them, as stream.c's passes go on),
+    and one check after the last validates all four against what all their passes make
+    of the fill; `fresh` (arrays of each configuration's own): each starts from a fill
+    and is checked on its own."""
     streaming = "streaming" if _triad.info()["streaming_isa"] else "normal"
     runs = [(1, "normal"), (2, "normal"), (1, "streaming"), (2, "streaming")]
     out = _triad.series(200_003, 4, runs, -1, fresh)
@@ -80,35 +81,63 @@ def test_a_series_checks_each_configuration_against_its_own_passes(fresh):
         ea, eb, ec = numpy_stream(*start, 4)
         assert o["check"]["validated"] is True and o["check"]["bad_elements"] == (0, 0, 0)
         assert o["check"]["expected"] == pytest.approx((ea[0], eb[0], ec[0]), rel=1e-15)
+        assert o["check"]["covers"] == (1 if fresh else 4)
         assert all(len(v) == 4 for v in o["times"].values())
         if not fresh:
             start = ea, eb, ec
     assert [len(o["binding"]) for o in out] == [1, 2, 1, 2]
-    # a lost write in each configuration is caught in each (the next starts from a fill)
+    # a lost write fails the check, and with it every configuration the check covers
     assert not any(o["check"]["validated"] for o in _triad.series(1000, 3, runs, 7, fresh))
 
 
+@pytest.mark.parametrize("stores", ["normal", "streaming"])
+def test_a_wrong_element_one_run_left_is_in_the_next_runs_check(stores):
+    """Why one check after a series validates every run in it: each run's last Triad
+    reads all of b and c and writes all of a, and the next run's passes start from a, so
+    an element wrong after one run (a wrong b or c that Triad read makes a wrong a) is
+    in all three arrays after the next run's, with the same relative error."""
+    n, ntimes = 10_001, 3
+    a, b, c = np.ones(n), np.full(n, 2.0), np.zeros(n)
+    _triad.passes(a, b, c, ntimes, 2, stores)
+    first = _triad.expected(ntimes)
+    assert _triad.check(a, b, c, expected=first)["validated"] is True
+    a[777] *= 1.0 + 1e-6  # a lost or wrong write of the first run
+    _triad.passes(a, b, c, ntimes, 2, stores)
+    got = _triad.check(a, b, c, expected=_triad.expected(ntimes, first))
+    assert got["validated"] is False
+    assert got["bad_elements"] == (1, 1, 1)
+    assert got["avg_rel_error"][0] == pytest.approx(1e-6 / n, rel=1e-3)
+
+
 def test_a_series_refills_before_its_values_grow_past_1e150():
-    """Each configuration multiplies the values by about 2 x 15^NTIMES: 20 passes reach
-    1e150 in 7, after which the next starts from a fill again, and all validate."""
+    """Each configuration multiplies the values by about 2 x 15^NTIMES: 20 passes pass 1e150
+    in the 7th, whose check validates the seven, and the next starts from a fill again."""
     out = _triad.series(10_001, 20, [(1, "normal")] * 16)
     expected = [o["check"]["expected"][0] for o in out]
     assert all(o["check"]["validated"] for o in out)
     assert max(expected) < 1e150 * 1e25
     fresh = expected[0]
-    assert expected.count(fresh) == 3 and expected[1] > fresh  # refilled twice
+    assert [i for i, e in enumerate(expected) if e == fresh] == [0, 7, 14]
+    assert [o["check"]["covers"] for o in out] == [7] * 14 + [2] * 2
 
 
-def test_a_kept_series_validates_again_on_its_arrays_and_release_frees_them():
+def test_a_kept_series_goes_on_from_its_values_and_release_frees_them():
     """keep=True (a serving process): the next series of that size runs on the same
-    arrays, refilled, so it validates against its own passes as a fresh one does; a
-    series of another size, or release(), drops them."""
+    arrays and goes on from the values they hold (no fill); after a failed
+    check it starts from a fill; a series of another size, or release(), drops them."""
     runs = [(1, "normal"), (2, "normal")]
-    for size in (100_003, 100_003, 50_001):
-        out = _triad.series(size, 3, runs, -1, False, True)
-        assert [o["check"]["validated"] for o in out] == [True, True]
-    assert not any(o["check"]["validated"] for o in _triad.series(50_001, 3, runs, 11,
+    first = _triad.series(100_003, 3, runs, -1, False, True)
+    then = _triad.series(100_003, 3, runs, -1, False, True)
+    assert [o["check"]["validated"] for o in first + then] == [True] * 4
+    assert then[0]["check"]["expected"] == pytest.approx(
+        _triad.expected(3, first[-1]["check"]["expected"]), rel=1e-15)
+    assert not any(o["check"]["validated"] for o in _triad.series(100_003, 3, runs, 11,
                                                                    False, True))
+    again = _triad.series(100_003, 3, runs, -1, False, True)  # from a fill
+    assert again[0]["check"]["expected"] == pytest.approx(_triad.expected(3), rel=1e-15)
+    assert [o["check"]["validated"] for o in again] == [True, True]
+    other = _triad.series(50_001, 3, runs, -1, False, True)
+    assert other[0]["check"]["expected"] == pytest.approx(_triad.expected(3), rel=1e-15)
     assert _triad.release() is None
     assert _triad.release() is None  # nothing kept: nothing to do
 
@@ -187,6 +216,14 @@ def test_bad_arguments_raise():
         _triad.check(np.ones(3), np.ones(4), np.ones(3), 2)
     with pytest.raises(ValueError):
         _triad.check(np.ones(3, dtype=np.float32), np.ones(3), np.ones(3), 2)
+    with pytest.raises(ValueError, match="give ntimes or expected, not both"):
+        _triad.check(np.ones(3), np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="give ntimes or expected, not both"):
+        _triad.check(np.ones(3), np.ones(3), np.ones(3), 2, expected=(1.0, 2.0, 3.0))
+    with pytest.raises(TypeError, match=r"expected: \(a, b, c\) floats"):
+        _triad.check(np.ones(3), np.ones(3), np.ones(3), expected=(1.0, 2.0))
+    with pytest.raises(ValueError, match="ntimes must be >= 0"):
+        _triad.expected(-1)
 
 
 def test_gil_is_released_while_the_kernel_runs():
@@ -222,6 +259,17 @@ def test_summarize_counts_bytes_as_stream_does():
     assert BYTES_PER_ELEMENT == {"Copy": 16, "Scale": 16, "Add": 24, "Triad": 24}
 
 
+def test_a_kept_numpy_call_goes_on_from_the_values_the_last_left():
+    fill = _triad.expected(3)
+    first = baselines.numpy_stream(20_000, 3, keep=True)
+    then = baselines.numpy_stream(20_000, 3, keep=True)
+    assert first["check"]["expected"] == pytest.approx(fill, rel=1e-15)
+    assert then["check"]["expected"] == pytest.approx(_triad.expected(3, fill),
+                                                      rel=1e-15)
+    assert then["check"]["validated"] is True
+    baselines._KEPT.clear()
+
+
 def test_numpy_and_numba_baselines_validate_and_catch_faults():
     for fn, args in ((baselines.numpy_stream, (50_000, 3)),
                      (numba_one, (50_000, 3, 2))):
@@ -234,9 +282,19 @@ def test_numpy_and_numba_baselines_validate_and_catch_faults():
 
 
 def test_a_kept_numba_series_validates_again_and_another_size_replaces_it():
-    for size, fault in ((40_000, -1), (40_000, -1), (40_000, 5), (30_000, -1)):
+    """As the C series: the thread counts go on from each other and one check covers
+    both; a kept call goes on from the values the last left, a failed one's successor
+    starts from a fill, as does a call of another size."""
+    fill = _triad.expected(3)
+    starts = []
+    for size, fault in ((40_000, -1), (40_000, -1), (40_000, 5), (40_000, -1), (30_000, -1)):
         out = baselines.numba_series(size, 3, [1, 2], fault, keep=True)
         assert [o["check"]["validated"] for o in out] == [fault < 0] * 2
+        assert [o["check"]["covers"] for o in out] == [2, 2]
+        assert out[1]["check"]["expected"] == pytest.approx(
+            _triad.expected(3, out[0]["check"]["expected"]), rel=1e-15)
+        starts.append(out[0]["check"]["expected"] == pytest.approx(fill, rel=1e-15))
+    assert starts == [True, False, False, True, True]
     assert list(baselines._KEPT) == [30_000]
     baselines.numba_series(30_000, 3, [1])  # not kept: nothing stays
     assert baselines._KEPT == {}

@@ -232,12 +232,16 @@ def measure(size: Any = None, ntimes: Any = 10, threads: Any = None, impl: str =
 
     `threads` and `stores` may each be a list (or "1,2"): every (stores, threads)
     pair is then measured in turn, stores outermost, on arrays allocated and first
-    touched once and filled afresh by each configuration's own team before it runs
-    (on a machine whose CPUs span several NUMA nodes each configuration gets arrays
-    of its own, placed by its own team). A sweep so pays one process start and one
-    first touch per affinity setting (which the OpenMP runtime reads once), not per
-    configuration. `keep` (a process that measures again: ``--serve``) keeps the arrays
-    for the next call, which then skips their first touch, and leaves the OpenMP team
+    touched once, each configuration going on from the values the one before left (as
+    stream.c's passes go on from each other: no fill) and one check after
+    the last validating them all (a wrong element any of them wrote is carried into the
+    values checked; each record's ``check_covers`` says how many it covered). On a
+    machine whose CPUs span several NUMA nodes each configuration gets arrays of its
+    own, placed, filled and checked by its own team. A sweep so pays one process start
+    and one first touch per affinity setting (which the OpenMP runtime reads once), not
+    per configuration. `keep` (a process that measures again: ``--serve``) keeps the
+    arrays, and the values they hold, for the next call, which then pays neither their
+    first touch nor a fill, and leaves the OpenMP team
     asleep rather than spinning. Raises BadInput, BuildError or ValidationFailed.
     """
     if impl not in IMPLS:
@@ -344,6 +348,7 @@ def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: 
         "size": n, "ntimes": k, "threads": raw["threads"], "threads_requested": t,
         "stores": used, "stores_requested": asked or stores,
         "validated": True, "avg_rel_error": list(chk["avg_rel_error"]),
+        "check_covers": chk.get("covers", 1),
         "places_requested": aff.places, "bind_requested": aff.bind,
         "kmp_affinity_requested": aff.kmp_affinity, "affinity_label": aff.label,
         "binding": raw["binding"],

@@ -5,6 +5,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,14 +16,15 @@
 static const char *const FUNCTIONS[STREAM_NFUNC] = {"Copy", "Scale", "Add", "Triad"};
 static const char *const PROC_BIND[] = {"false", "true", "primary", "close", "spread"};
 
-static PyObject *check_dict(const stream_check_t *chk, int ok)
+/* A check as a dict; `covers`: the runs it validated together (1: its own). */
+static PyObject *check_dict(const stream_check_t *chk, int ok, int covers)
 {
     return Py_BuildValue(
-        "{s:O,s:(ddd),s:(ddd),s:(nnn),s:d}", "validated", ok ? Py_True : Py_False,
+        "{s:O,s:(ddd),s:(ddd),s:(nnn),s:d,s:i}", "validated", ok ? Py_True : Py_False,
         "expected", chk->expected[0], chk->expected[1], chk->expected[2], "avg_rel_error",
         chk->avg_rel[0], chk->avg_rel[1], chk->avg_rel[2], "bad_elements",
         (Py_ssize_t)chk->nbad[0], (Py_ssize_t)chk->nbad[1], (Py_ssize_t)chk->nbad[2],
-        "epsilon", STREAM_EPSILON);
+        "epsilon", STREAM_EPSILON, "covers", covers);
 }
 
 static PyObject *raise_rc(int rc)
@@ -80,17 +82,25 @@ static PyObject *times_list(const double *times, int ntimes)
 typedef struct {
     int threads, stores;          /* asked for */
     int team, used, ok;           /* the team it had, the policy used, validated */
+    int covers;                   /* runs the check that validated it covered */
     double *times;                /* ntimes x STREAM_NFUNC */
     stream_thread *bind;          /* `slots` entries */
     int slots;
-    stream_check_t chk;
+    stream_check_t chk;           /* expected: the values its own passes leave */
 } series_run;
 
-/* The arrays a series kept for the next (series(..., keep=True)): a process that
- * measures again, on its next request, pays its first touch once. */
+/* What the arrays hold: nothing known (a fill is due), a fill (a = 1, b = 2,
+ * c = 0), or the validated values an earlier run's passes left. */
+enum { HOLD_NOTHING, HOLD_FILL, HOLD_PASSES };
+
+/* The arrays a series kept for the next (series(..., keep=True)), and what they
+ * hold: a process that measures again, on its next request, pays neither
+ * their first touch nor a fill. */
 static struct {
     double *a, *b, *c;
     size_t n;
+    int hold;
+    double values[3];
 } kept;
 
 static void release_kept(void)
@@ -99,68 +109,89 @@ static void release_kept(void)
     memset(&kept, 0, sizeof kept);
 }
 
-/* A run goes on from the values the run before it left (its check's expected
- * values: no fill) while they stay below this: 2 x 15^NTIMES a run, far from
- * overflow (1e308). */
+/* A run goes on from the values the run before it left (no fill) while they
+ * stay below this: 2 x 15^NTIMES a run, far from overflow (1e308). */
 #define GO_ON_BELOW 1e150
 
 /* Measure runs[0..count) in turn on one set of arrays, allocated (and first
  * touched) by the widest run's team, or those `kept` from the series before
- * when they are as large.  Each run starts from where the run before it ended
- * where that one validated (as stream.c's passes go on from each other; its
- * check expects what its own passes make of those values), else from a fresh
- * fill by its own team; with `fresh`, from arrays of its own (where pages must
- * be placed by the team that streams them: more than one NUMA node).  With `keep` (and not
- * `fresh`) the arrays stay for the next series and the team is put to sleep
- * (stream_idle) before this returns.  Called without the GIL; returns
- * STREAM_OK or the first error. */
+ * when they are as large.  Each run goes on from the values the run before it
+ * left (no fill: each run doubles a[] and makes its passes, as stream.c), and
+ * one check after the last run validates them all (a wrong element any run
+ * wrote is carried into the values checked); a check is also made, and the
+ * arrays filled again, before the values pass GO_ON_BELOW.  With `fresh`, each
+ * run gets arrays of its own, filled and checked on their own (where pages
+ * must be placed by the team that streams them: more than one NUMA node).
+ * With `keep` (and not `fresh`) the arrays, and what they hold, stay for the
+ * next series and the team is put to sleep (stream_idle) before this returns.
+ * Called without the GIL; returns STREAM_OK or the first error. */
 static int series_measure(size_t n, int ntimes, series_run *runs, int count,
                           Py_ssize_t fault, int fresh, int keep)
 {
     double *a = NULL, *b = NULL, *c = NULL;
     int rc = STREAM_OK, widest = 1; /* 0: the runtime's default, all CPUs */
+    int hold = HOLD_NOTHING, chain = 0; /* chain: runs since the last check */
+    double values[3] = {1.0, 2.0, 0.0};
     for (int i = 0; i < count && widest != 0; i++)
         if (runs[i].threads == 0 || runs[i].threads > widest)
             widest = runs[i].threads;
     stream_resume();
     if (kept.n == n && !fresh) {
-        a = kept.a, b = kept.b, c = kept.c;
+        a = kept.a, b = kept.b, c = kept.c, hold = kept.hold;
+        memcpy(values, kept.values, sizeof values);
         memset(&kept, 0, sizeof kept);
     } else {
         release_kept();
-        if (!fresh) /* one NUMA node: the widest team touches the pages first, fastest */
+        if (!fresh) { /* one NUMA node: the widest team touches the pages first, fastest */
             rc = stream_alloc(n, widest, &a, &b, &c);
+            hold = HOLD_FILL;
+        }
     }
-    double start[3];
-    int go_on = 0; /* the arrays hold the values the last run's check expected */
     for (int i = 0; rc == STREAM_OK && i < count; i++) {
         series_run *r = &runs[i];
         if (fresh) {
             stream_free(a, b, c);
             a = b = c = NULL;
             rc = stream_alloc(n, r->threads, &a, &b, &c);
-        } else if (!go_on) {
+            hold = HOLD_FILL;
+        } else if (hold == HOLD_NOTHING) {
             stream_fill(a, b, c, n, r->threads);
+            hold = HOLD_FILL;
         }
         if (rc != STREAM_OK)
             break;
-        if (fresh || !go_on)
-            start[0] = 1.0, start[1] = 2.0, start[2] = 0.0;
+        if (hold == HOLD_FILL)
+            values[0] = 1.0, values[1] = 2.0, values[2] = 0.0;
         r->used = stream_stores_used(r->stores, a, b, c);
         rc = stream_run(a, b, c, n, r->threads, r->stores, ntimes, r->times, r->bind, r->slots,
                         &r->team);
-        if (rc == STREAM_OK) {
+        if (rc != STREAM_OK)
+            break;
+        stream_expected_from(values, ntimes, values);
+        memcpy(r->chk.expected, values, sizeof values);
+        hold = HOLD_PASSES;
+        chain++;
+        const int large = !(fabs(values[0]) < GO_ON_BELOW && fabs(values[1]) < GO_ON_BELOW &&
+                            fabs(values[2]) < GO_ON_BELOW);
+        if (fresh || large || i == count - 1) {
+            stream_check_t chk;
             if (fault >= 0)
                 a[fault] = 0.0;
-            r->ok = stream_check_from(a, b, c, n, start, ntimes, widest, &r->chk) ==
-                    STREAM_OK;
-            go_on = r->ok && fabs(r->chk.expected[0]) < GO_ON_BELOW &&
-                    fabs(r->chk.expected[1]) < GO_ON_BELOW && fabs(r->chk.expected[2]) < GO_ON_BELOW;
-            memcpy(start, r->chk.expected, sizeof start);
+            const int ok = stream_check_against(a, b, c, n, values, widest, &chk) == STREAM_OK;
+            for (int j = i - chain + 1; j <= i; j++) { /* each keeps its own expected */
+                memcpy(runs[j].chk.avg_rel, chk.avg_rel, sizeof chk.avg_rel);
+                memcpy(runs[j].chk.nbad, chk.nbad, sizeof chk.nbad);
+                runs[j].ok = ok;
+                runs[j].covers = chain;
+            }
+            if (!ok || large)
+                hold = HOLD_NOTHING;
+            chain = 0;
         }
     }
     if (keep && !fresh && rc == STREAM_OK) {
-        kept.a = a, kept.b = b, kept.c = c, kept.n = n;
+        kept.a = a, kept.b = b, kept.c = c, kept.n = n, kept.hold = hold;
+        memcpy(kept.values, values, sizeof values);
         stream_idle(widest);
     } else {
         stream_free(a, b, c);
@@ -173,7 +204,7 @@ static PyObject *run_dict(const series_run *r, int ntimes)
     return Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times", times_list(r->times, ntimes),
                          "threads", r->team, "binding",
                          binding_list(r->bind, r->team < r->slots ? r->team : r->slots),
-                         "check", check_dict(&r->chk, r->ok), "stores", STORES[r->used]);
+                         "check", check_dict(&r->chk, r->ok, r->covers), "stores", STORES[r->used]);
 }
 
 PyDoc_STRVAR(series_doc,
@@ -182,22 +213,29 @@ PyDoc_STRVAR(series_doc,
              "Allocate three arrays of `size` doubles once and measure each of\n"
              "`runs`, a sequence of (threads, stores), in turn: run `ntimes` passes\n"
              "of the four STREAM kernels with that run's team (0 threads = runtime\n"
-             "default) and `stores` ('normal' or 'streaming') and check the arrays\n"
-             "against what those passes make of the values they started from: those\n"
-             "the run before ended with, where it validated (no fill between runs,\n"
-             "as stream.c's passes go on from each other), else a fill by the run's\n"
-             "team (a = 1, b = 2, c = 0; also once the values pass 1e150). `fresh`\n"
-             "gives each run arrays of its own, first touched and filled by its own\n"
-             "team (for machines with more than one NUMA node).\n"
+             "default) and `stores` ('normal' or 'streaming'), after doubling a as\n"
+             "stream.c's timing check does. The first run starts from a fill (a = 1,\n"
+             "b = 2, c = 0), each next one from the values the run before left (no\n"
+             "fill: as stream.c's passes go on from each other), and one check\n"
+             "after the last run compares the arrays with what all those passes make\n"
+             "of the fill: a wrong element any run wrote is carried into them. Before\n"
+             "the values pass 1e150 (or after a failed check) the runs so far are\n"
+             "checked and the next starts from a fill. `fresh` gives each run arrays\n"
+             "of its own, first touched, filled and checked by its own team (for\n"
+             "machines with more than one NUMA node).\n"
              "The GIL is released meanwhile. Returns one dict per run: {'times':\n"
              "{function: [seconds per pass]}, 'threads': actual team size,\n"
-             "'binding': [per-thread CPU/place], 'check': {...}, 'stores': the\n"
-             "policy used (normal where the build has no streaming stores)}.\n"
+             "'binding': [per-thread CPU/place], 'check': {'validated', 'expected':\n"
+             "the values this run's passes leave, 'avg_rel_error' and 'bad_elements'\n"
+             "of the check that validated it, 'covers': how many runs that check\n"
+             "validated, this one the last or among them}, 'stores': the policy used\n"
+             "(normal where the build has no streaming stores)}.\n"
              "fault_index >= 0 zeroes a[fault_index] before each check (a lost\n"
              "write), to prove the check catches it. `keep` (for a process that\n"
-             "serves several series) keeps the arrays for the next series of the\n"
-             "same size, which then skips their first touch, and leaves the team\n"
-             "asleep, not spinning, when this returns; release() frees them.");
+             "serves several series) keeps the arrays, and the values they hold, for\n"
+             "the next series of the same size, which then pays neither their first\n"
+             "touch nor a fill, and leaves the team asleep, not spinning, when this\n"
+             "returns; release() frees them.");
 
 static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -315,26 +353,76 @@ static void release_arrays(Py_buffer buf[3])
 }
 
 PyDoc_STRVAR(check_doc,
-             "check(a, b, c, ntimes) -> dict\n\n"
-             "STREAM's checkSTREAMresults on three equal-length float64 buffers:\n"
-             "{'validated', 'expected', 'avg_rel_error', 'bad_elements', 'epsilon'}.");
+             "check(a, b, c, ntimes=None, expected=None, threads=0) -> dict\n\n"
+             "STREAM's checkSTREAMresults on three equal-length float64 buffers,\n"
+             "against the values `ntimes` passes leave after a fill, or against\n"
+             "`expected` (a, b, c) from expected(): exactly one of the two. Reads\n"
+             "with `threads` OpenMP threads (0: the runtime's default). Returns\n"
+             "{'validated', 'expected', 'avg_rel_error', 'bad_elements', 'epsilon',\n"
+             "'covers': 1}.");
 
-static PyObject *py_check(PyObject *self, PyObject *args)
+static PyObject *py_check(PyObject *self, PyObject *args, PyObject *kw)
 {
-    PyObject *obj[3];
+    static char *kwlist[] = {"a", "b", "c", "ntimes", "expected", "threads", NULL};
+    PyObject *obj[3], *ntimes_obj = Py_None, *expected_obj = Py_None;
     Py_buffer buf[3];
-    int ntimes, rc;
+    int rc, threads = 0;
+    double e[3];
     stream_check_t chk;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOi", &obj[0], &obj[1], &obj[2], &ntimes) ||
-        get_arrays(obj, buf, ntimes, 0) != 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|OOi", kwlist, &obj[0], &obj[1], &obj[2],
+                                     &ntimes_obj, &expected_obj, &threads))
+        return NULL;
+    if ((ntimes_obj == Py_None) == (expected_obj == Py_None) || threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "check: give ntimes or expected, not both, "
+                                          "and threads >= 0");
+        return NULL;
+    }
+    if (expected_obj == Py_None) {
+        const long ntimes = PyLong_AsLong(ntimes_obj);
+        if (ntimes == -1 && PyErr_Occurred())
+            return NULL;
+        if (ntimes < 0 || ntimes > INT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
+            return NULL;
+        }
+        stream_expected((int)ntimes, e);
+    } else if (!PyArg_ParseTuple(expected_obj, "ddd;expected: (a, b, c) floats", &e[0], &e[1],
+                                 &e[2])) {
+        return NULL;
+    }
+    if (get_arrays(obj, buf, 0, 0) != 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = stream_check(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
-                      ntimes, &chk);
+    rc = stream_check_against(buf[0].buf, buf[1].buf, buf[2].buf,
+                              (size_t)(buf[0].len / sizeof(double)), e, threads, &chk);
     Py_END_ALLOW_THREADS
     release_arrays(buf);
-    return rc == STREAM_EINVAL ? raise_rc(rc) : check_dict(&chk, rc == STREAM_OK);
+    return rc == STREAM_EINVAL ? raise_rc(rc) : check_dict(&chk, rc == STREAM_OK, 1);
+}
+
+PyDoc_STRVAR(expected_doc,
+             "expected(ntimes, start=(1.0, 2.0, 0.0)) -> (a, b, c)\n\n"
+             "The values the arrays hold after a run (a doubled, then `ntimes`\n"
+             "passes) on arrays that held `start`: a fill, or what an earlier run\n"
+             "left, which the run goes on from. Fed its own result, it follows a\n"
+             "series.");
+
+static PyObject *py_expected(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"ntimes", "start", NULL};
+    double start[3] = {1.0, 2.0, 0.0}, e[3];
+    int ntimes;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|(ddd)", kwlist, &ntimes, &start[0],
+                                     &start[1], &start[2]))
+        return NULL;
+    if (ntimes < 0) {
+        PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
+        return NULL;
+    }
+    stream_expected_from(start, ntimes, e);
+    return Py_BuildValue("(ddd)", e[0], e[1], e[2]);
 }
 
 PyDoc_STRVAR(passes_doc,
@@ -344,15 +432,16 @@ PyDoc_STRVAR(passes_doc,
              "(any alignment, any length). Returns {'times': {...}, 'threads': team\n"
              "size, 'stores': the policy used}.");
 
-static PyObject *py_passes(PyObject *self, PyObject *args)
+static PyObject *py_passes(PyObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = {"a", "b", "c", "ntimes", "threads", "stores", NULL};
     PyObject *obj[3];
     Py_buffer buf[3];
     int ntimes, threads = 0, team = 0, rc, stores;
     const char *stores_name = "normal";
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOi|is", &obj[0], &obj[1], &obj[2], &ntimes, &threads,
-                          &stores_name) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOi|is", kwlist, &obj[0], &obj[1], &obj[2],
+                                     &ntimes, &threads, &stores_name) ||
         (stores = parse_stores(stores_name)) < 0 || get_arrays(obj, buf, ntimes, 1) != 0)
         return NULL;
     if (ntimes < 2 || threads < 0) {
@@ -446,8 +535,11 @@ static PyMethodDef methods[] = {
     {"series", (PyCFunction)(void (*)(void))py_series, METH_VARARGS | METH_KEYWORDS,
      series_doc},
     {"release", py_release, METH_NOARGS, release_doc},
-    {"check", py_check, METH_VARARGS, check_doc},
-    {"passes", py_passes, METH_VARARGS, passes_doc},
+    {"check", (PyCFunction)(void (*)(void))py_check, METH_VARARGS | METH_KEYWORDS, check_doc},
+    {"expected", (PyCFunction)(void (*)(void))py_expected, METH_VARARGS | METH_KEYWORDS,
+     expected_doc},
+    {"passes", (PyCFunction)(void (*)(void))py_passes, METH_VARARGS | METH_KEYWORDS,
+     passes_doc},
     {"info", py_info, METH_NOARGS, info_doc},
     {NULL, NULL, 0, NULL}};
 

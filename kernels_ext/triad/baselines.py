@@ -7,8 +7,10 @@
   than STREAM counts; it is counted as STREAM counts, which is the point of
   the comparison.
 
-Both return the same raw result as the C shim's ``run`` (times per function
-and pass, team size, binding, check) and are validated by the same C check.
+Both return the same raw result as the C shim's ``series`` (times per function
+and pass, team size, binding, check) and are validated by the same C check, as
+its series are: each run goes on from the values the one before left, one check
+after the last.
 """
 
 from __future__ import annotations
@@ -34,31 +36,79 @@ def current_cpu() -> int:
     return int(_sched_getcpu())
 
 
+#: Where a run's values may go on from those the run before left: below this (as the C
+#: series: about 2 x 15^NTIMES a run, far from overflow), else the next starts from a fill.
+GO_ON_BELOW = 1e150
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class _Held:
+    """Three arrays and what they hold: a fill (`filled`), the validated values an
+    earlier run's passes left (`values`), which the next run goes on from, or neither
+    (a fill is due)."""
+
+    def __init__(self, arrays: Arrays) -> None:
+        self.arrays = arrays
+        self.filled = False
+        self.values: tuple[float, float, float] | None = None
+
+
 #: The arrays a call with keep=True left for the next call of their size (one process
 #: measures one baseline: numba_series's, or numpy_stream's).
-_KEPT: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_KEPT: dict[int, _Held] = {}
 
 
-def _arrays(size: int, keep: bool,
-            touch: Callable[[tuple[np.ndarray, np.ndarray, np.ndarray]], None] | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Three arrays of `size`: those a call with keep=True left, else new ones (first
-    touched by `touch`); kept for the next call where `keep`, else dropped."""
-    kept = _KEPT.pop(size, None)
+def _arrays(size: int, keep: bool, fill: Callable[[Arrays], None]) -> _Held:
+    """Three arrays of `size`: those a call with keep=True left (with what they hold),
+    else new ones, first touched by `fill`; kept for the next call where `keep`, else
+    dropped."""
+    held = _KEPT.pop(size, None)
     _KEPT.clear()
-    if kept is None:
-        kept = np.empty(size), np.empty(size), np.empty(size)
-        if touch is not None:
-            touch(kept)
+    if held is None:
+        held = _Held((np.empty(size), np.empty(size), np.empty(size)))
+        fill(held.arrays)
+        held.filled = True
     if keep:
-        _KEPT[size] = kept
-    return kept
+        _KEPT[size] = held
+    return held
 
 
-def _check(a: np.ndarray, b: np.ndarray, c: np.ndarray, ntimes: int) -> dict:
+def _series(held: _Held, ntimes: int, runs: list[Callable[[], dict]],
+            fill: Callable[[Arrays], None], fault_index: int) -> list[dict]:
+    """Each of `runs` in turn on `held`'s arrays, as the C kernels' series: from a fill
+    where they hold no validated values (`fill` where they do not hold one already), else
+    from the values the run before left (no fill); a run doubles a as stream.c's timing
+    check does, then makes its passes. One check after the last
+    run validates them all (a wrong element any run wrote is carried into the values
+    checked), and one before the values pass GO_ON_BELOW. A run returns its raw result;
+    this adds its 'check'."""
     from kernels_ext.triad import _triad  # the installed build: same check as the C kernels
 
-    return _triad.check(a, b, c, ntimes)
+    out: list[dict] = []
+    chain: list[dict] = []
+    for i, run in enumerate(runs):
+        if held.values is None and not held.filled:
+            fill(held.arrays)
+        held.filled = False
+        raw = run()
+        values = _triad.expected(ntimes, held.values or (1.0, 2.0, 0.0))
+        held.values = values
+        raw["check"] = {"expected": values}
+        chain.append(raw)
+        large = max(map(abs, values)) >= GO_ON_BELOW
+        if i == len(runs) - 1 or large:
+            a, b, c = held.arrays
+            if fault_index >= 0:
+                a[fault_index] = 0.0
+            chk = _triad.check(a, b, c, expected=values) | {"covers": len(chain)}
+            for r in chain:  # each keeps its own expected values
+                r["check"] = chk | {"expected": r["check"]["expected"]}
+            if large or not chk["validated"]:
+                held.values = None
+            chain = []
+        out.append(raw)
+    return out
 
 
 def _passes(kernels: Callable[[], None], ntimes: int, sample: Callable[[int], None]) -> dict:
@@ -93,13 +143,15 @@ def _binding_tracker(nthreads: int, where: Callable[[], np.ndarray]):
 
 def numpy_stream(size: int, ntimes: int, fault_index: int = -1, keep: bool = False) -> dict:
     """STREAM with NumPy expressions on one thread (`keep`: the arrays, not the
-    expressions' temporaries, stay for the next call of this size)."""
-    a, b, c = _arrays(size, keep)
-    a.fill(1.0)
-    b.fill(2.0)
-    c.fill(0.0)
+    expressions' temporaries, stay for the next call of this size, which goes on from
+    the values they hold)."""
+    def fill(arrays: Arrays) -> None:
+        for x, v in zip(arrays, (1.0, 2.0, 0.0)):
+            x.fill(v)
+
+    held = _arrays(size, keep, fill)
+    a, b, c = held.arrays
     s = SCALAR
-    a[:] = 2.0 * a  # stream.c's timing check
 
     def copy() -> None:
         c[:] = a
@@ -113,56 +165,58 @@ def numpy_stream(size: int, ntimes: int, fault_index: int = -1, keep: bool = Fal
     def triad() -> None:
         a[:] = b + s * c
 
-    binding, sample = _binding_tracker(1, lambda: np.array([current_cpu()]))
-    times = _passes((copy, scale, add, triad), ntimes, sample)
-    if fault_index >= 0:
-        a[fault_index] = 0.0
-    return {"times": times, "threads": 1, "binding": binding, "check": _check(a, b, c, ntimes)}
+    def run() -> dict:
+        np.multiply(a, 2.0, out=a)  # stream.c's timing check (in place, as its loop)
+        binding, sample = _binding_tracker(1, lambda: np.array([current_cpu()]))
+        times = _passes((copy, scale, add, triad), ntimes, sample)
+        return {"times": times, "threads": 1, "binding": binding}
+
+    return _series(held, ntimes, [run], fill, fault_index)[0]
 
 
 def numba_series(size: int, ntimes: int, threads: list[int], fault_index: int = -1,
                  keep: bool = False) -> list[dict]:
     """STREAM as numba ``prange`` loops, once per thread count of `threads` in turn, on
-    arrays allocated once; each count's team fills them afresh before its passes (as
-    the C kernels' series). `keep`: the arrays stay for the next call of this size."""
+    arrays allocated once, each count going on from the values the one before left and
+    one check after the last (as the C kernels' series). `keep`: the arrays, and what
+    they hold, stay for the next call of this size."""
     import numba
 
     k = _numba_kernels()
 
-    def touch(arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    def fill(arrays: Arrays) -> None:
         numba.set_num_threads(max(threads))  # the widest team touches the pages first
         k["init"](*arrays)
 
-    a, b, c = _arrays(size, keep, touch)
+    held = _arrays(size, keep, fill)
+    a, b, c = held.arrays
     s = SCALAR
-    out = []
-    for count in threads:
-        numba.set_num_threads(count)
-        k["init"](a, b, c)
-        k["double"](a)  # stream.c's timing check
-        team = numba.get_num_threads()
-        cpus = np.full(max(team, 1), -1, dtype=np.int64)
 
-        def where(cpus: np.ndarray = cpus) -> np.ndarray:
-            cpus[:] = -1
-            k["where"](cpus)
-            return cpus
+    def runner(count: int) -> Callable[[], dict]:
+        def run() -> dict:
+            numba.set_num_threads(count)
+            k["double"](a)  # stream.c's timing check
+            team = numba.get_num_threads()
+            cpus = np.full(max(team, 1), -1, dtype=np.int64)
 
-        binding, sample = _binding_tracker(team, where)
-        kernels = (
-            lambda: k["copy"](a, c),
-            lambda: k["scale"](b, c, s),
-            lambda: k["add"](a, b, c),
-            lambda: k["triad"](a, b, c, s),
-        )
-        times = _passes(kernels, ntimes, sample)
-        if fault_index >= 0:
-            a[fault_index] = 0.0
-        out.append({"times": times, "threads": team, "binding": binding,
-                    "check": _check(a, b, c, ntimes),
-                    "threading_layer": numba.threading_layer(),
-                    "numba_version": numba.__version__})
-    return out
+            def where(cpus: np.ndarray = cpus) -> np.ndarray:
+                cpus[:] = -1
+                k["where"](cpus)
+                return cpus
+
+            binding, sample = _binding_tracker(team, where)
+            kernels = (
+                lambda: k["copy"](a, c),
+                lambda: k["scale"](b, c, s),
+                lambda: k["add"](a, b, c),
+                lambda: k["triad"](a, b, c, s),
+            )
+            return {"times": _passes(kernels, ntimes, sample), "threads": team,
+                    "binding": binding, "threading_layer": numba.threading_layer(),
+                    "numba_version": numba.__version__}
+        return run
+
+    return _series(held, ntimes, [runner(t) for t in threads], fill, fault_index)
 
 
 _KERNELS: dict = {}

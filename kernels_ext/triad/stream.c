@@ -365,21 +365,22 @@ void stream_expected_from(const double start[3], int ntimes, double expected[3])
 int stream_check(const double *a, const double *b, const double *c, size_t n,
                  int ntimes, stream_check_t *out)
 {
-    const double start[3] = {1.0, 2.0, 0.0};
-    return stream_check_from(a, b, c, n, start, ntimes, 0, out);
+    double e[3];
+    if (ntimes < 0)
+        return STREAM_EINVAL;
+    stream_expected(ntimes, e);
+    return stream_check_against(a, b, c, n, e, 0, out);
 }
 
-int stream_check_from(const double *a, const double *b, const double *c, size_t n,
-                      const double start[3], int ntimes, int threads, stream_check_t *out)
+int stream_check_against(const double *a, const double *b, const double *c, size_t n,
+                         const double expected[3], int threads, stream_check_t *out)
 {
-    double e[3];
     const ptrdiff_t len = (ptrdiff_t)n;
     int rc = STREAM_OK;
 
-    if (n == 0 || ntimes < 0 || out == NULL)
+    if (n == 0 || out == NULL)
         return STREAM_EINVAL;
-    stream_expected_from(start, ntimes, e);
-    const double ea = e[0], eb = e[1], ec = e[2];
+    const double ea = expected[0], eb = expected[1], ec = expected[2];
     /* |x / e - 1| <= eps as |x - e| <= eps |e|: without a division the loop
      * vectorizes and reads at the memory's rate (clang's divisions made it half
      * a Triad pass's speed).  A NaN compares false with everything, so it is
@@ -402,8 +403,8 @@ int stream_check_from(const double *a, const double *b, const double *c, size_t 
     const double sum[3] = {sa, sb, sc};
     const size_t bad[3] = {ba, bb, bc};
     for (int i = 0; i < 3; i++) {
-        out->expected[i] = e[i];
-        out->avg_rel[i] = fabs(sum[i] / (double)n / e[i]);
+        out->expected[i] = expected[i];
+        out->avg_rel[i] = fabs(sum[i] / (double)n / expected[i]);
         out->nbad[i] = bad[i];
         if (!(out->avg_rel[i] <= STREAM_EPSILON))
             rc = STREAM_EVALIDATE;

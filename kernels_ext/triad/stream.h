@@ -135,15 +135,22 @@ int stream_check(const double *a, const double *b, const double *c, size_t n,
 void stream_expected(int ntimes, double expected[3]);
 
 /*
- * stream_check_from, stream_expected_from - the same, for arrays that held
- * start[0], start[1], start[2] (a, b, c) before stream_run: a configuration
- * that goes on from where the one before it ended, without a fill.  The check
- * reads with `threads` OpenMP threads (0: as many as the last call asked;
- * a series checks its one-thread runs with its widest team, at a pass's cost).
+ * stream_expected_from - the values a[], b[], c[] hold after stream_run (its
+ * doubling of a[] and `ntimes` passes) on arrays that held start[0], start[1],
+ * start[2] (a, b, c).  Fed its own result, it follows a series of runs that go
+ * on from each other, without a fill.
  */
-int stream_check_from(const double *a, const double *b, const double *c, size_t n,
-                      const double start[3], int ntimes, int threads, stream_check_t *out);
 void stream_expected_from(const double start[3], int ntimes, double expected[3]);
+
+/*
+ * stream_check_against - stream_check for arrays expected to hold expected[]
+ * (from stream_expected_from): one check after a series of runs that went on
+ * from each other validates them all, since a wrong element any of them
+ * wrote is carried, scaled as the values are, into the values checked.  It
+ * reads with `threads` OpenMP threads (0: as many as the last call asked).
+ */
+int stream_check_against(const double *a, const double *b, const double *c, size_t n,
+                         const double expected[3], int threads, stream_check_t *out);
 
 /*
  * stream_openmp - facts about the OpenMP runtime this code runs on:
