@@ -348,7 +348,7 @@ def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: 
         "size": n, "ntimes": k, "threads": raw["threads"], "threads_requested": t,
         "stores": used, "stores_requested": asked or stores,
         "validated": True, "avg_rel_error": list(chk["avg_rel_error"]),
-        "check_covers": chk.get("covers", 1),
+        "check_covers": chk["covers"],
         "places_requested": aff.places, "bind_requested": aff.bind,
         "kmp_affinity_requested": aff.kmp_affinity, "affinity_label": aff.label,
         "binding": raw["binding"],

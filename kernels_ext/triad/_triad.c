@@ -432,16 +432,15 @@ PyDoc_STRVAR(passes_doc,
              "(any alignment, any length). Returns {'times': {...}, 'threads': team\n"
              "size, 'stores': the policy used}.");
 
-static PyObject *py_passes(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *py_passes(PyObject *self, PyObject *args)
 {
-    static char *kwlist[] = {"a", "b", "c", "ntimes", "threads", "stores", NULL};
     PyObject *obj[3];
     Py_buffer buf[3];
     int ntimes, threads = 0, team = 0, rc, stores;
     const char *stores_name = "normal";
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOi|is", kwlist, &obj[0], &obj[1], &obj[2],
-                                     &ntimes, &threads, &stores_name) ||
+    if (!PyArg_ParseTuple(args, "OOOi|is", &obj[0], &obj[1], &obj[2], &ntimes, &threads,
+                          &stores_name) ||
         (stores = parse_stores(stores_name)) < 0 || get_arrays(obj, buf, ntimes, 1) != 0)
         return NULL;
     if (ntimes < 2 || threads < 0) {
@@ -538,8 +537,7 @@ static PyMethodDef methods[] = {
     {"check", (PyCFunction)(void (*)(void))py_check, METH_VARARGS | METH_KEYWORDS, check_doc},
     {"expected", (PyCFunction)(void (*)(void))py_expected, METH_VARARGS | METH_KEYWORDS,
      expected_doc},
-    {"passes", (PyCFunction)(void (*)(void))py_passes, METH_VARARGS | METH_KEYWORDS,
-     passes_doc},
+    {"passes", py_passes, METH_VARARGS, passes_doc},
     {"info", py_info, METH_NOARGS, info_doc},
     {NULL, NULL, 0, NULL}};
 
@@ -548,5 +546,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_triad",
 
 PyMODINIT_FUNC PyInit__triad(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* the bound the baselines' series (baselines._series) go on below, too */
+    PyObject *bound = PyFloat_FromDouble(GO_ON_BELOW);
+    if (m == NULL || bound == NULL || PyModule_AddObject(m, "GO_ON_BELOW", bound) != 0) {
+        Py_XDECREF(bound);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
 }

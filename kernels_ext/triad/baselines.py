@@ -36,9 +36,8 @@ def current_cpu() -> int:
     return int(_sched_getcpu())
 
 
-#: Where a run's values may go on from those the run before left: below this (as the C
-#: series: about 2 x 15^NTIMES a run, far from overflow), else the next starts from a fill.
-GO_ON_BELOW = 1e150
+#: What a fill puts in a[], b[], c[] (stream.c's initial values).
+FILL = (1.0, 2.0, 0.0)
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -79,10 +78,10 @@ def _series(held: _Held, ntimes: int, runs: list[Callable[[], dict]],
     """Each of `runs` in turn on `held`'s arrays, as the C kernels' series: from a fill
     where they hold no validated values (`fill` where they do not hold one already), else
     from the values the run before left (no fill); a run doubles a as stream.c's timing
-    check does, then makes its passes. One check after the last
-    run validates them all (a wrong element any run wrote is carried into the values
-    checked), and one before the values pass GO_ON_BELOW. A run returns its raw result;
-    this adds its 'check'."""
+    check does, then makes its passes. One check after the last run validates them all
+    (a wrong element any run wrote is carried into the values checked), and one before
+    the values pass the C series' bound (_triad.GO_ON_BELOW, 1e150). A run returns its
+    raw result; this adds its 'check'."""
     from kernels_ext.triad import _triad  # the installed build: same check as the C kernels
 
     out: list[dict] = []
@@ -92,11 +91,11 @@ def _series(held: _Held, ntimes: int, runs: list[Callable[[], dict]],
             fill(held.arrays)
         held.filled = False
         raw = run()
-        values = _triad.expected(ntimes, held.values or (1.0, 2.0, 0.0))
+        values = _triad.expected(ntimes, held.values or FILL)
         held.values = values
         raw["check"] = {"expected": values}
         chain.append(raw)
-        large = max(map(abs, values)) >= GO_ON_BELOW
+        large = max(map(abs, values)) >= _triad.GO_ON_BELOW  # the C series' bound
         if i == len(runs) - 1 or large:
             a, b, c = held.arrays
             if fault_index >= 0:
@@ -146,7 +145,7 @@ def numpy_stream(size: int, ntimes: int, fault_index: int = -1, keep: bool = Fal
     expressions' temporaries, stay for the next call of this size, which goes on from
     the values they hold)."""
     def fill(arrays: Arrays) -> None:
-        for x, v in zip(arrays, (1.0, 2.0, 0.0)):
+        for x, v in zip(arrays, FILL):
             x.fill(v)
 
     held = _arrays(size, keep, fill)

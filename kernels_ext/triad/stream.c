@@ -362,16 +362,6 @@ void stream_expected_from(const double start[3], int ntimes, double expected[3])
     expected[2] = cj;
 }
 
-int stream_check(const double *a, const double *b, const double *c, size_t n,
-                 int ntimes, stream_check_t *out)
-{
-    double e[3];
-    if (ntimes < 0)
-        return STREAM_EINVAL;
-    stream_expected(ntimes, e);
-    return stream_check_against(a, b, c, n, e, 0, out);
-}
-
 int stream_check_against(const double *a, const double *b, const double *c, size_t n,
                          const double expected[3], int threads, stream_check_t *out)
 {

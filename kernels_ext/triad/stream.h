@@ -122,15 +122,6 @@ int stream_run(double *a, double *b, double *c, size_t n, int threads, int store
                int ntimes, double *times, stream_thread *binding,
                int max_threads, int *nthreads);
 
-/*
- * stream_check - checkSTREAMresults: compare a[], b[], c[] with the values
- * that `ntimes` passes give, relative to the expected value.  Fills *out.
- * Returns STREAM_OK when the mean relative error of every array is at most
- * STREAM_EPSILON, STREAM_EVALIDATE otherwise, STREAM_EINVAL for bad sizes.
- */
-int stream_check(const double *a, const double *b, const double *c, size_t n,
-                 int ntimes, stream_check_t *out);
-
 /* stream_expected - the values a[], b[], c[] hold after `ntimes` passes. */
 void stream_expected(int ntimes, double expected[3]);
 
@@ -143,8 +134,11 @@ void stream_expected(int ntimes, double expected[3]);
 void stream_expected_from(const double start[3], int ntimes, double expected[3]);
 
 /*
- * stream_check_against - stream_check for arrays expected to hold expected[]
- * (from stream_expected_from): one check after a series of runs that went on
+ * stream_check_against - checkSTREAMresults: compare a[], b[], c[] with the
+ * values expected[] (from stream_expected or stream_expected_from), relative
+ * to them.  Fills *out.  Returns STREAM_OK when the mean relative error of
+ * every array is at most STREAM_EPSILON, STREAM_EVALIDATE otherwise,
+ * STREAM_EINVAL for bad sizes.  One check after a series of runs that went on
  * from each other validates them all, since a wrong element any of them
  * wrote is carried, scaled as the values are, into the values checked.  It
  * reads with `threads` OpenMP threads (0: as many as the last call asked).
