@@ -138,7 +138,8 @@ def test_the_next_sessions_servers_start_beside_the_first_and_all_are_ready_befo
     """expect(): the first task's server starts with the next session's (2 CPUs: one
     more), and its request is sent only once both said they are ready: a start never
     overlaps a measurement.  The second session is then served by the server already
-    started; a third starts when its turn comes."""
+    started; a third starts when its turn comes.  Each server ends after its session's
+    last task."""
     monkeypatch.setattr(servers.sysinfo, "process_cpus", lambda: {0, 1})
     log = tmp_path / "log"
     tasks = [task(stamping(log, "a"), session="a", key="a1"),
@@ -149,12 +150,13 @@ def test_the_next_sessions_servers_start_beside_the_first_and_all_are_ready_befo
         live.expect(tasks)
         live.launch(tasks[0])
         assert len(live.pids()) == 2  # a's and b's
-        first = live.pids()
-        live.launch(tasks[1])
-        assert sorted(live.pids()) == sorted(first)  # b: served by the one started beside a
+        a_pid, b_pid = live.live["a"].proc.pid, live.live["b"].proc.pid
+        live.launch(tasks[1])  # b: served by the one started beside a, its only task
+        assert live.pids() == [a_pid] and not alive(b_pid)
         live.launch(tasks[2])
+        assert len(live.pids()) == 1 and a_pid in live.pids()  # c's only task ended it
         live.launch(tasks[3])
-        assert len(live.pids()) == 3
+        assert live.pids() == [] and not alive(a_pid)
     events = [line.split() for line in log.read_text().splitlines()]
     assert [(n, w) for n, w, _ in events] == [
         ("a", "ready"), ("b", "ready"), ("a", "measured"), ("b", "measured"),
@@ -166,7 +168,8 @@ def test_a_next_sessions_server_that_fails_to_start_is_dropped_and_its_own_task_
         monkeypatch):
     monkeypatch.setattr(servers.sysinfo, "process_cpus", lambda: {0, 1})
     bad = (*TRIAD[:3], "--impl=fortran", *TRIAD[3:])
-    tasks = [task(session="good", key="g"), task(bad, session="bad", key="b")]
+    tasks = [task(session="good", key="g"), task(bad, session="bad", key="b"),
+             task(session="good", key="g2")]
     with servers.Servers() as live:
         live.expect(tasks)
         live.launch(tasks[0])
@@ -190,3 +193,61 @@ def test_a_server_started_beside_one_that_failed_answers_its_own_task(monkeypatc
         out, _ = live.launch(tasks[1])
     assert [json.loads(line)["function"] for line in out.splitlines()] == \
         ["Copy", "Scale", "Add", "Triad"]
+
+
+def planned(sessions: str, reps: int, keeps: int = 10, priority: dict | None = None,
+            ranked: bool = False) -> list[runner.Task]:
+    """A plan's tasks as a sweep orders them: each round visits every session (one letter
+    each); `priority` maps a session to its priority, `ranked` sorts by it (a budget's
+    pass)."""
+    tasks = [runner.Task(f"{s}{r}", {}, ("x",), session=s, keeps=keeps,
+                         priority=(priority or {}).get(s, 1))
+             for r in range(1, reps + 1) for s in sessions]
+    return sorted(tasks, key=lambda t: t.priority) if ranked else tasks
+
+
+def keys(tasks: list[runner.Task]) -> str:
+    return " ".join(t.key for t in tasks)
+
+
+def test_sessions_that_fit_side_by_side_keep_the_plans_order():
+    tasks = planned("abc", 2)
+    assert servers.in_blocks(tasks, room=30) == (tasks, 1)
+    # a task without a session, or one that says nothing of its memory: the order stands
+    for odd in (runner.Task("z", {}, ("x",)), runner.Task("z", {}, ("x",), session="z")):
+        assert servers.in_blocks(tasks + [odd], room=1) == (tasks + [odd], 1)
+
+
+def test_sessions_that_do_not_fit_are_measured_a_block_at_a_time_their_repetitions_alternating():
+    order, blocks = servers.in_blocks(planned("abcde", 3), room=25)  # 2 of 10 bytes fit
+    assert blocks == 3
+    assert keys(order) == ("a1 b1 a2 b2 a3 b3 "  # each block alternates its sessions
+                           "c1 d1 c2 d2 c3 d3 "
+                           "e1 e2 e3")
+
+
+def test_blocks_are_of_even_sizes():
+    """13 sessions with room for 5: three blocks of 5, 4 and 4, not 5, 5 and 3."""
+    order, blocks = servers.in_blocks(planned("abcdefghijklm", 1), room=50)
+    assert blocks == 3
+    firsts = [t.session for t in order]
+    assert firsts == list("abcdefghijklm")  # one repetition: the order itself stands
+    order, _ = servers.in_blocks(planned("abcdefghijklm", 2), room=50)
+    assert keys(order) == ("a1 b1 c1 d1 e1 a2 b2 c2 d2 e2 "
+                           "f1 g1 h1 i1 f2 g2 h2 i2 "
+                           "j1 k1 l1 m1 j2 k2 l2 m2")
+
+
+def test_a_budgets_ranked_pass_is_blocked_per_priority_so_what_is_needed_comes_first():
+    ranked = planned("abc", 2, priority={"b": 0}, ranked=True)
+    assert keys(ranked) == "b1 b2 a1 c1 a2 c2"
+    order, blocks = servers.in_blocks(ranked, room=25)
+    assert (keys(order), blocks) == ("b1 b2 a1 c1 a2 c2", 2)  # b alone, then a and c
+    # the plan's own order (no budget) is one level: b alternates with the others
+    order, blocks = servers.in_blocks(planned("abc", 2, priority={"b": 0}), room=25)
+    assert (keys(order), blocks) == ("a1 b1 a2 b2 c1 c2", 2)
+
+
+def test_a_session_larger_than_the_room_is_a_block_of_its_own():
+    order, blocks = servers.in_blocks(planned("ab", 2, keeps=100), room=25)
+    assert (keys(order), blocks) == ("a1 a2 b1 b2", 2)

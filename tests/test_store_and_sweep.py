@@ -12,7 +12,7 @@ import pytest
 from burstbench import params, registry
 from burstbench.benchmarks import triad
 from burstbench.benchmarks.triad.results import METRICS
-from burstbench.core import runner, store, sweep
+from burstbench.core import runner, servers, store, sweep
 
 SMALL = {"vm": "t", "triad_size": 50_000, "triad_ntimes": 2, "triad_threads": [1, 2],
          "triad_places": ["cores"], "triad_bind": ["close", "spread"],
@@ -151,6 +151,36 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
     assert run2.section("triad")["status"] == "complete"
     # a finished run is not resumed: the next identical sweep starts a new run
     assert store.find_resumable(tmp_path, "t", "triad", params.digest(p, "triad")) == ""
+
+
+def test_servers_that_cannot_all_keep_their_arrays_measure_a_block_at_a_time(
+        tmp_path, monkeypatch, capsys):
+    """Room for one server's arrays (and its interpreter): each setting's repetitions are
+    measured together, by one server that ends after its last, and the sweep says so."""
+    room = 40 << 20  # a C server holds 3 x 0.4 MB and 32 MiB, NumPy's 1.6 MB and 64 MiB
+    monkeypatch.setattr(servers, "room", lambda: room)
+    measured, real = [], servers.Servers.launch
+
+    def logged(self, task):
+        measured.append((task.session, task.config["repetition"], len(self.live)))
+        return real(self, task)
+
+    monkeypatch.setattr(servers.Servers, "launch", logged)
+    run, table = triad.SPEC.measure(small_params(tmp_path), progress=False)
+    out = capsys.readouterr().out
+    assert ("note: the 3 processes would hold 0.138 GB side by side, more than the "
+            "0.0419 GB that leave 20% of the memory free: they measure in 3 blocks, one "
+            "after another, each process touching its memory once (repetitions alternate "
+            "within a block)\n") in out
+    sessions = list(dict.fromkeys(s for s, _, _ in measured))
+    assert len(sessions) == 3
+    assert [(s, r) for s, r, _ in measured] == [(s, r) for s in sessions for r in (1, 2)]
+    # a server ends after its last task: the 2nd (started beside the 1st) alone is left
+    # when its turn comes, and none when the 3rd starts
+    assert [n for _, r, n in measured if r == 1] == [0, 1, 0]  # the 2nd started with the 1st
+    sec = run.section("triad")
+    assert sec["status"] == "complete" and sec["blocks"] == 3
+    assert table["key"].nunique() == 6
 
 
 def test_failed_configuration_is_reported_and_the_sweep_goes_on(tmp_path, monkeypatch):

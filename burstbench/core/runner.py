@@ -62,6 +62,10 @@ class Task:
     #: that serves them (burstbench.core.servers: its kernel started with --serve); "": each
     #: in a fresh process.
     session: str = ""
+    #: Bytes its session's server holds at most, most of them kept between requests (the
+    #: Triad's arrays): where all sessions' do not fit, servers.in_blocks measures them a
+    #: few sessions at a time; 0: unknown, the plan's order stands.
+    keeps: int = 0
     #: Removes what the configuration leaves behind when it does not end by itself (files
     #: of a write killed by its timeout, a stop signal or a dead rank); None: nothing to.
     cleanup: Callable[[], None] | None = field(default=None, compare=False)
@@ -139,6 +143,7 @@ class SweepResult:
     task_seconds: float = 0.0  # their wall time, each from its start to its result stored
     timed_seconds: float = 0.0  # the kernels' own timed seconds (timed_seconds())
     predicted_s: float = 0.0  # the calibrated estimates of those measured (scale())
+    blocks: int = 1  # the sessions measured a few at a time (servers.in_blocks); 1: all
 
     def scale(self) -> float:
         """The work model calibrated on this machine: measured over estimated seconds of the
@@ -423,12 +428,21 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     if result.already_stored:
         print(f"resuming {run.root}: {result.already_stored} of {len(tasks)} configurations "
               "already stored")
+    from burstbench.core import servers as serving  # it builds on this module
+
+    room = serving.room()
+    todo, result.blocks = serving.in_blocks(todo, room)
+    if result.blocks > 1:
+        held = sum({t.session: t.keeps for t in todo}.values())
+        print(f"note: the {len({t.session for t in todo})} processes would hold "
+              f"{held / 1e9:.3g} GB side by side, more than the {room / 1e9:.3g} GB that "
+              f"leave {serving.SERVE_RESERVE:.0%} of the memory free: they measure in "
+              f"{result.blocks} blocks, one after another, each process touching its "
+              "memory once (repetitions alternate within a block)")
     start = time.monotonic()
     bar = Progress(len(tasks), result.already_stored, benchmark, progress)
     stamp = {"run_id": run.run_id, "vm": run.vm}
-    from burstbench.core.servers import Servers  # it builds on this module
-
-    servers = Servers()
+    servers = serving.Servers()
     servers.expect(todo)
     _SERVING.append(servers)
     try:

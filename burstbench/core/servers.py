@@ -12,24 +12,29 @@ that come next, one per CPU, and measuring waits until all are ready, so no star
 a measurement (on 2 CPUs the first round of local.yaml's Triad sweep, its 13 starts,
 went from 9.5 to 7.4 s untimed).  Sessions stay alive side by side, so a sweep still
 alternates its repetitions over time (this VM's bandwidth drifts over minutes): a
-setting's five repetitions are five moments of the sweep, not one.
+setting's five repetitions are five moments of the sweep (or of its block), not one.
 
-What is kept per server is what its kernel keeps (the Triad's arrays, ~3x its size), so
-before a new one starts the least recently used are closed while the memory available
-would fall below SERVE_RESERVE of the machine's (a server releases its arrays first, at
-that same share: kernels_ext.triad.memory_short).  A server that fails, times out or is stopped
-is killed whole, as a fresh process would be (runner.kill_tree); a later task of its
-session starts a new one.
+What is kept per server is what its kernel keeps (the Triad's arrays, ~3x its size).
+Where the sessions' servers cannot all keep theirs side by side (Task.keeps against the
+memory available above SERVE_RESERVE of the machine's), in_blocks orders the sweep a few
+sessions at a time, so that each touches its arrays once, not at every repetition (a
+large-cache VM's Triad arrays: 3.3 GB a server).  A server ends after its session's last
+task, and before a new one starts the least recently used are closed while the memory
+available would fall below SERVE_RESERVE (a server releases its arrays first, at that same
+share: kernels_ext.triad.memory_short).  A server that fails, times out or is stopped is
+killed whole, as a fresh process would be (runner.kill_tree); a later task of its session
+starts a new one.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import subprocess
 import tempfile
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import IO
 
@@ -58,6 +63,50 @@ def _rss(pid: int) -> int:
         return 0
 
 
+def room() -> int:
+    """Bytes the sweep's servers may hold side by side: the memory available now, less
+    SERVE_RESERVE of the machine's (below which a server releases what it keeps)."""
+    available, total = _memory()
+    return max(0, available - int(SERVE_RESERVE * total))
+
+
+def in_blocks(tasks: list[runner.Task], room: int) -> tuple[list[runner.Task], int]:
+    """`tasks` in the order to measure them, and in how many blocks.
+
+    The plan alternates its sessions' repetitions: each round visits every session, so a
+    setting's repetitions are moments spread over the sweep.  Where the sessions' servers
+    cannot keep what they keep (Task.keeps) side by side in `room`, every round would have
+    them release it and touch it again (3.3 GB a Triad server on a large-cache VM).  The
+    sessions are then split, in the order they first come, into as few blocks as fit, of
+    even sizes, and measured one block after the other; within a block the tasks keep the
+    plan's order, so its sessions' repetitions still alternate.  A list ranked by priority
+    (a budget's pass: budget.order) is split per priority, so what the decision needs
+    still comes first.  Where all fit, or a task has no session or no keeps, the order
+    stands: one block."""
+    if not tasks or any(not t.session or t.keeps <= 0 for t in tasks):
+        return list(tasks), 1
+    first: dict[str, tuple[int, int]] = {}  # session: (its highest priority, first index)
+    keeps: dict[str, int] = {}
+    for i, t in enumerate(tasks):
+        prio, at = first.get(t.session, (t.priority, i))
+        first[t.session] = (min(prio, t.priority), at)
+        keeps[t.session] = max(keeps.get(t.session, 0), t.keeps)
+    if sum(keeps.values()) <= room:
+        return list(tasks), 1
+    ranked = all(a.priority <= b.priority for a, b in itertools.pairwise(tasks))
+    block: dict[str, int] = {}
+    count = 0
+    for _, level in itertools.groupby(sorted(first, key=first.__getitem__),
+                                      key=lambda s: first[s][0] if ranked else 0):
+        sessions = list(level)
+        per = max(1, room // max(keeps[s] for s in sessions))  # sessions a block holds
+        blocks = -(-len(sessions) // per)
+        for i, s in enumerate(sessions):
+            block[s] = count + i * blocks // len(sessions)
+        count += blocks
+    return sorted(tasks, key=lambda t: block[t.session]), count
+
+
 @dataclass
 class _Server:
     proc: subprocess.Popen
@@ -79,6 +128,7 @@ class Servers:
         self.live: OrderedDict[str, _Server] = OrderedDict()  # least recently used first
         self.first: dict[str, runner.Task] = {}  # each session's first task, in order
         self.started: set[str] = set()  # sessions whose server was started once
+        self.remaining: Counter[str] = Counter()  # expected tasks not yet run, per session
 
     def __enter__(self) -> Servers:
         return self
@@ -92,10 +142,12 @@ class Servers:
 
     def expect(self, tasks: list[runner.Task]) -> None:
         """Tell the servers the sweep's tasks in the order it will run them: a server
-        about to start then starts with the next sessions' (see launch)."""
+        about to start then starts with the next sessions' (see launch), and a server
+        ends once its session's last task was measured (what it keeps is then free)."""
         for t in tasks:
             if t.session:
                 self.first.setdefault(t.session, t)
+                self.remaining[t.session] += 1
 
     def launch(self, task: runner.Task) -> tuple[str, str]:
         """Measure `task` in its session's server; return the (stdout, stderr) a fresh
@@ -123,7 +175,12 @@ class Servers:
             self._end(task.session, kill=True)
             runner.clean_up(task)
             raise
-        return out, server.new_stderr()
+        finally:
+            self.remaining[task.session] -= 1
+        err = server.new_stderr()
+        if self.remaining[task.session] == 0 and task.session in self.first:
+            self._end(task.session)  # its last task: what it keeps goes back now
+        return out, err
 
     def _start_batch(self, task: runner.Task) -> _Server:
         """Start `task`'s server and those of the next sessions not started yet, wait

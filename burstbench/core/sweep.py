@@ -166,6 +166,7 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
     run.set_section(benchmark, status=status, finished=store.now_iso(), folded=True,
                     failures=[{"configuration": t, "reason": r} for t, r in result.failed],
                     seconds=round(result.seconds, 1), left=len(result.left),
+                    blocks=result.blocks,
                     left_estimate_s=round(left_s, 1),
                     measured_estimate_s=round(result.measured_estimate_s
                                               + before.get("measured_estimate_s", 0), 1),

@@ -4,7 +4,8 @@ time: one task per variant, affinity setting and repetition, which measures that
 configurations in turn (every thread count, with each store policy of a C variant). The
 OpenMP runtime reads its affinity once, at its start, so each setting has a process of its
 own: a server (burstbench.core.servers) that measures the setting's repetitions, each when
-the sweep's turn comes, on arrays it allocates and first-touches once. A configuration's
+the sweep's turn comes, on arrays it allocates and first-touches once (where all servers'
+arrays do not fit in memory, a few settings at a time: servers.in_blocks). A configuration's
 rows are as before; a task is one request to its setting's process."""
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class Machine:
     calibration: workmodel.Calibration = workmodel.UNCALIBRATED
     #: the probe's passes on one thread over those on all the CPUs (1: not probed)
     one_thread: float = 1.0
+    #: NUMA nodes of this machine (several: a C process's teams each get arrays of their
+    #: own, which it does not keep between requests)
+    numa_nodes: int = 1
 
 
 def probe(P: dict) -> Machine:
@@ -73,7 +77,7 @@ def probe(P: dict) -> Machine:
             raise ParamError(f"triad_variants: {spec['compiler']}: {exc}") from exc
     cpus = sysinfo.available_cpus()
     return Machine(cpus, size, infos, {b: metadata.version(b) for b in P["triad_baselines"]},
-                   notes, *_calibrate(infos, size, cpus))
+                   notes, *_calibrate(infos, size, cpus), sysinfo.numa_nodes())
 
 
 #: The probe's passes: STREAM's minimum, so that it costs about one configuration's start.
@@ -221,14 +225,19 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
     if impl == "numba":
         env["NUMBA_THREADING_LAYER"] = "omp"  # the layer that honours OMP_PLACES
     # one server per variant and affinity setting measures its repetitions, each when the
-    # sweep's turn comes (repetitions stay spread over the sweep's time)
+    # sweep's turn comes (repetitions stay spread over the sweep's time, or their block's
+    # where the servers cannot all keep their arrays: servers.in_blocks)
     session = task_key(process, "serve", [argv, sorted(env.items())]) if P["triad_serve"] else ""
+    # what its server holds: the three arrays it keeps and NumPy's temporary, over the
+    # interpreter's own (0: a C server on several NUMA nodes keeps none)
+    kept = impl != "c" or m.numa_nodes < 2
+    keeps = 8 * size * (3 + (impl == "numpy")) + SERVER_BYTES[impl] if kept else 0
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
                        float(P["triad_timeout_s"]) * len(runs),
                        estimate_s(size, P["triad_ntimes"], [t for _, t in configs], impl,
                                   m.calibration, rep > 1 and bool(session), m.one_thread,
                                   [p for p, _ in configs]),
-                       session=session)
+                       session=session, keeps=keeps if session else 0)
 
 
 #: The work model of estimate_s: a process's start and its three arrays touched first
@@ -243,6 +252,9 @@ START_S, FIRST_TOUCH_GBS, ASSUMED_GBS = 0.1, 1.5, 20.0
 #: A request to a server that has started: reading it, and writing the answer.
 REQUEST_S = 0.02
 EXTRA_START_S = {"numba": 0.65}
+#: A server's own resident bytes besides its arrays: the interpreter, the kernel's module
+#: and its runtime (here 22 MB for C, 43 MB for NumPy, 210 MB for numba, rounded up).
+SERVER_BYTES = {"c": 32 << 20, "numpy": 64 << 20, "numba": 256 << 20}
 WORK_FACTOR = {"numpy": 2.4}
 #: The probe times normal stores. Streaming ones skip the read of each line stored
 #: (write-allocate): a pass moves 80 bytes an element (Copy, Scale 16; Add, Triad 24)
