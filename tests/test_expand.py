@@ -193,11 +193,13 @@ def test_the_triad_probe_calibrates_each_process_estimate():
     cal = workmodel.calibrate(workmodel.Timing(1.0, 0.4), 0.2, "by a test")
     m = triad.Machine(4, 1_000_000, [GCC], {"numba": "0.60", "numpy": "2.0"}, [], cal)
     plan = triad.expand(triad_params(triad_threads=[1, 2]), m)
-    work = 2 * (10 * triad._pass_s(1_000_000) + 6 * 8e6 / 20e9)  # 2 configurations
+    array = 8e6 / 20e9  # one array streamed once
+    config = 10 * triad._pass_s(1_000_000) + 2 * array  # its passes and a[] doubled
+    work = 2 * config + 3 * array  # 2 configurations and one check
     first = {t.config["impl"]: t.estimate_s for t in plan.tasks if t.config["repetition"] == 1}
     assert first["c"] == pytest.approx(0.6 + 2 * work)
     assert first["numba"] == pytest.approx(0.6 + 0.65 + 2 * work)
-    assert first["numpy"] == pytest.approx(0.6 + 2 * 2.4 * work / 2)  # one configuration
+    assert first["numpy"] == pytest.approx(0.6 + 2 * 2.4 * (config + 3 * array))  # one
     # a later repetition is a request to the process that measured the first: no start
     later = {t.config["impl"]: t.estimate_s for t in plan.tasks if t.config["repetition"] == 2}
     assert later["c"] == pytest.approx(triad.REQUEST_S + 2 * work)
@@ -211,11 +213,15 @@ def test_the_triad_probe_one_thread_slows_the_teams_it_cannot_fill():
 
     cal = workmodel.calibrate(workmodel.Timing(1.0, 0.4), 0.2, "by a test")
     passes = 10 * triad._pass_s(1_000_000)
-    fill = 6 * 8e6 / 20e9
+    array = 8e6 / 20e9  # one array streamed once: a[] doubled per configuration, one check
     for threads, factor in (([1], 1.6), ([2], 1.0), ([3], 1.0), ([1, 4], 1.3)):
         got = triad.estimate_s(1_000_000, 10, threads, "c", cal, True, one_thread=1.6)
-        want = triad.REQUEST_S + 2 * len(threads) * (factor * passes + fill)
+        want = triad.REQUEST_S + 2 * (len(threads) * (factor * passes + 2 * array)
+                                      + 3 * array)
         assert got == pytest.approx(want), threads
     # streaming stores move 80 bytes an element where normal ones move 112
     got = triad.estimate_s(1_000_000, 10, [2], "c", cal, True, 1.6, ["streaming"])
-    assert got == pytest.approx(triad.REQUEST_S + 2 * (80 / 112 * passes + fill))
+    assert got == pytest.approx(triad.REQUEST_S + 2 * (80 / 112 * passes + 5 * array))
+    # arrays of its own per configuration (several NUMA nodes): a fill and a check each
+    got = triad.estimate_s(1_000_000, 10, [1, 4], "c", cal, True, 1.6, fresh=True)
+    assert got == pytest.approx(triad.REQUEST_S + 2 * (1.3 * 2 * passes + 2 * 6 * array))

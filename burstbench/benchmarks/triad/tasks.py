@@ -236,13 +236,15 @@ def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], re
                        float(P["triad_timeout_s"]) * len(runs),
                        estimate_s(size, P["triad_ntimes"], [t for _, t in configs], impl,
                                   m.calibration, rep > 1 and bool(session), m.one_thread,
-                                  [p for p, _ in configs]),
+                                  [p for p, _ in configs], not kept),
                        session=session, keeps=keeps if session else 0)
 
 
 #: The work model of estimate_s: a process's start and its three arrays touched first
-#: (page faults: about 1.5 GB/s here), then per configuration a fill of the arrays, STREAM's
-#: passes over them and the check, at an assumed 20 GB/s. The probe's Triad passes
+#: (page faults: about 1.5 GB/s here), then per configuration the doubling of a[] (stream.c's
+#: timing check) and STREAM's passes, and one check of the three arrays after the last, at
+#: an assumed 20 GB/s (where each configuration gets arrays of its own, on several NUMA
+#: nodes, a fill and a check of its own instead). The probe's Triad passes
 #: (_calibrate) replace the start with what it measured and scale the passes by their
 #: measured over modelled seconds, on all CPUs and on one thread. numba's start adds its
 #: import and cache load (EXTRA_START_S, 1.0 s against C's 0.37 s here); NumPy's
@@ -271,12 +273,14 @@ def _pass_s(size: int) -> float:
 def estimate_s(size: int, ntimes: int, threads: list[int], impl: str = "c",
                calibration: workmodel.Calibration = workmodel.UNCALIBRATED,
                started: bool = False, one_thread: float = 1.0,
-               stores: list[str] | None = None) -> float:
+               stores: list[str] | None = None, fresh: bool = False) -> float:
     """About how long one task takes: its server's start and its arrays' first touch
     (none where it is `started`: a later repetition, served by the process that measured
-    the first), then for each of its configurations (their thread counts: `threads`) a
-    fill (3 arrays), NTIMES passes and the check (3), as `calibration` scales them (its
-    start replacing the model's, where a probe ran).  A team of t threads streams as
+    the first), then for each of its configurations (their thread counts: `threads`) the
+    doubling of a[] (2 arrays' traffic) and NTIMES passes, and one check (3) after the
+    last, as `calibration` scales them (its start replacing the model's, where a probe
+    ran); `fresh` (arrays of its own per configuration) a fill (3) and a check per
+    configuration instead.  A team of t threads streams as
     one thread does t times over, up to what all the CPUs do (`one_thread`: the probe's
     one-thread passes over its all-CPU ones), so its passes take max(1, one_thread / t)
     the probe's; with streaming stores (`stores`, one policy per configuration; None: all
@@ -284,8 +288,10 @@ def estimate_s(size: int, ntimes: int, threads: list[int], impl: str = "c",
     array = 8.0 * size
     start = (START_S + 3 * array / (FIRST_TOUCH_GBS * 1e9)
              if calibration is workmodel.UNCALIBRATED else calibration.start_s)
+    arrays_s = array / (ASSUMED_GBS * 1e9)  # one array streamed once
     work = sum(STORES_FACTOR.get(policy, 1.0) * ntimes * _pass_s(size)
-               * max(1.0, one_thread / max(t, 1)) + 6 * array / (ASSUMED_GBS * 1e9)
+               * max(1.0, one_thread / max(t, 1)) + (6 if fresh else 2) * arrays_s
                for t, policy in zip(threads, stores or ["normal"] * len(threads)))
+    work += 0.0 if fresh else 3 * arrays_s
     return calibration.estimate(WORK_FACTOR.get(impl, 1.0) * work, REQUEST_S if started
                                 else start + EXTRA_START_S.get(impl, 0.0))
