@@ -433,10 +433,10 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     room = serving.room()
     todo, result.blocks = serving.in_blocks(todo, room)
     if result.blocks > 1:
-        held = sum({t.session: t.keeps for t in todo}.values())
-        print(f"note: the {len({t.session for t in todo})} processes would hold "
-              f"{held / 1e9:.3g} GB side by side, more than the {room / 1e9:.3g} GB that "
-              f"leave {serving.SERVE_RESERVE:.0%} of the memory free: they measure in "
+        held = serving.kept(todo)
+        print(f"note: the {len(held)} processes would hold {sum(held.values()) / 1e9:.3g} "
+              f"GB side by side, more than the {room / 1e9:.3g} GB that leave "
+              f"{serving.SERVE_RESERVE:.0%} of the memory free: they measure in "
               f"{result.blocks} blocks, one after another, each process touching its "
               "memory once (repetitions alternate within a block)")
     start = time.monotonic()

@@ -70,6 +70,15 @@ def room() -> int:
     return max(0, available - int(SERVE_RESERVE * total))
 
 
+def kept(tasks: list[runner.Task]) -> dict[str, int]:
+    """Each session's Task.keeps (the largest of its tasks'), in the order sessions first
+    come."""
+    out: dict[str, int] = {}
+    for t in tasks:
+        out[t.session] = max(out.get(t.session, 0), t.keeps)
+    return out
+
+
 def in_blocks(tasks: list[runner.Task], room: int) -> tuple[list[runner.Task], int]:
     """`tasks` in the order to measure them, and in how many blocks.
 
@@ -85,14 +94,13 @@ def in_blocks(tasks: list[runner.Task], room: int) -> tuple[list[runner.Task], i
     stands: one block."""
     if not tasks or any(not t.session or t.keeps <= 0 for t in tasks):
         return list(tasks), 1
+    keeps = kept(tasks)
+    if sum(keeps.values()) <= room:
+        return list(tasks), 1
     first: dict[str, tuple[int, int]] = {}  # session: (its highest priority, first index)
-    keeps: dict[str, int] = {}
     for i, t in enumerate(tasks):
         prio, at = first.get(t.session, (t.priority, i))
         first[t.session] = (min(prio, t.priority), at)
-        keeps[t.session] = max(keeps.get(t.session, 0), t.keeps)
-    if sum(keeps.values()) <= room:
-        return list(tasks), 1
     ranked = all(a.priority <= b.priority for a, b in itertools.pairwise(tasks))
     block: dict[str, int] = {}
     count = 0
