@@ -15,13 +15,66 @@ import pytest
 from burstbench import params
 from burstbench.benchmarks.biccg import tasks as biccg
 from burstbench.benchmarks.storage import tasks as storage
-from burstbench.core import launch, workmodel
+from burstbench.core import launch, runner, workmodel
 
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
 
 
 def poisson(n: int) -> biccg.Problem:
     return biccg.Problem(f"poisson{n}x{n}x{n}", ("--poisson", str(n), str(n), str(n)))
+
+
+@pytest.mark.parametrize("walls, kept", [
+    ([1.0, 1.5, 1.2], 1.2),
+    ([1.3, 1.0, 0.9], 1.0),
+    ([0.9, 0.9, 3.0], 0.9),
+])
+def test_a_probe_keeps_its_median_sample(monkeypatch, walls, kept):
+    """One probe sample lands in a slow or a fast second of this VM; the plan stands on the
+    sample of median wall time, its records with it.  One sample where a benchmark asks
+    for one (storage: a sample more writes as much again)."""
+    ran: list[float] = []
+
+    def once(task):
+        wall = walls[len(ran) % len(walls)]
+        ran.append(wall)
+        return [{"wall": wall}], workmodel.Timing(wall, wall / 2)
+
+    monkeypatch.setattr(workmodel, "_once", once)
+    records, timing = workmodel.timed(runner.Task("probe", {}, ("true",)))
+    assert workmodel.SAMPLES == 3 and ran == walls
+    assert timing.wall_s == kept and records == [{"wall": kept}]
+    ran.clear()
+    assert workmodel.timed(runner.Task("probe", {}, ("true",)), samples=1)[1].wall_s == walls[0]
+    assert ran == walls[:1]
+    ran.clear()
+    assert workmodel.timed(runner.Task("probe", {}, ("true",)), samples=2)[1].wall_s == \
+        min(walls[:2])
+
+
+SAMPLE = """import json, pathlib, sys
+log = pathlib.Path(sys.argv[1])
+n = len(log.read_text().splitlines()) if log.exists() else 0
+log.write_text("x\\n" * (n + 1))
+if n >= int(sys.argv[2]):
+    sys.exit(f"error: sample {n + 1} failed")
+print(json.dumps({"seconds": 0.01, "run": n}))
+"""
+
+
+def test_a_probe_runs_its_task_for_real_once_per_sample(tmp_path):
+    """The real launch: each sample is a process of its own (the log gets a line per run);
+    a failing sample stops the probe with the task's error, whatever ran before it."""
+    script, log = tmp_path / "sample.py", tmp_path / "runs"
+    script.write_text(SAMPLE)
+    argv = (sys.executable, str(script), str(log))
+    records, timing = workmodel.timed(runner.Task("probe", {}, (*argv, "9"), timeout_s=60))
+    assert len(log.read_text().splitlines()) == 3
+    assert records[0]["run"] in (0, 1, 2) and timing.timed_s == 0.01
+    log.unlink()
+    with pytest.raises(runner.TaskFailed, match="error: sample 2 failed"):
+        workmodel.timed(runner.Task("probe", {}, (*argv, "1"), timeout_s=60))
+    assert len(log.read_text().splitlines()) == 2
 
 
 def test_the_biccg_probe_solves_the_largest_planned_grid_up_to_probe_rows():
