@@ -50,6 +50,9 @@ def test_a_probe_keeps_its_median_sample(monkeypatch, walls, kept):
     ran.clear()
     assert workmodel.timed(runner.Task("probe", {}, ("true",)), samples=2)[1].wall_s == \
         min(walls[:2])
+    ran.clear()
+    assert workmodel.timed(runner.Task("probe", {}, ("true",)), samples=0)[1].wall_s == walls[0]
+    assert ran == walls[:1]
 
 
 SAMPLE = """import json, pathlib, sys

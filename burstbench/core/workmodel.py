@@ -61,6 +61,7 @@ SAMPLES = 3
 
 
 def _once(task: runner.Task) -> tuple[list[dict], Timing]:
+    """One sample of a probe: `task`'s JSON records and its Timing."""
     before = contention.sample()
     began = time.monotonic()
     out, err = runner.launch(task)
@@ -71,10 +72,10 @@ def _once(task: runner.Task) -> tuple[list[dict], Timing]:
 
 
 def timed(task: runner.Task, samples: int | None = None) -> tuple[list[dict], Timing]:
-    """Run `task` (runner.launch) `samples` times (None: SAMPLES) and return the JSON
-    records and the Timing of the run of median wall time (the quicker of two); TaskFailed
-    as runner.launch and runner.json_records raise it, at the first failure."""
-    runs = [_once(task) for _ in range(SAMPLES if samples is None else samples)]
+    """Run `task` (runner.launch) `samples` times (None: SAMPLES; at least once) and return
+    the JSON records and the Timing of the run of median wall time (the quicker of two);
+    TaskFailed as runner.launch and runner.json_records raise it, at the first failure."""
+    runs = [_once(task) for _ in range(max(1, SAMPLES if samples is None else samples))]
     runs.sort(key=lambda run: run[1].wall_s)
     return runs[(len(runs) - 1) // 2]
 
