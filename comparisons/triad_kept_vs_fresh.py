@@ -18,34 +18,16 @@ arrays were slower.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-from typing import IO
+from pathlib import Path
 
-from kernels_ext.common.cli import SERVED
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def request(server: subprocess.Popen) -> list[dict]:
-    """One repetition from the server: ask (a line), read its records up to SERVED."""
-    assert server.stdin is not None and server.stdout is not None
-    server.stdin.write("\n")
-    server.stdin.flush()
-    return read_until_served(server.stdout)
-
-
-def read_until_served(stream: IO[str]) -> list[dict]:
-    """The JSON records a server writes before SERVED; an error where it ends first."""
-    out = []
-    for line in stream:
-        if line.strip() == SERVED:
-            return out
-        if line.startswith("{"):
-            out.append(json.loads(line))
-    sys.exit("error: the server ended before it answered")
+from burstbench.core import runner  # noqa: E402
+from burstbench.core.servers import Servers  # noqa: E402
 
 
 def pass_s(records: list[dict], threads: int) -> float:
@@ -66,32 +48,26 @@ def main() -> None:
     if a.rounds < 1 or a.ntimes < 2 or a.idle < 0:
         sys.exit("error: --rounds >= 1, --ntimes >= 2 and --idle >= 0, please")
     teams = sorted({1, len(os.sched_getaffinity(0))})
-    env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-    argv = [sys.executable, "-m", "kernels_ext.triad", "--size", str(a.size), "--ntimes",
-            str(a.ntimes), "--threads", ",".join(map(str, teams))]
-    server = subprocess.Popen(argv + ["--serve"], env=env, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert server.stdout is not None
-    read_until_served(server.stdout)  # started: its threads are up
-    request(server)  # its arrays touched, as after a setting's first repetition
+    argv = (sys.executable, "-m", "kernels_ext.triad", "--size", str(a.size), "--ntimes",
+            str(a.ntimes), "--threads", ",".join(map(str, teams)))
+    env = (("OMP_PLACES", "cores"), ("OMP_PROC_BIND", "close"))
+    # the sweep's own paths: a session's server (Servers.launch), and a fresh process
+    kept = runner.Task("kept", {}, argv, env, session="kept")
+    fresh = runner.Task("fresh", {}, argv, env)
     ratios: dict[int, list[float]] = {t: [] for t in teams}
-    try:
+    with Servers() as serving:
+        serving.launch(kept)  # its arrays touched, as after a setting's first repetition
         for r in range(a.rounds):
             time.sleep(a.idle)
-            kept = request(server)
+            k = runner.json_records(*serving.launch(kept))
             time.sleep(a.idle)
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-            fresh = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+            f = runner.json_records(*runner.launch(fresh))
             line = []
             for t in teams:
-                k, f = pass_s(kept, t), pass_s(fresh, t)
-                ratios[t].append(k / f)
-                line.append(f"{t} thread(s): kept {k:.3f} s, fresh {f:.3f} s")
+                ks, fs = pass_s(k, t), pass_s(f, t)
+                ratios[t].append(ks / fs)
+                line.append(f"{t} thread(s): kept {ks:.3f} s, fresh {fs:.3f} s")
             print(f"round {r + 1}/{a.rounds}: " + "; ".join(line), flush=True)
-    finally:
-        assert server.stdin is not None
-        server.stdin.close()
-        server.wait()
     print(f"\nsize {a.size:,}, {a.rounds} rounds, idle {a.idle:g} s: a pass's seconds, kept / "
           "fresh")
     for t, rs in ratios.items():

@@ -196,7 +196,10 @@ def test_a_job_killed_at_its_walltime_says_how_to_resume(pbs):
     """PBS kills a job at its walltime (SIGTERM, then SIGKILL after kill_delay): the run
     keeps what it stored, the job's output says how to resume, and the same script
     submitted again resumes that run."""
-    params, runs = study(pbs, "late", LONG | {"triad_repetitions": 400})
+    # served configurations of LONG's 5 passes take about 0.1 s here: 400 would be done in
+    # 40 s, hardly beyond the walltime; 100 passes each (about 2 s) outlast it on a machine
+    # several times faster (test_slurm.py's time-limit test once finished before its kill)
+    params, runs = study(pbs, "late", LONG | {"triad_repetitions": 400, "triad_ntimes": 100})
     jobid = submit(pbs, params, 1, runs, "--only", "triad", "--walltime", "00:00:20")
     info = pbs.wait_job(jobid, timeout=240)
     out = job_output(runs, "late", jobid)

@@ -127,9 +127,9 @@ def remove_files(target: Target, name: str) -> None:
 def _try(P: dict, combo: dict, mpiexec: str, target: Target, api: str, ranks: int = 1,
          block: int | str = PROBE_BYTES) -> tuple[dict, workmodel.Timing]:
     """A write and read of `block` bytes per rank by `api` on the target under the launcher,
-    a file per rank, once (its plan estimate was within 3% of the sweep from one: a sample
-    more writes as much again): its last record and its Timing, or runner.TaskFailed with
-    the kernel's one line."""
+    a file per rank, once (from one, its plan estimate was within 0 to +7% of the sweep in
+    local.yaml's reports: a sample more writes as much again): its last record and its
+    Timing, or runner.TaskFailed with the kernel's one line."""
     name = f"burstbench-probe-{os.getpid()}"
     argv = (mpiexec, *combo["args"], "-n", str(ranks), sys.executable,
             *kernel_args(P, target, api, "file-per-process", False, name, block))
