@@ -88,6 +88,24 @@ def cli():
     return run_cli
 
 
+def report_root(tmp: Path) -> Path:
+    """A copy of the project as figures/ was drawn from it, for $BURSTBENCH_ROOT: the
+    notebooks, parameters and reference tables, and of data/runs only the runs that
+    figures/'s manifests name (a run measured since, and not drawn yet, is left out), with
+    ../shared beside it (the replay's log).  A run the report reads but does not name
+    changes what it draws from here, and shows up."""
+    root = tmp / "project"
+    for d in ("notebooks", "papermill_params", "data/reference", "data/matrices"):
+        shutil.copytree(ROOT / d, root / d)
+    manifests = "".join(m.read_text() for m in (ROOT / "figures").glob("manifest-*.json"))
+    for run in sorted((ROOT / "data" / "runs").glob("*/*/")):
+        if str(run.relative_to(ROOT)) in manifests:
+            shutil.copytree(run, root / run.relative_to(ROOT))
+    if (ROOT.parent / "shared").is_dir():
+        (tmp / "shared").symlink_to((ROOT.parent / "shared").resolve())
+    return root
+
+
 OMP_HELLO = "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"
 
 

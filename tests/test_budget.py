@@ -134,6 +134,47 @@ def test_a_sweep_stops_before_what_does_not_fit_and_resumes_the_rest(tmp_path, m
     assert [t.priority for t in started] == sorted(t.priority for t in started)
 
 
+def test_a_partial_sweep_never_stands_for_a_vm_that_has_a_complete_one(tmp_path, monkeypatch):
+    """Real sweeps: a complete run, then a newer one stopped at its budget. The figures of
+    merit the cost tables and the burst decision read come from the complete one, and a
+    note says which run was passed over and why; alone, the partial one is used."""
+    complete, partial = "20260101T000000Z-aaaa", "20260102T000000Z-bbbb"
+    triad.SPEC.measure(params.validate(SMALL | {"runs_dir": str(tmp_path), "run_id": complete},
+                                       "triad"), progress=False)
+    real = runner.launch
+
+    def spend_after_first(task):
+        out = real(task)
+        if task.key not in ("info", "probe"):  # the budget is spent: nothing more fits
+            monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time()))
+        return out
+
+    monkeypatch.setattr(runner, "launch", spend_after_first)
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    run, _ = triad.SPEC.measure(params.validate(
+        SMALL | {"runs_dir": str(tmp_path), "run_id": partial}, "triad"), progress=False)
+    assert run.section("triad")["status"] == budget.STATUS
+
+    merits = triad.SPEC.merits(tmp_path, tmp_path / "no-reference")
+    best = merits.of("memory_bandwidth_gbs")
+    assert list(best["run_id"]) == [complete]
+    at = merits.of("memory_bandwidth_gbs_at_threads")  # every run validates; one is the VM
+    assert set(at["run_id"]) == {complete, partial}
+    assert set(at.loc[at["newest"].astype(bool), "run_id"]) == {complete}
+    note = [p for p in merits.problems if p.startswith("t: triad's figures of merit")]
+    assert note == [f"t: triad's figures of merit (cost, burst decision) come from its "
+                    f"newest complete run {complete}, not from {partial} (incomplete: "
+                    f"{budget.STATUS}, 1 of {run.section('triad')['planned']} configurations "
+                    "stored)"]
+
+    import shutil
+
+    shutil.rmtree(tmp_path / "t" / complete)
+    alone = triad.SPEC.merits(tmp_path, tmp_path / "no-reference")
+    assert list(alone.of("memory_bandwidth_gbs")["run_id"]) == [partial]
+    assert not [p for p in alone.problems if "figures of merit" in p]
+
+
 def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
     code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
                      str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])

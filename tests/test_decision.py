@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import report_root
 
 from burstbench.cost import job, model
 from burstbench.cost.predict import (
@@ -369,31 +370,62 @@ def test_the_report_refuses_bad_input_in_one_line(tmp_path, kw, message):
     assert str(err.value) == message
 
 
-def test_the_committed_decision_is_what_the_data_gives(tmp_path):
-    """Rebuilt from data/ alone, the decision table, the sensitivity and the Figure 12 check
-    equal the committed ones byte for byte (a fixed seed), and the README's numbers are the
-    table's."""
+def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
+    """Rebuilt from the data figures/ names alone (a run measured since is left out), the
+    decision table, the sensitivity and the Figure 12 check equal the committed ones byte
+    for byte (a fixed seed), and the README's numbers are the table's."""
     import inspect
     import json
 
     from burstbench.report import decision as report
 
+    monkeypatch.setenv("BURSTBENCH_ROOT", str(report_root(tmp_path)))
     cell = json.loads((ROOT / "notebooks/190_report_cost.ipynb").read_text())["cells"][1]
     params: dict = {}
     exec("".join(cell["source"]), params)  # the notebook's own parameters, as make figures
     keys = set(inspect.signature(report.decision_report).parameters) - {"figures_dir", "show"}
-    sec = report.decision_report(figures_dir=tmp_path,
+    sec = report.decision_report(figures_dir=tmp_path / "figures",
                                  **{k: v for k, v in params.items() if k in keys})
     for name in ("burst_decision.csv", "burst_sensitivity.csv", "biccg_model_study.csv",
                  "burst_inputs.csv", "burst_decision_choices.md"):
-        assert (tmp_path / name).read_bytes() == (ROOT / "figures" / name).read_bytes(), name
+        assert (tmp_path / "figures" / name).read_bytes() == \
+            (ROOT / "figures" / name).read_bytes(), name
     assert all("no burst option priced" not in p for p in sec.problems)
-    rows = pd.read_csv(tmp_path / "burst_decision.csv")
+    rows = pd.read_csv(tmp_path / "figures" / "burst_decision.csv")
     assert set(rows["verdict"].dropna()) <= {"burst", "stay", "undecided"}
     readme = (ROOT / "README.md").read_text()
     block = readme[readme.index("<!-- decision numbers -->"):
                    readme.index("<!-- /decision numbers -->")]
-    assert block.strip().endswith((tmp_path / "burst_decision_numbers.md").read_text().strip())
+    assert block.strip().endswith(
+        (tmp_path / "figures" / "burst_decision_numbers.md").read_text().strip())
+
+
+def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch):
+    """Each decision table's entry (its Data line in figures/README.md) names every run and
+    reference table the decision read, and nothing it did not: what pandas opened is
+    recorded."""
+    from burstbench.report import decision as report
+
+    read: set[str] = set()
+    real = pd.read_csv
+
+    def recording(path, *args, **kwargs):
+        p = Path(path).resolve().relative_to(ROOT)
+        read.add(str(p.parent if p.parts[:2] == ("data", "runs") else p))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_csv", recording)
+    sec = report.decision_report(figures_dir=tmp_path)
+    assert any(r.startswith("data/runs/") for r in read) and \
+        "data/reference/prices_vm.csv" in read
+    named = {e.title: e.runs for e in sec.entries}
+    for title in ("The burst decision's uncertain inputs",
+                  "Burst decision: P(sooner), break-even band, verdict, time and whole cost "
+                  "per job, VM, region, billing and storage scenario",
+                  "What decides the break-even wait, per job class",
+                  "BICCG model against the study's Figure 12: HB120rs_v3 and HC44rs, Poisson "
+                  "256x256x512, 1-32 nodes"):
+        assert set(named[title]) == read, title
 
 
 def test_a_job_no_option_can_price_is_said_in_one_line(tmp_path):

@@ -1,7 +1,7 @@
-"""Figures of merit: the values a benchmark is judged by, per VM, measured here (the newest
-runs of each VM, test runs never; ``newest`` marks its newest run) or published (the study's
-tables), in one table that the cost section and the burst decision read by merit name, never
-by benchmark.
+"""Figures of merit: the values a benchmark is judged by, per VM, measured here (each VM's
+newest complete run, else its newest: store.merit_runs; test runs never; ``newest`` marks
+it) or published (the study's tables), in one table that the cost section and the burst
+decision read by merit name, never by benchmark.
 
 A benchmark's ``merits`` hook (burstbench.registry) returns :class:`Merits`.  Each row is one
 value: ``vm``, ``merit`` (e.g. ``memory_bandwidth_gbs``, ``solve_time_s``), ``value``,
@@ -40,8 +40,9 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def newest(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of each VM's newest run, and every published row (they carry no ``newest``):
-    what a price or a machine is taken from, where older runs only validate."""
+    """The rows of each VM's merit run (store.merit_runs), and every published row (they
+    carry no ``newest``): what a price or a machine is taken from, where older runs only
+    validate."""
     if "newest" not in rows:
         return rows
     return rows[rows["newest"].map(lambda v: True if pd.isna(v) else bool(v))]

@@ -31,8 +31,9 @@ def write_index(figures_dir: Path | str = "") -> Path:
                 if f.endswith(".md") and (fig_dir / f).exists():
                     out += [(fig_dir / f).read_text()]
             links = ", ".join(f"[{Path(f).suffix[1:]}]({f})" for f in e["files"])
-            out += ["", e["caption"], "", f"Files: {links}. Data: "
-                    + ", ".join(f"`{r}`" for r in e["runs"]), ""]
+            data = ", ".join(f"`{r}`" for r in e["runs"] if r)
+            out += ["", e["caption"], "", f"Files: {links}." + (f" Data: {data}" if data else ""),
+                    ""]
     if problems:
         out += ["## Notes: data that could not be used, and gaps", ""]
         out += [f"- {p}" for p in dict.fromkeys(problems)] + [""]

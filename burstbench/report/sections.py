@@ -45,13 +45,17 @@ def include_test_runs() -> bool:
 
 
 def table_entry(section: Section, rows: list[dict], fig_dir: Path, stem: str, title: str,
-                 caption: str) -> pd.DataFrame:
-    """Write `rows` as <stem>.csv and .md and list them in the section; return the table."""
+                 caption: str, data: list[str] | None = None) -> pd.DataFrame:
+    """Write `rows` as <stem>.csv and .md and list them in the section, drawn from `data`
+    (runs and reference tables) or else from the rows' own ``data`` values; return the
+    table."""
     table = pd.DataFrame(rows)
     if not table.empty:
         files = write_table(table, fig_dir / stem)
+        named = data if data is not None else sorted(
+            {str(r["data"]) for r in rows if r.get("data")})
         section.entries.append(Entry(title, [paths.rel_path(f, fig_dir) for f in files], caption,
-                                     sorted({str(r.get("data", "")) for r in rows})))
+                                     named))
     return table
 
 

@@ -83,7 +83,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``solve_time_s``, ``setup_time_s``, ``iterations`` and what an iteration sends
     (``halo_messages``, ``halo_bytes``, ``reductions``, ``reduction_bytes``: the solver's
     own counts, where the run recorded them): the medians of every run of each VM measured here
-    (test runs never; ``newest`` marks each VM's newest run), per problem (``size`` rows,
+    (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem (``size`` rows,
     ``nnz``, the factor's precision), solver or layout (``label``) and node count, with the
     ranks, threads and cores used.  The study published curves, not numbers: nothing of it
     here."""
@@ -91,7 +91,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
 
     loaded = store.load(Path(runs_dir), "biccg", False, COLUMNS)
     stats = spread(loaded.table)
-    newest = {r["run_id"] for r in store.latest_runs(loaded).values()}
+    chosen, notes = store.merit_runs(loaded, "biccg")
+    newest = {r["run_id"] for r in chosen.values()}
     facts = loaded.table.groupby(["run_id", "problem"], sort=False).agg(
         size=("size", "max"), nnz=("nnz", "max"),
         factor=("factor_precision", lambda s: s.dropna().iloc[0] if s.notna().any()
@@ -111,4 +112,4 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
                          "factor": f["factor"], "run_id": run["run_id"],
                          "newest": run["run_id"] in newest})
-    return Merits(frame(rows), loaded.runs, list(loaded.problems))
+    return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)

@@ -107,7 +107,7 @@ def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``latency_us`` (the smallest median one-way latency) and ``bandwidth_gbs`` (the largest
-    median osu_bw bandwidth) of the newest run of each VM measured here, per placement (its
+    median osu_bw bandwidth) of each VM's store.merit_runs run, per placement (its
     C kernel, the first combination measured), with that label's whole curve
     (``message_time_us`` and ``message_bandwidth_gbs`` by ``message_size``), then the
     study's (data/reference/osu.csv: its latency range, ``latency_high_us`` the top, and
@@ -115,10 +115,11 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     from burstbench.benchmarks.pingpong import COLUMNS
 
     loaded = store.load(Path(runs_dir), "pingpong", False, COLUMNS)
-    problems = list(loaded.problems)
+    chosen, notes = store.merit_runs(loaded, "pingpong")
+    problems = list(loaded.problems) + notes
     stats = spread(loaded.table)
     rows = []
-    for vm, run in store.latest_runs(loaded).items():
+    for vm, run in chosen.items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
                   & (stats["impl"] == "c") & ~stats["label"].str.endswith("+thp")]
         data = paths.rel_path(Path(run["path"]), paths.project_root())

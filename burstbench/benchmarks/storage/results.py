@@ -85,18 +85,20 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
-    """``storage_write_mib_s`` and ``storage_read_mib_s``: per target of each VM's newest
-    run (test runs never), the best median bandwidth over its APIs, access patterns and
-    layouts, with its configuration, file system and how reads avoided the cache (a read
-    that may have come from memory is never the read merit while an honest one exists);
+    """``storage_write_mib_s`` and ``storage_read_mib_s``: per target of each VM's
+    store.merit_runs run (test runs never), the best median bandwidth over its APIs, access
+    patterns and layouts, with its configuration, file system and how reads avoided the
+    cache (a read that may have come from memory is never the read merit while an honest one
+    exists);
     ``wan_mib_s``: a run's Gfarm replication to the other site (``storage_replicate_remote``),
     the WAN's own rate, median with its lowest and highest try."""
     from burstbench.benchmarks.storage import COLUMNS
 
     loaded = store.load(Path(runs_dir), "storage", False, COLUMNS)
     stats = spread(loaded.table)
+    chosen, notes = store.merit_runs(loaded, "storage")
     rows = []
-    for vm, run in store.latest_runs(loaded).items():
+    for vm, run in chosen.items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
                   & (stats["metric"] == "bandwidth") & (stats["access"] != "replication")]
         data = paths.rel_path(Path(run["path"]), paths.project_root())
@@ -120,4 +122,4 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "unit": "MiB/s", "source": "measured here", "data": data,
                          "label": r.label, "target": r.target, "low": float(r.min),
                          "high": float(r.max), "run_id": run["run_id"]})
-    return Merits(frame(rows), loaded.runs, list(loaded.problems))
+    return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)

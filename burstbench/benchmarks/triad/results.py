@@ -137,19 +137,20 @@ def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``memory_bandwidth_gbs``: the best median Triad bandwidth (STREAM's count) of the
-    newest run of each VM measured here (test runs never), then the study's published best
+    store.merit_runs run of each VM measured here (test runs never), then the study's published best
     of each VM not measured (data/reference/triad_best.csv, its rows whose source is the
     study); ``memory_bandwidth_gbs_at_threads``: per thread count of every run (``newest``
-    marks each VM's newest), the best median of the C kernel with normal stores over its
+    marks each VM's merit run), the best median of the C kernel with normal stores over its
     variants and affinities (a layout's bandwidth depends on the cores it uses, and this
     VM's bandwidth changes between runs; solvers write through the cache)."""
     from burstbench.benchmarks.triad import COLUMNS
 
     loaded = store.load(Path(runs_dir), "triad", False, COLUMNS)
-    problems = list(loaded.problems)
+    chosen, notes = store.merit_runs(loaded, "triad")
+    problems = list(loaded.problems) + notes
     stats = spread(loaded.table)
     rows = []
-    for vm, run in store.latest_runs(loaded).items():
+    for vm, run in chosen.items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
         if len(s):
             top = s.loc[s["median_gbs"].idxmax()]
@@ -159,7 +160,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "data": paths.rel_path(Path(run["path"]), paths.project_root()),
                          "label": top["label"], "threads": int(top["threads"]),
                          "run_id": run["run_id"]})
-    newest = {r["run_id"] for r in store.latest_runs(loaded).values()}
+    newest = {r["run_id"] for r in chosen.values()}
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):  # the model's B(cores)
         # the C kernel with normal stores: the solvers it stands for write through the cache
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])

@@ -32,7 +32,7 @@ from burstbench.core.store.files import (
                                        new_run_id,
                                        now_iso,
 )
-from burstbench.core.store.load import Loaded, is_test_run, latest_runs, load
+from burstbench.core.store.load import Loaded, is_test_run, latest_runs, load, merit_runs
 from burstbench.core.store.run import (
                                        STORE_VERSION,
                                        Run,
@@ -55,5 +55,5 @@ from burstbench.core.store.verify import Check, validate_run, verify
 __all__ = ["HEAD", "REQUIRED", "STORE_VERSION", "TAIL", "Check", "Loaded", "NoSpace", "Run",
            "StoreError", "atomic_write", "collect", "file_facts", "find_resumable",
            "find_resumable_many", "find_runs", "free_bytes", "is_test_run", "latest_runs",
-           "load", "new_run_id", "now_iso", "open_run", "ordered", "plan_run", "read_table",
-           "table_columns", "undeclared", "validate_run", "verify"]
+           "load", "merit_runs", "new_run_id", "now_iso", "open_run", "ordered", "plan_run",
+           "read_table", "table_columns", "undeclared", "validate_run", "verify"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from burstbench.core import paths
 from burstbench.core.contention import CONTENDED_SHARE
 from burstbench.core.store.files import StoreError
 from burstbench.core.store.run import Run
@@ -47,6 +48,7 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
     frames, runs, problems = [], [], []
     for prov_path in sorted(Path(runs_dir).glob("*/*/provenance.json")):
         run = Run(prov_path.parent)
+        where = paths.rel_path(run.root, paths.project_root())  # as captions name runs
         try:
             prov = run.provenance()
         except StoreError as exc:
@@ -57,13 +59,13 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
             continue
         test = is_test_run(prov)
         if test and not include_tests:
-            problems.append(f"{run.root}: a test run (its params say `test: true`), not a VM "
+            problems.append(f"{where}: a test run (its params say `test: true`), not a VM "
                             f"measurement: {benchmark} not drawn")
             continue
         check = verify(run, benchmark, prov)
-        problems += [f"{run.root}: {d}" for d in check.damage]
+        problems += [f"{where}: {d}" for d in check.damage]
         if sec.get("status") == "stopped at budget":  # burstbench.core.budget.STATUS
-            problems.append(f"{run.root}: {benchmark} stopped at its budget with "
+            problems.append(f"{where}: {benchmark} stopped at its budget with "
                             f"{sec.get('left', '?')} configurations left: a partial sweep, "
                             "not this VM's best (resume it with the same --budget command)")
         part_problems: list[str] = []
@@ -79,7 +81,7 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
         parts = ordered(pd.DataFrame(rows), columns) if rows else None
         got = [t for t in (table, parts) if t is not None and len(t)]
         if rows:
-            problems.append(f"{run.root}: {benchmark} was not finalized (interrupted?); "
+            problems.append(f"{where}: {benchmark} was not finalized (interrupted?); "
                             f"{len(rows)} stored values used")
         if not got:
             continue
@@ -87,7 +89,7 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
         frames.append(frame[frame["key"].notna() & frame["value"].notna()])
         busy = contended(frame)
         if busy:
-            problems.append(f"{run.root}: {benchmark}: {busy} of {frame['key'].nunique()} "
+            problems.append(f"{where}: {benchmark}: {busy} of {frame['key'].nunique()} "
                             f"configurations contended (other processes took more than "
                             f"{CONTENDED_SHARE:.0%} of the machine's CPU while they ran): "
                             "not this VM's best without a second run")
@@ -117,3 +119,17 @@ def latest_runs(loaded: Loaded) -> dict[str, dict]:
     for r in sorted(loaded.runs, key=lambda r: r["run_id"]):
         latest[r["vm"]] = r
     return latest
+
+
+def merit_runs(loaded: Loaded, benchmark: str) -> tuple[dict[str, dict], list[str]]:
+    """Per VM, the run its figures of merit come from: the newest complete one, else the
+    newest (a sweep stopped at its budget, interrupted or damaged never stands for a VM
+    that has a complete one), and a note for each newer run passed over."""
+    newest = latest_runs(loaded)
+    whole = latest_runs(Loaded(loaded.table, [r for r in loaded.runs
+                                              if r["status"].startswith("complete")]))
+    chosen = newest | whole
+    notes = [f"{vm}: {benchmark}'s figures of merit (cost, burst decision) come from its "
+             f"newest complete run {chosen[vm]['run_id']}, not from {run['run_id']} "
+             f"({run['status']})" for vm, run in newest.items() if run is not chosen[vm]]
+    return chosen, notes

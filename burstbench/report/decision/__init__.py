@@ -90,8 +90,10 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     result = burst.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
     rows = result.rows
-    text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir)
-    text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir)
+    drawn_from = inputs.sources(merits, ref_dir)
+    text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from)
+    text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir,
+                        drawn_from)
     priced = rows[rows["status"] == "priced"] if "status" in rows else rows.iloc[0:0]
     if priced.empty:
         why = "; ".join(rows["status"].dropna().unique()[:3]) if len(rows) else "no job"
@@ -109,7 +111,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                                burst.sensitivity(result, jc.name, key))
         section.entries.append(figures.decision_figure(
             result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show))
-        text.sensitivity_table(section, swings, fig_dir)
+        text.sensitivity_table(section, swings, fig_dir, drawn_from)
         section.entries.append(figures.tornado(swings, fig_dir, show))
         section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,
                                             queue_wait_h, fig_dir))
@@ -121,5 +123,5 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"no Figure 12 check: {exc}")
     else:
         section.entries.append(text.study_table(section, check, study_check.agreement(check),
-                                                fig_dir))
+                                                fig_dir, drawn_from))
     return section

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import pandas as pd
 
+from burstbench.core import paths
 from burstbench.core.checks import ParamError
 from burstbench.core.merits import Merits
 from burstbench.core.reference import read_reference, vm_key
@@ -26,6 +27,22 @@ from burstbench.cost.predict import MatrixModel
 STUDY_NODES = (1, 2, 4, 8)
 G3: dict = {"name": "G3_circuit", "n": 1_585_478, "nnz": 7_660_826}
 G3_PROXY = "poisson2d_1259"
+
+#: The reference tables (data/reference/) the decision reads itself, besides the figures of
+#: merit, whose rows name their own run or table: sources() names both.
+REFERENCE_TABLES = ("anf_throughput.csv", "flow_systems.csv", "gfarm_azure_gfrep.csv",
+                    "prices_onprem.csv", "prices_storage.csv", "prices_vm.csv", "triad_best.csv",
+                    "vm_memory_bandwidth.csv", "vm_sizes.csv")
+
+
+def sources(merits: list[Merits], ref_dir: Path) -> list[str]:
+    """Everything the decision is drawn from, as the report's index names it: the run or
+    table behind every figure of merit (older runs validate the time model) and the
+    reference tables it reads itself."""
+    root = paths.project_root()
+    named = {str(d) for m in merits if len(m.table) for d in m.table["data"].dropna()}
+    named |= {paths.rel_path(Path(ref_dir) / t, root) for t in REFERENCE_TABLES}
+    return sorted(named - {""})
 
 
 def storage_prices(ref_dir: Path, problems: list[str]

@@ -28,8 +28,9 @@ COLUMNS = {"job": None, "nodes": None, "vm": None, "region": None, "billing": No
 
 
 def decision_table(section: Section, decision: Decision, waits_h: tuple[float, ...],
-                   queue_wait_h: float, flow_system: str, fig_dir: Path) -> pd.DataFrame:
-    """figures/burst_decision.{csv,md}: every row, rounded as printed."""
+                   queue_wait_h: float, flow_system: str, fig_dir: Path,
+                   data: list[str]) -> pd.DataFrame:
+    """figures/burst_decision.{csv,md}: every row, rounded as printed, drawn from `data`."""
     cols = list(COLUMNS)
     at = cols.index("verdict") + 1
     cols[at:at] = [f"p_sooner_at_{wait_label(w)}" for w in waits_h]
@@ -55,13 +56,14 @@ def decision_table(section: Section, decision: Decision, waits_h: tuple[float, .
                 "hour rounded up) or the study's always-on pool shared by a month's burst "
                 "jobs; staging at the least of the WAN, the pool and the VM's measured "
                 "storage (staging_limit). A VM with no price, no Triad, or no InfiniBand for "
-                "several nodes is listed with its reason, never priced.")
+                "several nodes is listed with its reason, never priced.", data)
     return out
 
 
 def inputs_table(section: Section, ranges: dict[str, u.Range], draws: int, seed: int,
-                 fig_dir: Path) -> None:
-    """figures/burst_inputs.{csv,md}: each uncertain input, its range and its source."""
+                 fig_dir: Path, data: list[str]) -> None:
+    """figures/burst_inputs.{csv,md}: each uncertain input, its range and its source (the
+    entry drawn from `data`)."""
     table_entry(section, [{"input": r.name, "low": r.low, "mode": r.mode, "high": r.high,
                            "unit": r.unit, "drawn": "fixed" if r.fixed else
                            "log-uniform" if r.log else "triangular", "source": r.source}
@@ -70,12 +72,12 @@ def inputs_table(section: Section, ranges: dict[str, u.Range], draws: int, seed:
                 f"Each drawn {draws} times (seed {seed}) for every row of "
                 "figures/burst_decision.csv; a time predicted p stands for p / (1 + model "
                 "error); positions (iterations, published MPI latency) are fractions of each "
-                "machine's or layout's own range.")
+                "machine's or layout's own range.", data)
 
 
-def sensitivity_table(section: Section, swings: dict, fig_dir: Path) -> None:
+def sensitivity_table(section: Section, swings: dict, fig_dir: Path, data: list[str]) -> None:
     """figures/burst_sensitivity.{csv,md}: per job class, the inputs ranked by how far each
-    moves its leading option's break-even wait."""
+    moves its leading option's break-even wait (drawn from `data`)."""
     rows = []
     for name, (option, base, ss) in swings.items():
         for rank, s in enumerate(ss, 1):
@@ -88,11 +90,13 @@ def sensitivity_table(section: Section, swings: dict, fig_dir: Path) -> None:
                 "What decides the break-even wait, per job class",
                 "Each input from its low to its high end, the others at their modes, for the "
                 "job class's leading option (the lowest median break-even); ranked by the "
-                "swing of the break-even wait in hours.")
+                "swing of the break-even wait in hours.", data)
 
 
-def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Path) -> Entry:
-    """figures/biccg_model_study.{csv,md}, and the verdict against the study's Figure 12."""
+def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Path,
+                data: list[str]) -> Entry:
+    """figures/biccg_model_study.{csv,md} (drawn from `data`), and the verdict against the
+    study's Figure 12."""
     table_entry(section, check.round(4).to_dict("records"), fig_dir, "biccg_model_study",
                 "BICCG model against the study's Figure 12: HB120rs_v3 and HC44rs, Poisson "
                 "256x256x512, 1-32 nodes",
@@ -100,7 +104,7 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
                 "the memory and message seconds of a solve at the inputs' modes, "
                 "P(HB120rs_v3 faster), the faster by median and the term whose difference "
                 "decides it. The study: HB120rs_v3 faster at small parallelism, HC44rs at large "
-                "(small latency-bound messages).")
+                "(small latency-bound messages).", data)
     lines = []
     for scale, a in agree.items():
         lines.append(f"- At {a['nodes']} node(s) ({scale} parallelism) the model ranks "
