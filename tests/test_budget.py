@@ -241,6 +241,26 @@ def test_local_yaml_measures_within_a_default_budget():
     assert "make report BUDGET=none" in open("papermill_params/local.yaml").read()
 
 
+def test_biccg_measures_first_the_largest_grid_at_the_study_layout():
+    """Within a budget BICCG measures first our solver at 2 ranks per node on the largest
+    Poisson grid planned (local.yaml's 128^3: the solve the decision's time model is fitted
+    on), wherever it stands in the list; the baselines and the other layouts come later."""
+    probs = [biccg.Problem(f"poisson{n}x{n}x{n}", ("--poisson", str(n), str(n), str(n)))
+             for n in (16, 24, 20)]
+    P = params.validate({"biccg_problems": [{"poisson": [n, n, n]} for n in (16, 24, 20)],
+                         "biccg_ranks_per_node": [1, 2], "biccg_threads": [1],
+                         "biccg_baselines": ["scipy-cg"], "biccg_repetitions": 2}, "biccg")
+    m = biccg.Machine(probs, launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
+                      {"mpi_library": "MPICH Version: 4.1"}, [], biccg.Calibration())
+    plan = biccg.expand(P, m)
+    first = [t.config for t in plan.tasks if t.priority == 0]
+    assert [(c["impl"], c["label"], c["problem"]) for c in first] == \
+        [("c", "2x1", "poisson24x24x24")] * 2
+    mtx = biccg.Problem("g3", ("--mtx", "g3.mtx"))
+    assert max([mtx, *probs], key=biccg.grid_points) is probs[1]
+    assert max([mtx], key=biccg.grid_points) is mtx  # no grid: the first problem
+
+
 def test_a_probe_scales_the_work_model():
     """A probe of 2.0 s wall of which the kernel timed 1.5 s, against 0.5 s of modelled work:
     a configuration starts in 0.5 s here and works 3x the model."""

@@ -86,6 +86,33 @@ def test_a_message_is_priced_at_its_size_on_the_curve():
     assert pub.time_us(1e4) == pytest.approx(3.0) and pub.time_us(1e4, 0.5) == 4.0
 
 
+def test_a_latency_curve_without_osu_bw_still_prices_messages():
+    """A ping-pong sweep stopped at its budget measured its latency up to the halo's size
+    and no osu_bw: the machine has its link, the curve prices the halo, and past the curve
+    the bandwidth of its largest message (512 KiB in 40 us: 13.1 GB/s), said in its
+    source."""
+    from burstbench.core.merits import frame
+    from burstbench.cost import machines
+
+    data = "data/runs/t/20260102T000000Z-bbbb"
+    rows = [{"vm": "t", "merit": "message_time_us", "value": us, "unit": "us",
+             "source": "measured here", "data": data, "placement": "same-socket",
+             "message_size": size} for size, us in ((0, 1.0), (4096, 2.0), (524288, 40.0))]
+    rows.append({"vm": "t", "merit": "latency_us", "value": 1.0, "unit": "us",
+                 "source": "measured here", "data": data, "placement": "same-socket",
+                 "message_size": 0})
+    triad = pd.DataFrame({"threads": [1, 2], "value": [20.0, 30.0], "data": [data] * 2})
+    m = machines.measured_machine("t", triad, frame(rows))
+    assert m.inter is None and m.intra is not None
+    assert m.intra.time_us(524288) == pytest.approx(40.0)
+    assert m.intra.bandwidth_gbs == pytest.approx(524288 / 40.0 / 1e3)
+    assert m.intra.time_us(2 * 524288) == pytest.approx(1.0 + 2 * 40.0)
+    assert m.sources["pingpong"] == (f"measured here ({data}); no osu_bw: bandwidth 13.11 "
+                                     "GB/s from its 524,288 B latency")
+    no_curve = frame([r for r in rows if r["merit"] == "latency_us"])
+    assert machines.measured_machine("t", triad, no_curve).intra is None
+
+
 def test_a_published_triad_scales_down_with_cores_never_up():
     m = NodeModel(name="pub", cores=120, triad_gbs={24: 235.1}, measured=False)
     assert m.bandwidth(120) == 235.1 and m.bandwidth(12) == pytest.approx(235.1 / 2)

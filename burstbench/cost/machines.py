@@ -17,21 +17,31 @@ from burstbench.cost.predict import Link, NodeModel
 
 def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
     """A VM's ping-pong across nodes or within one: its curve where measured, else its
-    published latency (with the top of its range) and bandwidth."""
+    published latency (with the top of its range) and bandwidth.  A latency curve without
+    osu_bw (a sweep stopped at its budget after what the decision prices first: the
+    latency up to the halo's size) takes its bandwidth from its largest message."""
     d = rows[rows["vm"].map(vm_key) == vm_key(vm)]
     if "placement" in d:
         d = d[(d["placement"] == "across-nodes") == across]
     lat, bw = d[d["merit"] == "latency_us"], d[d["merit"] == "bandwidth_gbs"]
-    if lat.empty or bw.empty:
-        return None
     curve = d[d["merit"] == "message_time_us"].sort_values("message_size")
+    if lat.empty or (bw.empty and curve.empty):
+        return None
+    source = f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})"
+    if bw.empty:
+        last = curve.iloc[-1]
+        bandwidth = float(last["message_size"]) / float(last["value"]) / 1e3  # B/us -> GB/s
+        source += (f"; no osu_bw: bandwidth {bandwidth:.2f} GB/s from its "
+                   f"{int(last['message_size']):,} B latency")
+    else:
+        bandwidth = float(bw["value"].max())
     bwc = d[d["merit"] == "message_bandwidth_gbs"].sort_values("message_size")
     high = lat["latency_high_us"].iloc[0] if "latency_high_us" in lat else None
-    return Link(latency_us=float(lat["value"].min()), bandwidth_gbs=float(bw["value"].max()),
+    return Link(latency_us=float(lat["value"].min()), bandwidth_gbs=bandwidth,
                 curve=tuple(zip(curve["message_size"].astype(float), curve["value"])),
                 bandwidth_curve=tuple(zip(bwc["message_size"].astype(float), bwc["value"])),
                 latency_high_us=float(high) if high is not None and pd.notna(high) else None,
-                source=f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})")
+                source=source)
 
 
 def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> NodeModel:

@@ -27,6 +27,11 @@ class Problem:
     args: tuple[str, ...]
 
 
+def grid_points(prob: Problem) -> int:
+    """A Poisson problem's grid points; 0 for a matrix file (its size is read later)."""
+    return math.prod(int(a) for a in prob.args[1:4]) if prob.args[:1] == ("--poisson",) else 0
+
+
 def resolve_problems(P: dict) -> tuple[list[Problem], list[str]]:
     """Problems as kernel arguments; missing optional files are skipped with a note."""
     out, notes = [], []
@@ -156,13 +161,17 @@ def expand(P: dict, m: Machine) -> Plan:
     tasks = [dataclasses.replace(t, estimate_s=task_estimate_s(P, t.config, m))
              for t in tasks]
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}]
-    # priority 0 within a budget: our solver on the first problem at the study's layout (2
-    # ranks per node where planned, else the widest layout planned)
+    # priority 0 within a budget: our solver at the study's layout (2 ranks per node where
+    # planned, else the widest layout planned) on the largest Poisson grid planned: the
+    # nearest to the study's, out of cache, and on local.yaml the solve the decision's time
+    # model is fitted on (its model_reference); a matrix file's size is read later, so
+    # with no grid, the first problem
     ours = [t.config for t in tasks if t.config["impl"] == "c"]
     study = max((c["label"] for c in ours), key=lambda lab: (lab.startswith("2x"), lab),
                 default=None)
+    largest = max(m.problems, key=grid_points).name
     tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and c["label"] == study
-                               and c["problem"] == ours[0]["problem"])
+                               and c["problem"] == largest)
     return Plan(tasks, variants, notes, detail="problem", calibration=m.calibration.said)
 
 
