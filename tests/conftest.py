@@ -88,19 +88,33 @@ def cli():
     return run_cli
 
 
-def report_root(tmp: Path) -> Path:
-    """A copy of the project as figures/ was drawn from it, for $BURSTBENCH_ROOT: the
-    notebooks, parameters and reference tables, and of data/runs only the runs that
-    figures/'s manifests name (a run measured since, and not drawn yet, is left out), with
+def committed_runs() -> set[str] | None:
+    """The run folders git tracks under data/runs ("data/runs/<vm>/<run>"), or None outside
+    a git checkout."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "data/runs"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"/".join(f.split("/")[:4]) for f in out.split("\0") if f.count("/") >= 4}
+
+
+def report_root(tmp: Path, committed: bool = False) -> Path:
+    """A copy of the project for $BURSTBENCH_ROOT: the notebooks, parameters and reference
+    tables, and of data/runs only the runs that figures/'s manifests name (a run measured
+    since, and not drawn yet, is left out) or, `committed`, those git tracks (the data the
+    README's numbers are of; a user's own run, drawn by make report, is left out), with
     ../shared beside it (the replay's log).  A run the report reads but does not name
     changes what it draws from here, and shows up."""
     root = tmp / "project"
     for d in ("notebooks", "papermill_params", "data/reference", "data/matrices"):
         shutil.copytree(ROOT / d, root / d)
     manifests = "".join(m.read_text() for m in (ROOT / "figures").glob("manifest-*.json"))
+    tracked = committed_runs() if committed else None
     for run in sorted((ROOT / "data" / "runs").glob("*/*/")):
-        if str(run.relative_to(ROOT)) in manifests:
-            shutil.copytree(run, root / run.relative_to(ROOT))
+        name = str(run.relative_to(ROOT))
+        if (name in tracked) if tracked is not None else (name in manifests):
+            shutil.copytree(run, root / name)
     if (ROOT.parent / "shared").is_dir():
         (tmp / "shared").symlink_to((ROOT.parent / "shared").resolve())
     return root
