@@ -236,6 +236,27 @@ def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(mon
     assert any(t.startswith("310.4 GB/s") for t in texts)
 
 
+def test_an_incomplete_sweep_is_never_drawn_as_a_vms_best_without_saying_so(monkeypatch,
+                                                                           tmp_path, runs):
+    """The committed H100 run was interrupted (74 of 75 configurations): its rows of the
+    best-per-VM tables carry that state (run_state), and the overview names it an
+    incomplete sweep; the complete local run is not marked."""
+    figs = _capture(monkeypatch, sections)
+    triad.report_section(runs, figures_dir=tmp_path)
+    pingpong.report_section(runs, figures_dir=tmp_path)
+    best = pd.read_csv(tmp_path / "triad_best.csv")
+    states = best.dropna(subset=["run_state"]).groupby("vm")["run_state"].agg(set)
+    assert states["local"] == {"complete"}
+    assert states["lent-h100-16c"] == {"incomplete: interrupted, 74 of 75 configurations "
+                                       "stored"}
+    assert best.loc[best["source"] == "the study", "run_state"].isna().all()
+    ticks = [t.get_text() for t in figs["triad_overview"].axes[0].get_yticklabels()]
+    assert any(t.startswith("lent-h100-16c (measured here; incomplete sweep)\n") for t in ticks)
+    assert any(t.startswith("local (measured here)\n") for t in ticks)
+    assert set(pd.read_csv(tmp_path / "pingpong_extremes.csv")["run_state"].dropna()) == \
+        {"complete"}
+
+
 def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path, runs):
     """Azure's HBv3 Triad (data/reference/triad_best.csv, applies_to HB120) marks the
     HB120 VMs' figures and no other: the value and its wording come from the CSV."""

@@ -163,8 +163,8 @@ def flow_machine(machine_of: dict[str, NodeModel], flow_system: str, flow_vm: st
 
 def storage_rates(merits: list[Merits]) -> dict[str, tuple[float, str]]:
     """Per VM measured here, the slower of its best write and best read bandwidth (MiB/s)
-    over its storage targets, newest run, reads from memory never (storage's merits), and
-    where it was measured: what its staging cannot outrun."""
+    over its storage targets, its merit run (store.merit_runs), reads from memory never
+    (storage's merits), and where it was measured: what its staging cannot outrun."""
     out: dict[str, tuple[float, str]] = {}
     rows = newest(pd.concat([merit(merits, "storage_write_mib_s"),
                              merit(merits, "storage_read_mib_s")], ignore_index=True))

@@ -126,8 +126,9 @@ def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: price_tables
                      "data": "data/reference/flow_systems.csv"})
     table_entry(section, rows, fig_dir, "cost_triad",
                  "Cost-performance: STREAM Triad GB/s per 1,000 JPY per node-hour",
-                 "Best Triad bandwidth of each VM (measured here: newest run; else the "
-                 "study's best) divided by its price per node-hour for each billing and region "
+                 "Best Triad bandwidth of each VM (measured here: its newest complete run, else "
+                 "its newest; else the study's best) divided by its price per node-hour for "
+                 "each billing and region "
                  "(data/reference/prices_vm.csv, run parameters' vm_price); Flow's subsystems at "
                  "their theoretical bandwidth and node-hour fee. Higher is better.")
     priced = [r for r in rows if not math.isnan(r["gbs_per_1000_jpy_h"])]
@@ -171,9 +172,9 @@ def _biccg_costs(section: Section, solves: pd.DataFrame, prices: price_tables.Pr
                                 "jpy_per_solve": round(price_tables.job_cost(
                                     p.jpy_per_hour, r.nodes, r.value / 3600), 4)})
     table_entry(section, rows, fig_dir, "cost_biccg", "Cost and time per BICCG solve",
-                 "Median solve time of each VM's newest run, per problem, layout and node "
-                 "count, and its cost: nodes x hours x price per node-hour for each billing and "
-                 "region known for that VM (no price: said so).")
+                 "Median solve time of each VM's newest complete run (else its newest), per "
+                 "problem, layout and node count, and its cost: nodes x hours x price per "
+                 "node-hour for each billing and region known for that VM (no price: said so).")
     return rows
 
 

@@ -85,6 +85,13 @@ def figure_entry(fig: plt.Figure, fig_dir: Path, stem: str, title: str, caption:
 
 
 
+def run_state(run: dict) -> str:
+    """A run's state as a summary table's rows carry it (``run_state``): 'complete', or why
+    not ('incomplete: stopped at budget, 46 of 65 configurations stored'), so that the best
+    of a partial sweep is never read as the VM's best."""
+    return str(run.get("status", ""))
+
+
 def source_label(run: dict) -> str:
     """How a run's rows and titles are labelled: 'measured here', or 'a test run' for runs
     of a params file marked `test: true` (drawn only with --include-test-runs)."""

@@ -72,7 +72,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
             fig, fig_dir, f"pingpong_{vm}", f"MPI latency and bandwidth vs message size on {vm}",
             caption, [run_rel], show))
         for row in extremes(s).to_dict("records"):
-            rows.append({"vm": vm, "source": sections.source_label(run)} | row | {"data": run_rel})
+            rows.append({"vm": vm, "source": sections.source_label(run)} | row
+                        | {"run_state": sections.run_state(run), "data": run_rel})
     for x in ref.itertuples():
         base = {"vm": x.vm, "source": "the study", "label": "", "impl": "",
                 "combination": f"{x.combinations:g} combinations" if pd.notna(
@@ -89,7 +90,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "Minimum latency and maximum bandwidth per VM, combination and placement",
         "Per VM, combination (compiler + MPI library), placement and test: the smallest median "
         "latency and the largest median bandwidth over message sizes, with the size where it "
-        "occurs. 'measured here' rows: the newest run of each VM under data/runs; 'the study' "
+        "occurs. 'measured here' rows: the newest run of each VM under data/runs, its state in "
+        "run_state (an incomplete sweep's extremes are of what it measured); 'the study' "
         "rows: data/reference/osu.csv (its latency range and maximum bandwidth, inter-node).")
     return section
 

@@ -78,7 +78,7 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
                          "max_mib_s": round(r.max, 1),
                          "median_gbs": round(r.median * (1 << 20) / 1e9, 3),
                          "repetitions": int(r.n), "fs_type": r.fs_type, "cache": r.cache,
-                         "data": run_rel})
+                         "run_state": sections.run_state(run), "data": run_rel})
     for r in refs.itertuples():
         rows.append({"vm": "", "source": r.source, "target": r.label, "api": "",
                      "access": "", "operation": r.operation, "ranks": pd.NA, "nodes": pd.NA,
@@ -89,7 +89,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
     sections.table_entry(
         section, rows, fig_dir, "storage_summary", "Storage bandwidth per target and access "
         "pattern, and the published numbers",
-        "Measured here: median over repetitions (fresh mpiexec runs) of IOR's bandwidth, bytes "
+        "Measured here (the newest run of each VM, its state in run_state): median over "
+        "repetitions (fresh mpiexec runs) of IOR's bandwidth, bytes "
         "of all ranks / (latest close - earliest open), fsync inside the timed write, every "
         "byte read checked; cache says how each read avoided the page cache ('may be cached': "
         "it may not have; '...; servers may cache': this node's cache was avoided, the file "

@@ -84,7 +84,7 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 if not math.isnan(peak) else math.nan,
                 "traffic_gbs": round(traffic, 2),
                 "traffic_fraction_of_theoretical": round(traffic / peak, 3),
-                "data": run_rel})
+                "run_state": sections.run_state(run), "data": run_rel})
     for r in best_ref.itertuples():
         peak, _ = peak_for(r.vm, {}, peaks)
         best_rows.append({
@@ -108,7 +108,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "best_median_gbs counts 24 B per element, as STREAM does; traffic_gbs is what the "
         "memory moved: 32 B per element with normal stores (each line written is read first), "
         "24 B with streaming stores. Rows 'measured here' come from the newest run of each VM "
-        "under data/runs; rows 'the study' from data/reference/triad_best.csv (their store "
+        "under data/runs, its state in run_state (an incomplete sweep's best is of what it "
+        "measured); rows 'the study' from data/reference/triad_best.csv (their store "
         "policy is not recorded).")
     if not table.empty:
         section.entries.append(_overview(table, fig_dir, show))
@@ -204,7 +205,13 @@ def _stores_figure(vm: str, run: dict, mine: list[dict], fig_dir: Path, run_rel:
 
 
 def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> sections.Entry:
-    """Best Triad per VM: ours beside the study's, theoretical bandwidth marked."""
+    """Best Triad per VM: ours beside the study's, theoretical bandwidth marked, an
+    incomplete sweep's named so."""
+
+    def incomplete(r) -> str:
+        return "; incomplete sweep" if str(getattr(r, "run_state", "")).startswith(
+            "incomplete") else ""
+
     best = (table.sort_values("best_median_gbs", ascending=False)
                  .groupby(["vm", "source"], sort=False).head(1)
                  .assign(ours=lambda d: d["source"] == "measured here")
@@ -227,7 +234,7 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> sections.Entry:
         ax.annotate(text, (max(r.best_median_gbs, 0 if math.isnan(peak) else peak), y),
                     xytext=(5, 0), textcoords="offset points", va="center", fontsize=9)
     ax.set_yticks(ys)
-    ax.set_yticklabels([f"{r.vm} ({r.source})\n" + ", ".join(x for x in (
+    ax.set_yticklabels([f"{r.vm} ({r.source}{incomplete(r)})\n" + ", ".join(x for x in (
         r.label if isinstance(r.label, str) else "",
         "" if pd.isna(r.threads) else f"{float(r.threads):g} threads") if x)
         for r in best.itertuples()], fontsize=9)
@@ -244,7 +251,9 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> sections.Entry:
                  fontsize=12)
     caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
-               "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters.")
+               "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters. "
+               "'incomplete sweep': the run stopped at its budget or was interrupted, its best "
+               "is of the configurations it measured.")
     return sections.figure_entry(fig, fig_dir, "triad_overview",
                                "STREAM Triad: best per VM, ours beside the study's", caption,
                                sorted(set(best["data"])), show)
