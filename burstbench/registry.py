@@ -82,7 +82,7 @@ class AgainstStudyHook(Protocol):
 
 class MeritsHook(Protocol):
     def __call__(self, runs_dir: Path | str, reference_dir: Path | str, /) -> Merits:
-        """Its figures of merit per VM, measured (newest run) and published: the cost and
+        """Its figures of merit per VM, measured (store.merit_runs) and published: the cost and
         burst-decision models read them by merit name, never by benchmark."""
 
 

@@ -107,7 +107,7 @@ def report_root(tmp: Path, committed: bool = False) -> Path:
     ../shared beside it (the replay's log).  A run the report reads but does not name
     changes what it draws from here, and shows up."""
     root = tmp / "project"
-    for d in ("notebooks", "papermill_params", "data/reference", "data/matrices"):
+    for d in ("notebooks", "papermill_params", "data/reference"):
         shutil.copytree(ROOT / d, root / d)
     manifests = "".join(m.read_text() for m in (ROOT / "figures").glob("manifest-*.json"))
     tracked = committed_runs() if committed else None

@@ -425,7 +425,8 @@ def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     assert all("no burst option priced" not in p for p in problems)
     rows = pd.read_csv(out / "burst_decision.csv")
     assert set(rows["verdict"].dropna()) <= {"burst", "stay", "undecided"}
-    drawn = {str(p.relative_to(out.parent)) for p in (out.parent / "data/runs").glob("*/*/")}
+    project = out.parent / "project"
+    drawn = {str(p.relative_to(project)) for p in (project / "data/runs").glob("*/*/")}
     if committed_runs() not in (None, drawn):
         out, _ = rebuild("committed", True)
     readme = (ROOT / "README.md").read_text()
@@ -434,24 +435,65 @@ def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     assert block.strip().endswith((out / "burst_decision_numbers.md").read_text().strip())
 
 
-def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch):
+def test_the_model_is_fitted_on_the_merit_runs_solve_not_a_newer_incomplete_one(tmp_path):
+    """A newer local run whose BICCG table no longer matches its manifest (its solves
+    halved): the figures of merit pass it over, and so does the model's fit, whose
+    efficiency stays what the committed runs give."""
+    import shutil
+
+    from burstbench.cost import machines
+    from burstbench.registry import benchmarks
+
+    runs = report_root(tmp_path, committed=True) / "data" / "runs"
+    ref_dir = ROOT / "data" / "reference"
+    reference = {"vm": "local", "problem": "poisson128x128x128", "layout": "2x1"}
+
+    def fitted() -> tuple[model.Model, list[str]]:
+        merits = [s.merits(runs, ref_dir) for s in benchmarks().values() if s.merits]
+        problems: list[str] = []
+        return model.fit(merits, machines.machines(merits, ref_dir, 0.793, problems),
+                         reference), [p for m in merits for p in m.problems]
+
+    before, _ = fitted()
+    old = max(p.name for p in (runs / "local").iterdir())
+    new = runs / "local" / "20991231T000000Z-zzzz"
+    shutil.copytree(runs / "local" / old, new)
+    for f in new.iterdir():
+        if f.suffix in (".csv", ".jsonl", ".json"):
+            f.write_text(f.read_text().replace(old, new.name))
+    table = pd.read_csv(new / "biccg.csv", dtype={"run_id": str})
+    table.loc[table["metric"] == "solve_time", "value"] /= 2
+    table.to_csv(new / "biccg.csv", index=False)
+    after, notes = fitted()
+    assert any(n.startswith(f"local: biccg's figures of merit (cost, burst decision) come "
+                            f"from its newest complete run {old}, not from {new.name} "
+                            "(incomplete: ") for n in notes)
+    assert after.efficiency == before.efficiency
+
+
+@pytest.mark.parametrize("kw", [{}, {"wan_mib_s": 50, "flow_fraction": [0.7, 0.8, 0.9]}])
+def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch, kw):
     """Each decision table's entry (its Data line in figures/README.md) names every run and
-    reference table the decision read, and nothing it did not: what pandas opened is
-    recorded."""
+    reference table the decision read, and nothing it did not (what pandas opened is
+    recorded), also where the WAN and Flow's fraction are given and their tables unread;
+    on the committed runs."""
     from burstbench.report import decision as report
 
+    root = report_root(tmp_path, committed=True).resolve()
+    monkeypatch.setenv("BURSTBENCH_ROOT", str(root))
     read: set[str] = set()
     real = pd.read_csv
 
     def recording(path, *args, **kwargs):
-        p = Path(path).resolve().relative_to(ROOT)
+        p = Path(path).resolve().relative_to(root)
         read.add(str(p.parent if p.parts[:2] == ("data", "runs") else p))
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(pd, "read_csv", recording)
-    sec = report.decision_report(figures_dir=tmp_path)
+    sec = report.decision_report(figures_dir=tmp_path / "figures", **kw)
     assert any(r.startswith("data/runs/") for r in read) and \
         "data/reference/prices_vm.csv" in read
+    assert ("data/reference/gfarm_azure_gfrep.csv" in read) == (not kw)
     named = {e.title: e.runs for e in sec.entries}
     for title in ("The burst decision's uncertain inputs",
                   "Burst decision: P(sooner), break-even band, verdict, time and whole cost "

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """The runs figures/ is drawn from (conftest.report_root): a run of the user's own,
-    measured since, changes nothing these tests look at."""
-    return report_root(tmp_path_factory.mktemp("drawn")) / "data" / "runs"
+    """The committed runs (conftest.report_root): a run of the user's own, measured or
+    drawn since, changes nothing these tests look at."""
+    return report_root(tmp_path_factory.mktemp("committed"), committed=True) / "data" / "runs"
 
 
 def _capture(monkeypatch, module) -> dict:

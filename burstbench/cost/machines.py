@@ -25,7 +25,7 @@ def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
         d = d[(d["placement"] == "across-nodes") == across]
     lat, bw = d[d["merit"] == "latency_us"], d[d["merit"] == "bandwidth_gbs"]
     curve = d[d["merit"] == "message_time_us"].sort_values("message_size")
-    if lat.empty or (bw.empty and curve.empty):
+    if lat.empty or (bw.empty and not (curve["message_size"] > 0).any()):
         return None
     source = f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})"
     if bw.empty:

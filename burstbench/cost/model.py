@@ -131,14 +131,16 @@ class Model:
 
 def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict) -> Model:
     """Fit the efficiency on the `reference` solve ({vm, problem, layout}: the median of its
-    newest measurement) and predict every measured configuration of the C solver."""
+    measurement in the VM's merit run (store.merit_runs: its newest complete run), else in
+    the newest run that has it) and predict every measured configuration of the C
+    solver."""
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
     pp = pingpong_rows(merits)
     paired = {run: measured_machine(d["vm"].iloc[0], d, pp)
               for run, d in at.groupby("run_id", sort=False)} if "run_id" in at else {}
 
     def machine(vm: str, run_id: str) -> NodeModel | None:
-        """The machine as it was in that run (its own Triad), else its newest."""
+        """The machine as it was in that run (its own Triad), else its merit run's."""
         return paired.get(run_id, machine_of.get(vm))
 
     solves = merit(merits, "solve_time_s")
@@ -152,7 +154,9 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                & (ours["label"] == reference["layout"]) & (ours["nodes"] == 1)]
     if ref.empty:
         raise ValueError(f"the model's reference {reference} was not measured")
-    r = ref.sort_values("run_id").iloc[-1]
+    merit_run = ref["newest"].fillna(False).astype(bool) if "newest" in ref else None
+    r = (ref[merit_run] if merit_run is not None and merit_run.any() else ref
+         ).sort_values("run_id").iloc[-1]
     layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
 
     def same(d: pd.DataFrame, s) -> pd.DataFrame:

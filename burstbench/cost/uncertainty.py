@@ -34,7 +34,8 @@ LATENCY = "published MPI latency"
 class Range:
     """An uncertain input: drawn triangular (low, mode, high), or log-uniform between low
     and high (`log`: an input known to an order of magnitude, its mode the geometric mean);
-    low = high is a known value.  `source` says where each end comes from."""
+    low = high is a known value.  `source` says where each end comes from, `tables` which
+    reference tables (data/reference/) it was read from."""
 
     name: str
     low: float
@@ -43,6 +44,7 @@ class Range:
     unit: str
     source: str
     log: bool = False
+    tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for v in (self.low, self.mode, self.high):
@@ -64,10 +66,11 @@ class Range:
         return cls(name, value, value, value, unit, source)
 
     @classmethod
-    def log_uniform(cls, name: str, low: float, high: float, unit: str, source: str) -> Range:
+    def log_uniform(cls, name: str, low: float, high: float, unit: str, source: str,
+                    tables: tuple[str, ...] = ()) -> Range:
         """Log-uniform between `low` and `high`, its mode their geometric mean."""
         mode = math.sqrt(low * high) if low > 0 and high >= low else low
-        return cls(name, low, mode, high, unit, source, log=True)
+        return cls(name, low, mode, high, unit, source, log=True, tables=tables)
 
     @property
     def fixed(self) -> bool:

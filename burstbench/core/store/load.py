@@ -52,7 +52,7 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
         try:
             prov = run.provenance()
         except StoreError as exc:
-            problems.append(str(exc))
+            problems.append(str(exc).replace(str(run.root), where, 1))
             continue
         sec = prov.get("benchmarks", {}).get(benchmark)
         if sec is None:
@@ -70,13 +70,13 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
                             "not this VM's best (resume it with the same --budget command)")
         part_problems: list[str] = []
         rows, _ = run._read_parts(benchmark, part_problems)
-        problems += part_problems
+        problems += [p.replace(str(run.root), where, 1) for p in part_problems]
         table = None
         if run.table_path(benchmark).exists():
             try:
                 table = read_table(run.table_path(benchmark), columns)
             except StoreError as exc:
-                problems.append(str(exc))
+                problems.append(str(exc).replace(str(run.root), where, 1))
                 continue
         parts = ordered(pd.DataFrame(rows), columns) if rows else None
         got = [t for t in (table, parts) if t is not None and len(t)]

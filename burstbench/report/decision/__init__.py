@@ -90,7 +90,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     result = burst.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
     rows = result.rows
-    drawn_from = inputs.sources(merits, ref_dir)
+    drawn_from = inputs.sources(merits, ref_dir, ranges)
     text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from)
     text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir,
                         drawn_from)

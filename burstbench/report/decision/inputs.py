@@ -28,20 +28,21 @@ STUDY_NODES = (1, 2, 4, 8)
 G3: dict = {"name": "G3_circuit", "n": 1_585_478, "nnz": 7_660_826}
 G3_PROXY = "poisson2d_1259"
 
-#: The reference tables (data/reference/) the decision reads itself, besides the figures of
-#: merit, whose rows name their own run or table: sources() names both.
-REFERENCE_TABLES = ("anf_throughput.csv", "flow_systems.csv", "gfarm_azure_gfrep.csv",
-                    "prices_onprem.csv", "prices_storage.csv", "prices_vm.csv", "triad_best.csv",
-                    "vm_memory_bandwidth.csv", "vm_sizes.csv")
+#: The reference tables (data/reference/) the decision always reads itself, besides the
+#: figures of merit, whose rows name their own run or table, and the ranges, whose
+#: ``tables`` name theirs (the WAN's and Flow's fraction, where not given): sources().
+REFERENCE_TABLES = ("anf_throughput.csv", "flow_systems.csv", "prices_onprem.csv",
+                    "prices_storage.csv", "prices_vm.csv", "vm_sizes.csv")
 
 
-def sources(merits: list[Merits], ref_dir: Path) -> list[str]:
+def sources(merits: list[Merits], ref_dir: Path, drawn: dict[str, u.Range]) -> list[str]:
     """Everything the decision is drawn from, as the report's index names it: the run or
-    table behind every figure of merit (older runs validate the time model) and the
-    reference tables it reads itself."""
+    table behind every figure of merit (older runs validate the time model), the reference
+    tables it reads itself and those its ranges were read from."""
     root = paths.project_root()
     named = {str(d) for m in merits if len(m.table) for d in m.table["data"].dropna()}
-    named |= {paths.rel_path(Path(ref_dir) / t, root) for t in REFERENCE_TABLES}
+    tables = {*REFERENCE_TABLES, *(t for r in drawn.values() for t in r.tables)}
+    named |= {paths.rel_path(Path(ref_dir) / t, root) for t in tables}
     return sorted(named - {""})
 
 
@@ -107,7 +108,8 @@ def flow_fraction_range(ref_dir: Path, mode: float, problems: list[str]) -> u.Ra
     names = ", ".join(f"{v} {x:.2f}" for v, x in zip(f["vm"], frac))
     return u.Range(u.FLOW_FRACTION, lo, mode, hi, "",
                    f"the study's VMs' best Triad / theoretical ({names}; "
-                   "data/reference/triad_best.csv, vm_memory_bandwidth.csv); mode flow_fraction")
+                   "data/reference/triad_best.csv, vm_memory_bandwidth.csv); mode flow_fraction",
+                   tables=("triad_best.csv", "vm_memory_bandwidth.csv"))
 
 
 def as_range(name: str, value, unit: str, source: str, log: bool = False) -> u.Range:
@@ -169,7 +171,8 @@ def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: 
             u.WAN, min(g.values()), max(g.values()), "MiB/s",
             f"gfrep of 7.8 GB on Azure (data/reference/gfarm_azure_gfrep.csv): within a region "
             f"{g['within']:.1f}, between Japan West and East {g['between']:.1f} MiB/s (the "
-            "slides call the latter anomalous); log-uniform between them")
+            "slides call the latter anomalous); log-uniform between them",
+            tables=("gfarm_azure_gfrep.csv",))
     else:
         out[u.WAN] = as_range(u.WAN, wan_mib_s, "MiB/s", "wan_mib_s", log=True)
     if out[u.WAN].low <= 0:
