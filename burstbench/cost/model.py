@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from burstbench.core.merits import Merits
+from burstbench.core.merits import Merits, newest
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import measured_machine, merit, pingpong_rows
 from burstbench.cost.predict import (
@@ -154,9 +154,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                & (ours["label"] == reference["layout"]) & (ours["nodes"] == 1)]
     if ref.empty:
         raise ValueError(f"the model's reference {reference} was not measured")
-    merit_run = ref["newest"].fillna(False).astype(bool) if "newest" in ref else None
-    r = (ref[merit_run] if merit_run is not None and merit_run.any() else ref
-         ).sort_values("run_id").iloc[-1]
+    in_merit_run = newest(ref)
+    r = (in_merit_run if len(in_merit_run) else ref).sort_values("run_id").iloc[-1]
     layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
 
     def same(d: pd.DataFrame, s) -> pd.DataFrame:

@@ -31,6 +31,12 @@ def is_test_run(prov: dict) -> bool:
                for sec in prov.get("benchmarks", {}).values())
 
 
+def _named(message: str, run: Run, where: str) -> str:
+    """A store error's message naming its run `where` (as captions do), not by its absolute
+    path."""
+    return message.replace(str(run.root), where, 1)
+
+
 def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
          columns: tuple[str, ...] | list[str] = ()) -> Loaded:
     """Load every run's `benchmark` table (finished or not) into one DataFrame, with the
@@ -52,7 +58,7 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
         try:
             prov = run.provenance()
         except StoreError as exc:
-            problems.append(str(exc).replace(str(run.root), where, 1))
+            problems.append(_named(str(exc), run, where))
             continue
         sec = prov.get("benchmarks", {}).get(benchmark)
         if sec is None:
@@ -70,13 +76,13 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
                             "not this VM's best (resume it with the same --budget command)")
         part_problems: list[str] = []
         rows, _ = run._read_parts(benchmark, part_problems)
-        problems += [p.replace(str(run.root), where, 1) for p in part_problems]
+        problems += [_named(p, run, where) for p in part_problems]
         table = None
         if run.table_path(benchmark).exists():
             try:
                 table = read_table(run.table_path(benchmark), columns)
             except StoreError as exc:
-                problems.append(str(exc).replace(str(run.root), where, 1))
+                problems.append(_named(str(exc), run, where))
                 continue
         parts = ordered(pd.DataFrame(rows), columns) if rows else None
         got = [t for t in (table, parts) if t is not None and len(t)]
