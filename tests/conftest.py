@@ -120,6 +120,18 @@ def report_root(tmp: Path, committed: bool = False) -> Path:
     return root
 
 
+def newer_run(vm_dir: Path, benchmark: str) -> tuple[str, Path]:
+    """A copy of `vm_dir`'s newest run with a `benchmark` table under a later run id, the id
+    renamed in every table and the provenance: (the copied run's id, the copy)."""
+    old = max(p.parent.name for p in vm_dir.glob(f"*/{benchmark}.csv"))
+    new = vm_dir / "20991231T000000Z-zzzz"
+    shutil.copytree(vm_dir / old, new)
+    for f in new.iterdir():
+        if f.suffix in (".csv", ".jsonl", ".json"):
+            f.write_text(f.read_text().replace(old, new.name))
+    return old, new
+
+
 OMP_HELLO = "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_runs, report_root
+from conftest import committed_runs, newer_run, report_root
 
 from burstbench.cost import job, model
 from burstbench.cost.predict import (
@@ -107,10 +107,40 @@ def test_a_latency_curve_without_osu_bw_still_prices_messages():
     assert m.intra.time_us(524288) == pytest.approx(40.0)
     assert m.intra.bandwidth_gbs == pytest.approx(524288 / 40.0 / 1e3)
     assert m.intra.time_us(2 * 524288) == pytest.approx(1.0 + 2 * 40.0)
-    assert m.sources["pingpong"] == (f"measured here ({data}); no osu_bw: bandwidth 13.11 "
-                                     "GB/s from its 524,288 B latency")
+    assert m.sources["pingpong"] == (f"measured here ({data}), same-socket; no osu_bw: "
+                                     "bandwidth 13.11 GB/s from its 524,288 B latency")
     no_curve = frame([r for r in rows if r["merit"] == "latency_us"])
     assert machines.measured_machine("t", triad, no_curve).intra is None
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_within_a_node_one_placements_curve_prices_a_message(order):
+    """Same-socket and across-sockets measured on one VM: the link within a node is the
+    across-sockets curve alone (a 2-rank-per-node layout's ranks sit on two sockets), its
+    latency and bandwidth too, whatever the rows' order; never a mix of the two curves."""
+    from burstbench.core.merits import frame
+    from burstbench.cost import machines
+
+    data = "data/runs/t/20260102T000000Z-bbbb"
+    rows = []
+    for placement, k in (("same-socket", 1.0), ("across-sockets", 3.0)):
+        rows += [{"vm": "t", "merit": "message_time_us", "value": k * us, "unit": "us",
+                  "source": "measured here", "data": data, "placement": placement,
+                  "message_size": size} for size, us in ((0, 1.0), (4096, 2.0), (65536, 8.0))]
+        rows += [{"vm": "t", "merit": "latency_us", "value": k, "unit": "us",
+                  "source": "measured here", "data": data, "placement": placement,
+                  "message_size": 0},
+                 {"vm": "t", "merit": "bandwidth_gbs", "value": 20.0 / k, "unit": "GB/s",
+                  "source": "measured here", "data": data, "placement": placement,
+                  "message_size": 1 << 22}]
+    triad = pd.DataFrame({"threads": [1, 2], "value": [20.0, 30.0], "data": [data] * 2})
+    m = machines.measured_machine("t", triad, frame(rows[::order]))
+    assert [m.intra.time_us(s) for s in (0, 2048, 4096, 65536)] == pytest.approx(
+        [3.0, 3.0 * 2 ** (11 / 12), 6.0, 24.0])  # log-log from 1 B
+    assert (m.intra.latency_us, m.intra.bandwidth_gbs) == (3.0, pytest.approx(20.0 / 3))
+    assert m.sources["pingpong"] == f"measured here ({data}), across-sockets"
+    same = frame([r for r in rows if r["placement"] == "same-socket"])
+    assert machines.measured_machine("t", triad, same).intra.time_us(4096) == 2.0
 
 
 def test_a_published_triad_scales_down_with_cores_never_up():
@@ -439,8 +469,6 @@ def test_the_model_is_fitted_on_the_merit_runs_solve_not_a_newer_incomplete_one(
     """A newer local run whose BICCG table no longer matches its manifest (its solves
     halved): the figures of merit pass it over, and so does the model's fit, whose
     efficiency stays what the committed runs give."""
-    import shutil
-
     from burstbench.cost import machines
     from burstbench.registry import benchmarks
 
@@ -455,12 +483,7 @@ def test_the_model_is_fitted_on_the_merit_runs_solve_not_a_newer_incomplete_one(
                          reference), [p for m in merits for p in m.problems]
 
     before, _ = fitted()
-    old = max(p.name for p in (runs / "local").iterdir())
-    new = runs / "local" / "20991231T000000Z-zzzz"
-    shutil.copytree(runs / "local" / old, new)
-    for f in new.iterdir():
-        if f.suffix in (".csv", ".jsonl", ".json"):
-            f.write_text(f.read_text().replace(old, new.name))
+    old, new = newer_run(runs / "local", "biccg")
     table = pd.read_csv(new / "biccg.csv", dtype={"run_id": str})
     table.loc[table["metric"] == "solve_time", "value"] /= 2
     table.to_csv(new / "biccg.csv", index=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import newer_run, report_root, run_cli
 
 from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job
@@ -219,6 +219,23 @@ def test_five_jobs_through_the_decision_machines(tmp_path):
     hb = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "queue state")]
     assert hb["jobs_burst"].tolist() == [4, 3]
     assert (hb["hours_saved_p10"] <= hb["hours_saved_p90"]).all()
+
+
+def test_the_replay_says_which_run_each_vms_figures_come_from(tmp_path):
+    """A newer local ping-pong run whose table no longer matches its manifest: the replay,
+    like the decision, prices from the complete run and its notes say so."""
+    import pandas as pd
+
+    runs = report_root(tmp_path, committed=True) / "data" / "runs"
+    old, new = newer_run(runs / "local", "pingpong")
+    table = pd.read_csv(new / "pingpong.csv", dtype={"run_id": str})
+    table.iloc[: len(table) // 2].to_csv(new / "pingpong.csv", index=False)
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), runs_dir=runs, thresholds_h=[1.0],
+                   draws=10)
+    assert any(p.startswith(f"local: pingpong's figures of merit (cost, burst decision) come "
+                            f"from its newest complete run {old}, not from {new.name} "
+                            "(incomplete: ") for p in r.problems), r.problems
+    assert len(r.rows)
 
 
 def test_the_section_says_a_missing_log_and_draws_a_present_one(tmp_path):

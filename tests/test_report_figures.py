@@ -13,7 +13,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
-from conftest import report_root
+from conftest import newer_run, report_root
 from matplotlib.patches import Rectangle
 
 from burstbench.benchmarks import biccg, pingpong, triad
@@ -255,6 +255,29 @@ def test_an_incomplete_sweep_is_never_drawn_as_a_vms_best_without_saying_so(monk
     assert any(t.startswith("local (measured here)\n") for t in ticks)
     assert set(pd.read_csv(tmp_path / "pingpong_extremes.csv")["run_state"].dropna()) == \
         {"complete"}
+
+
+def test_a_newer_run_without_gfarm_does_not_hide_a_vms_replication(tmp_path, runs):
+    """A plain make report has no Gfarm: its newer storage run measured no gfrep.  The
+    storage figure and summary draw that newer run; the replication table still draws the
+    committed run that replicated (the table used to go away)."""
+    import shutil
+
+    from burstbench.benchmarks import storage
+
+    local = tmp_path / "runs" / "local"
+    shutil.copytree(runs / "local", local)
+    old, new = newer_run(local, "storage")
+    table = pd.read_csv(new / "storage.csv", dtype={"run_id": str})
+    assert (table["access"] == "replication").any()
+    table[table["access"] != "replication"].to_csv(new / "storage.csv", index=False)
+    storage.report_section(local.parent, figures_dir=tmp_path)
+    summary = pd.read_csv(tmp_path / "storage_summary.csv")
+    drawn = summary.loc[summary["vm"] == "local", "data"]
+    assert len(drawn) and drawn.str.endswith(f"/local/{new.name}").all()
+    rep = pd.read_csv(tmp_path / "storage_replication.csv")
+    ours = rep[rep["source"] != "Gfarm on Azure (slides)"]
+    assert list(ours["vm"]) == ["local"] and ours["data"].iloc[0].endswith(f"/local/{old}")
 
 
 def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path, runs):

@@ -14,20 +14,39 @@ from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost.predict import Link, NodeModel
 
+#: Within a node, the placement whose curve prices a message, first measured first: ranks
+#: bound in order (launch.py) put a 2-rank-per-node layout's two ranks on two sockets, and an
+#: iteration waits for its slowest halo.
+WITHIN_NODE = ("across-sockets", "same-socket")
+
+
+def _placement(d: pd.DataFrame, across: bool) -> pd.DataFrame:
+    """The rows of one placement: across nodes, or the first of WITHIN_NODE measured within
+    one (else the first other label, by name): curves of two placements are never mixed."""
+    if "placement" not in d:
+        return d
+    d = d[(d["placement"] == "across-nodes") == across]
+    names = set(d["placement"].dropna())
+    if across or len(names) < 2:
+        return d
+    pick = next((p for p in WITHIN_NODE if p in names), min(names))
+    return d[d["placement"] == pick]
+
 
 def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
-    """A VM's ping-pong across nodes or within one: its curve where measured, else its
-    published latency (with the top of its range) and bandwidth.  A latency curve without
-    osu_bw (a sweep stopped at its budget after what the decision prices first: the
-    latency up to the halo's size) takes its bandwidth from its largest message."""
-    d = rows[rows["vm"].map(vm_key) == vm_key(vm)]
-    if "placement" in d:
-        d = d[(d["placement"] == "across-nodes") == across]
+    """A VM's ping-pong across nodes or within one (one placement: _placement): its curve
+    where measured, else its published latency (with the top of its range) and bandwidth.
+    A latency curve without osu_bw (a sweep stopped at its budget after what the decision
+    prices first: the latency up to the halo's size) takes its bandwidth from its largest
+    message."""
+    d = _placement(rows[rows["vm"].map(vm_key) == vm_key(vm)], across)
     lat, bw = d[d["merit"] == "latency_us"], d[d["merit"] == "bandwidth_gbs"]
     curve = d[d["merit"] == "message_time_us"].sort_values("message_size")
     if lat.empty or (bw.empty and not (curve["message_size"] > 0).any()):
         return None
     source = f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})"
+    if not across and "placement" in d and d["placement"].nunique() == 1:
+        source += f", {d['placement'].iloc[0]}"
     if bw.empty:
         last = curve.iloc[-1]
         bandwidth = float(last["message_size"]) / float(last["value"]) / 1e3  # B/us -> GB/s

@@ -21,7 +21,8 @@ where nothing was fitted):
    of another matrix), and two Allreduces (1 and 2 doubles).  Each message costs the
    ping-pong's time for a message of its size (:class:`Link`: the measured latency curve,
    interpolated, or the published latency + size / bandwidth), across nodes where the
-   layout has more than one node, else within a node.
+   layout has more than one node, else within a node (one placement's curve, across
+   sockets where measured: machines.WITHIN_NODE).
 4. Reductions.  Each Allreduce costs 2 ceil(log2 ranks) message times of its size
    (recursive doubling); none on one rank.
 5. Iterations depend on the problem and the partition, not the machine: the count

@@ -96,6 +96,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         runs = paths.runs_dir(runs_dir)
         merits = [s.merits(runs, ref_dir) for s in benchmarks().values()
                   if s.merits is not None]
+    for m in merits:  # which run each VM's figures come from, what could not be read
+        problems += [p for p in m.problems if p not in problems]
     mode = flow_fraction[1] if isinstance(flow_fraction, (list, tuple)) and \
         len(flow_fraction) == 3 else sum(flow_fraction) / 2 if isinstance(
             flow_fraction, (list, tuple)) else flow_fraction

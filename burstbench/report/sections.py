@@ -110,10 +110,16 @@ def begin(benchmark: str, runs_dir: Path | str, reference_dir: Path | str,
     return section, loaded, ref_dir, paths.figures_dir(figures_dir), paths.project_root()
 
 
-def each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path):
+def each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path, *,
+            newest_with_rows: bool = False):
     """(vm, run, its rows of `stats`, the run's path relative to the project) for the newest
-    run of each VM that has rows."""
-    for vm, run in store.latest_runs(loaded).items():
+    run of each VM that has rows; `newest_with_rows`: for each VM's newest run among those
+    with rows (a newer run that measured none of them does not hide an older one's)."""
+    runs = loaded.runs
+    if newest_with_rows:
+        have = set(zip(stats["vm"], stats["run_id"]))
+        runs = [r for r in runs if (r["vm"], r["run_id"]) in have]
+    for vm, run in store.latest_runs(store.Loaded(loaded.table, runs)).items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])]
         if not s.empty:
             yield vm, run, s, paths.rel_path(Path(run["path"]), root)
