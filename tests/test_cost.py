@@ -128,7 +128,8 @@ def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
     sec = costreport.cost_report(vm_run, ref, figs)
     text = " ".join(sec.problems)
     assert "prices_onprem.csv: missing column(s) source" in text
-    assert "VM 'smoke' has no known price" in text
+    assert f"VM 'smoke' has no known price: it is a machine measured with this project " \
+        f"({vm_run / 'smoke'}/, the `vm` label of its params file)" in text
     for name in ("table_1_vm_sizes.md", "table_3_requirements.md", "table_4_prices.md",
                  "table_5_storage.md", "cost_triad.png", "cost_triad.csv", "cost_biccg.csv",
                  "cost_spot.png", "cost_spot.csv"):
@@ -171,6 +172,9 @@ def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
         "params file prices it")
     study = rows[rows["job"].str.startswith("Poisson 256x256x512")]
     assert set(study["status"]) == {"no prediction: poisson256x256x512: no iteration count"}
+    assert any(n.startswith("Poisson 256x256x512 (the study's job): no iteration count "
+                            "measured for poisson256x256x512 on any machine in these runs")
+               and "biccg_problems: [{poisson: [256, 256, 512]}]" in n for n in sec.problems)
     choices = (figs / "burst_decision_choices.md").read_text()
     assert "- **mine, 1 node(s)**: " in choices and "Time and cost: " in choices
     assert set(priced["verdict"]) <= {"burst", "stay", "undecided"}

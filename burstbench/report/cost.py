@@ -263,10 +263,12 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     measured = [r for m in merits for r in m.runs]
     prices = price_tables.load_prices(ref_dir, usd_jpy, _run_prices(measured))
     section.problems += prices.problems
+    root = paths.project_root()
     for vm in sorted({r["vm"] for r in measured}):
         if _prices_for(prices, vm).empty:
             section.problems.append(f"VM '{vm}' has no known price: it is a machine measured "
-                                    f"with this project (data/runs/{vm}/, the `vm` label of "
+                                    f"with this project ({paths.rel_path(runs / vm, root)}/, "
+                                    "the `vm` label of "
                                     "its params file), not an Azure offer, so the cost tables "
                                     "leave it out; give vm_price in its parameters or add it "
                                     "to data/reference/prices_vm.csv to price it")

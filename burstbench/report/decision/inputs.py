@@ -204,6 +204,13 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
         out.append(burst.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data,
                                      MatrixModel.poisson(256, 256, 512), solves))
     g3 = merit(merits, "iterations")
+    study = out[0].problem.name
+    if g3.empty or not (g3["problem"].astype(str) == study).any():
+        notes.append(f"Poisson 256x256x512 (the study's job): no iteration count measured for "
+                     f"{study} on any machine in these runs, so it is not priced; solve it "
+                     "once anywhere (biccg_problems: [{poisson: [256, 256, 512]}] in a params "
+                     "file, as papermill_params/hb120rs_v3.yaml has): the count depends on the "
+                     "problem and the rank count, not the machine")
     real = g3[g3["problem"].astype(str).str.startswith(G3["name"])] if len(g3) else g3
     if g3_iterations:
         it, how = float(g3_iterations), "iterations given (g3_iterations)"
