@@ -200,11 +200,12 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
                 user: dict) -> tuple[list[burst.JobClass], list[str]]:
     """The study's Poisson job on 1-8 nodes, a G3_circuit-sized matrix, the user's job."""
     notes, out = [], []
+    poisson = MatrixModel.poisson(256, 256, 512)
     for n in STUDY_NODES:
-        out.append(burst.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data,
-                                     MatrixModel.poisson(256, 256, 512), solves))
+        out.append(burst.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data, poisson,
+                                  solves))
     g3 = merit(merits, "iterations")
-    study = out[0].problem.name
+    study = poisson.name
     if g3.empty or not (g3["problem"].astype(str) == study).any():
         notes.append(f"Poisson 256x256x512 (the study's job): no iteration count measured for "
                      f"{study} on any machine in these runs, so it is not priced; solve it "
