@@ -175,6 +175,18 @@ def benchmarks() -> dict[str, Benchmark]:
     return out | dict(sorted(_EXTRA.items()))
 
 
+def all_merits(runs_dir: Path, reference_dir: Path, problems: list[str]) -> list[Merits]:
+    """Every benchmark's figures of merit (their ``merits`` hooks, in order), what each could
+    not use and which run each VM's come from added once to `problems`: the cost tables, the
+    decision and the replay each say it."""
+    out = []
+    for spec in benchmarks().values():
+        if spec.merits is not None:
+            out.append(spec.merits(runs_dir, reference_dir))
+            problems += [p for p in out[-1].problems if p not in problems]
+    return out
+
+
 def folder(name: str) -> Path | None:
     """A built-in benchmark's package folder (burstbench/benchmarks/<name>/); None for one
     registered at run time."""

@@ -4,6 +4,7 @@ and what MPI this machine can really build with."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from gfarm_cluster import gfarm  # noqa: F401 (the session fixture: a real Gfarm, started once)
 from slurm_cluster import slurm  # noqa: F401 (a real Slurm per module that asks for it)
@@ -122,14 +124,34 @@ def report_root(tmp: Path, committed: bool = False) -> Path:
 
 def newer_run(vm_dir: Path, benchmark: str) -> tuple[str, Path]:
     """A copy of `vm_dir`'s newest run with a `benchmark` table under a later run id, the id
-    renamed in every table and the provenance: (the copied run's id, the copy)."""
+    renamed in every table and the provenance, each benchmark resealed (it verifies as its
+    original did): (the copied run's id, the copy)."""
     old = max(p.parent.name for p in vm_dir.glob(f"*/{benchmark}.csv"))
     new = vm_dir / "20991231T000000Z-zzzz"
     shutil.copytree(vm_dir / old, new)
     for f in new.iterdir():
         if f.suffix in (".csv", ".jsonl", ".json"):
             f.write_text(f.read_text().replace(old, new.name))
+    for name in json.loads((new / "provenance.json").read_text())["benchmarks"]:
+        if (new / f"{name}.csv").exists():
+            reseal(new, name)
     return old, new
+
+
+def reseal(run: Path, benchmark: str) -> None:
+    """Record `run`'s `benchmark` files as they are now in its manifest, and as many
+    configurations planned as its table holds: a test's edit of a table then reads as a
+    complete sweep that measured just that, not as damage."""
+    from burstbench.core.store.files import file_facts
+
+    path = run / "provenance.json"
+    prov = json.loads(path.read_text())
+    sec = prov["benchmarks"][benchmark]
+    held = int(pd.read_csv(run / f"{benchmark}.csv", usecols=["key"])["key"].nunique())
+    sec["manifest"] = {name: file_facts(run / name) | (
+        {"configurations": held} if name.endswith(".csv") else {}) for name in sec["manifest"]}
+    sec["planned"] = held + len(sec.get("failures", []))
+    path.write_text(json.dumps(prov, indent=1) + "\n")
 
 
 OMP_HELLO = "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"

@@ -17,7 +17,9 @@ from burstbench.cost.predict import (
     MatrixModel,
     NodeModel,
     SolveLayout,
+    Traffic,
     fit_efficiency,
+    iteration,
     predict,
 )
 from burstbench.cost.spot import spot_expected, spot_expected_arrays
@@ -113,34 +115,71 @@ def test_a_latency_curve_without_osu_bw_still_prices_messages():
     assert machines.measured_machine("t", triad, no_curve).intra is None
 
 
+def _pingpong_rows(placement, k: float, data: str, nodes: int = 1, tests=("latency", "bw")
+                   ) -> list[dict]:
+    """Merit rows of one placement measured here: its latency curve (k x 1, 2, 8 us at 0,
+    4 KiB, 64 KiB), minimum latency k us and osu_bw 20/k GB/s."""
+    base = {"vm": "t", "source": "measured here", "data": data, "placement": placement,
+            "nodes": nodes}
+    rows = []
+    if "latency" in tests:
+        rows += [base | {"merit": "message_time_us", "value": k * us, "unit": "us",
+                         "message_size": size} for size, us in ((0, 1.0), (4096, 2.0),
+                                                                (65536, 8.0))]
+        rows.append(base | {"merit": "latency_us", "value": k, "unit": "us", "message_size": 0})
+    if "bw" in tests:
+        rows.append(base | {"merit": "bandwidth_gbs", "value": 20.0 / k, "unit": "GB/s",
+                            "message_size": 1 << 22})
+    return rows
+
+
 @pytest.mark.parametrize("order", [1, -1])
-def test_within_a_node_one_placements_curve_prices_a_message(order):
-    """Same-socket and across-sockets measured on one VM: the link within a node is the
-    across-sockets curve alone (a 2-rank-per-node layout's ranks sit on two sockets), its
-    latency and bandwidth too, whatever the rows' order; never a mix of the two curves."""
+def test_within_a_node_each_layout_is_priced_by_one_placements_curve(order):
+    """Same-socket and across-sockets measured on one 4-core VM: a layout on one socket's
+    worth of cores (2 x 1 of 4) is priced by the same-socket curve, one past half the node
+    (2 x 2) by the across-sockets curve, whatever the rows' order; never a mix of the two
+    (the first row of each size used to win)."""
     from burstbench.core.merits import frame
     from burstbench.cost import machines
 
     data = "data/runs/t/20260102T000000Z-bbbb"
-    rows = []
-    for placement, k in (("same-socket", 1.0), ("across-sockets", 3.0)):
-        rows += [{"vm": "t", "merit": "message_time_us", "value": k * us, "unit": "us",
-                  "source": "measured here", "data": data, "placement": placement,
-                  "message_size": size} for size, us in ((0, 1.0), (4096, 2.0), (65536, 8.0))]
-        rows += [{"vm": "t", "merit": "latency_us", "value": k, "unit": "us",
-                  "source": "measured here", "data": data, "placement": placement,
-                  "message_size": 0},
-                 {"vm": "t", "merit": "bandwidth_gbs", "value": 20.0 / k, "unit": "GB/s",
-                  "source": "measured here", "data": data, "placement": placement,
-                  "message_size": 1 << 22}]
-    triad = pd.DataFrame({"threads": [1, 2], "value": [20.0, 30.0], "data": [data] * 2})
+    rows = _pingpong_rows("same-socket", 1.0, data) + _pingpong_rows("across-sockets", 3.0,
+                                                                      data)
+    triad = pd.DataFrame({"threads": [1, 4], "value": [20.0, 30.0], "data": [data] * 2})
     m = machines.measured_machine("t", triad, frame(rows[::order]))
-    assert [m.intra.time_us(s) for s in (0, 2048, 4096, 65536)] == pytest.approx(
+    small, big = SolveLayout(1, 2, 1), SolveLayout(1, 2, 2)
+    assert [m.within(big).time_us(s) for s in (0, 2048, 4096, 65536)] == pytest.approx(
         [3.0, 3.0 * 2 ** (11 / 12), 6.0, 24.0])  # log-log from 1 B
-    assert (m.intra.latency_us, m.intra.bandwidth_gbs) == (3.0, pytest.approx(20.0 / 3))
-    assert m.sources["pingpong"] == f"measured here ({data}), across-sockets"
-    same = frame([r for r in rows if r["placement"] == "same-socket"])
-    assert machines.measured_machine("t", triad, same).intra.time_us(4096) == 2.0
+    assert [m.within(small).time_us(s) for s in (0, 4096, 65536)] == [1.0, 2.0, 8.0]
+    assert (m.intra_sockets.latency_us, m.intra_sockets.bandwidth_gbs) == (
+        3.0, pytest.approx(20.0 / 3))
+    assert m.sources["sockets"] == f"measured here ({data}), across-sockets"
+    assert m.sources["pingpong"] == f"measured here ({data}), same-socket"
+    problem = MatrixModel.poisson(16, 16, 16)
+    traffic = Traffic(2, 2 * 4096, 0, 0)  # two 4 KiB halo messages
+    assert iteration(problem, m, small, 1.0, traffic)[1] == pytest.approx(2 * 2.0e-6)
+    assert iteration(problem, m, big, 1.0, traffic)[1] == pytest.approx(2 * 6.0e-6)
+
+
+def test_a_placement_that_cannot_price_leaves_the_next_one():
+    """Same-socket's latency cut short (osu_bw only): within a node the across-sockets curve
+    prices every layout; a table without placement labels is one unnamed placement (its
+    source names none); a custom pair on two hosts is a link across nodes."""
+    from burstbench.core.merits import frame
+    from burstbench.cost import machines
+
+    data = "data/runs/t/20260102T000000Z-bbbb"
+    triad = pd.DataFrame({"threads": [1, 4], "value": [20.0, 30.0], "data": [data] * 2})
+    cut = _pingpong_rows("same-socket", 1.0, data, tests=("bw",)) + \
+        _pingpong_rows("across-sockets", 3.0, data)
+    m = machines.measured_machine("t", triad, frame(cut))
+    assert m.intra == m.intra_sockets and m.intra.time_us(4096) == 6.0
+    bare = machines.measured_machine("t", triad, frame(_pingpong_rows(None, 2.0, data)))
+    assert bare.intra.time_us(4096) == 4.0 and bare.sources["pingpong"] == \
+        f"measured here ({data})"
+    pair = machines.measured_machine("t", triad, frame(_pingpong_rows("mine", 5.0, data, 2)))
+    assert pair.intra is None and pair.inter.time_us(4096) == pytest.approx(10.0)
+    assert pair.sources["network"] == f"measured here ({data}), mine"
 
 
 def test_a_published_triad_scales_down_with_cores_never_up():

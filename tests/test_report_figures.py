@@ -13,7 +13,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
-from conftest import newer_run, report_root
+from conftest import newer_run, report_root, reseal
 from matplotlib.patches import Rectangle
 
 from burstbench.benchmarks import biccg, pingpong, triad
@@ -271,13 +271,16 @@ def test_a_newer_run_without_gfarm_does_not_hide_a_vms_replication(tmp_path, run
     table = pd.read_csv(new / "storage.csv", dtype={"run_id": str})
     assert (table["access"] == "replication").any()
     table[table["access"] != "replication"].to_csv(new / "storage.csv", index=False)
+    reseal(new, "storage")
     storage.report_section(local.parent, figures_dir=tmp_path)
     summary = pd.read_csv(tmp_path / "storage_summary.csv")
-    drawn = summary.loc[summary["vm"] == "local", "data"]
-    assert len(drawn) and drawn.str.endswith(f"/local/{new.name}").all()
+    drawn = summary[summary["vm"] == "local"]
+    assert len(drawn) and drawn["data"].str.endswith(f"/local/{new.name}").all()
+    assert set(drawn["run_state"]) == {"complete"}
     rep = pd.read_csv(tmp_path / "storage_replication.csv")
     ours = rep[rep["source"] != "Gfarm on Azure (slides)"]
     assert list(ours["vm"]) == ["local"] and ours["data"].iloc[0].endswith(f"/local/{old}")
+    assert list(ours["run_state"]) == ["complete"]
 
 
 def test_a_series_figure_from_the_reference_is_drawn_for_its_vms_only(tmp_path, runs):

@@ -14,39 +14,57 @@ from burstbench.core.merits import Merits, merit, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost.predict import Link, NodeModel
 
-#: Within a node, the placement whose curve prices a message, first measured first: ranks
-#: bound in order (launch.py) put a 2-rank-per-node layout's two ranks on two sockets, and an
-#: iteration waits for its slowest halo.
-WITHIN_NODE = ("across-sockets", "same-socket")
+#: Each link's placements in the order tried ("*": any other of its kind, by name): across
+#: nodes (a custom placement on two hosts too); between ranks of a node, on one socket first
+#: and across its sockets only where nothing else was measured; across a node's sockets.
+ORDER = {"inter": ("across-nodes", "*"), "intra": ("same-socket", "*", "across-sockets"),
+         "sockets": ("across-sockets",)}
 
 
-def _placement(d: pd.DataFrame, across: bool) -> pd.DataFrame:
-    """The rows of one placement: across nodes, or the first of WITHIN_NODE measured within
-    one (else the first other label, by name): curves of two placements are never mixed."""
-    if "placement" not in d:
-        return d
-    d = d[(d["placement"] == "across-nodes") == across]
-    names = set(d["placement"].dropna())
-    if across or len(names) < 2:
-        return d
-    pick = next((p for p in WITHIN_NODE if p in names), min(names))
-    return d[d["placement"] == pick]
+def _kind(d: pd.DataFrame) -> pd.Series:
+    """Each row's link: 'inter' (across-nodes, or a placement on two nodes), 'sockets'
+    (across-sockets) or 'intra' (any other within a node, a table without placements)."""
+    placement = _placements(d)
+    nodes = pd.to_numeric(d["nodes"], errors="coerce").fillna(1) if "nodes" in d else 1
+    return pd.Series("intra", index=d.index).mask(placement == "across-sockets", "sockets") \
+        .mask((placement == "across-nodes") | (nodes > 1), "inter")
 
 
-def _link(rows: pd.DataFrame, vm: str, across: bool) -> Link | None:
-    """A VM's ping-pong across nodes or within one (one placement: _placement): its curve
-    where measured, else its published latency (with the top of its range) and bandwidth.
-    A latency curve without osu_bw (a sweep stopped at its budget after what the decision
-    prices first: the latency up to the halo's size) takes its bandwidth from its largest
-    message."""
-    d = _placement(rows[rows["vm"].map(vm_key) == vm_key(vm)], across)
+def _placements(d: pd.DataFrame) -> pd.Series:
+    """Each row's placement label, "" where none is known."""
+    return d["placement"].fillna("").astype(str) if "placement" in d else \
+        pd.Series("", index=d.index, dtype=str)
+
+
+def _link(rows: pd.DataFrame, vm: str, kind: str) -> Link | None:
+    """A VM's ping-pong of one `kind` (ORDER's keys; 'intra' takes 'sockets' rows last) from
+    one placement's rows, the first in ORDER that makes a link: curves of two placements
+    are never mixed."""
+    d = rows[rows["vm"].map(vm_key) == vm_key(vm)]
+    d = d[_kind(d) != "inter"] if kind == "intra" else d[_kind(d) == kind]
+    names, order = _placements(d), ORDER[kind]
+
+    def rank(p: str) -> tuple[int, str]:
+        key = p if p in order else "*"
+        return (order.index(key) if key in order else len(order), p)
+    for p in sorted(set(names), key=rank):
+        if (link := _placement_link(d[names == p], p)) is not None:
+            return link
+    return None
+
+
+def _placement_link(d: pd.DataFrame, placement: str) -> Link | None:
+    """One placement's link: its curve where measured, else its published latency (with the
+    top of its range) and bandwidth.  A latency curve without osu_bw (a sweep stopped at its
+    budget after what the decision prices first: the latency up to the halo's size) takes
+    its bandwidth from its largest message."""
     lat, bw = d[d["merit"] == "latency_us"], d[d["merit"] == "bandwidth_gbs"]
     curve = d[d["merit"] == "message_time_us"].sort_values("message_size")
     if lat.empty or (bw.empty and not (curve["message_size"] > 0).any()):
         return None
     source = f"{lat['source'].iloc[0]} ({lat['data'].iloc[0]})"
-    if not across and "placement" in d and d["placement"].nunique() == 1:
-        source += f", {d['placement'].iloc[0]}"
+    if placement and lat["source"].iloc[0] == "measured here":
+        source += f", {placement}"
     if bw.empty:
         last = curve.iloc[-1]
         bandwidth = float(last["message_size"]) / float(last["value"]) / 1e3  # B/us -> GB/s
@@ -68,11 +86,12 @@ def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> No
     within a node and across nodes where measured."""
     by_threads = {int(t): float(v) for t, v in zip(triad["threads"], triad["value"])}
     here = pingpong[pingpong["source"] == "measured here"]
-    intra, inter = _link(here, vm, False), _link(here, vm, True)
+    intra, sockets, inter = (_link(here, vm, k) for k in ("intra", "sockets", "inter"))
     return NodeModel(name=vm, cores=max(by_threads), triad_gbs=by_threads, measured=True,
-                   intra=intra, inter=inter,
+                   intra=intra, inter=inter, intra_sockets=sockets,
                    sources={"triad": f"measured here ({triad['data'].iloc[0]})",
                             "pingpong": intra.source if intra else "none measured",
+                            "sockets": sockets.source if sockets else "none measured",
                             "network": inter.source if inter else "none"})
 
 
@@ -109,7 +128,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
         ib = str(r.interconnect).lower() != "none"
         twin = [r.vm] + [s.vm for s in sizes.itertuples()
                          if s.interconnect == r.interconnect and s.vm != r.vm]
-        net = next(((v, lk) for v in twin if (lk := _link(published, v, True)) is not None),
+        net = next(((v, lk) for v in twin if (lk := _link(published, v, "inter")) is not None),
                    None)
         inter = None
         src = "none published"
@@ -133,7 +152,7 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
                           "memory_bandwidth_theoretical_gbs_per_cpu", "interconnect"],
                           problems)
     fees = read_reference(ref_dir, "prices_onprem.csv", ["system", "cores"], problems)
-    hc = _link(published, "HC44rs", True)
+    hc = _link(published, "HC44rs", "inter")
     for f in flow.itertuples():
         cores = fees.loc[fees["system"] == f.system, "cores"]
         if cores.empty:
@@ -175,7 +194,7 @@ def flow_machine(machine_of: dict[str, NodeModel], flow_system: str, flow_vm: st
     if notes:
         problems.append(f"{flow_system} measured as {flow_vm}: " + "; ".join(notes))
     return NodeModel(name=flow_system, cores=run.cores, triad_gbs=run.triad_gbs, measured=True,
-                   intra=intra, inter=inter,
+                   intra=intra, inter=inter, intra_sockets=run.intra_sockets,
                    sources=run.sources | {"triad": f"measured as {flow_vm}: "
                                           f"{run.sources['triad']}"}), True
 

@@ -21,8 +21,9 @@ where nothing was fitted):
    of another matrix), and two Allreduces (1 and 2 doubles).  Each message costs the
    ping-pong's time for a message of its size (:class:`Link`: the measured latency curve,
    interpolated, or the published latency + size / bandwidth), across nodes where the
-   layout has more than one node, else within a node (one placement's curve, across
-   sockets where measured: machines.WITHIN_NODE).
+   layout has more than one node, else within a node: across its sockets where that was
+   measured and the layout uses more than half the node's cores, else on one socket
+   (:meth:`NodeModel.within`; one placement's curve each, machines.ORDER).
 4. Reductions.  Each Allreduce costs 2 ceil(log2 ranks) message times of its size
    (recursive doubling); none on one rank.
 5. Iterations depend on the problem and the partition, not the machine: the count
@@ -186,6 +187,18 @@ class NodeModel:
     inter: Link | None = None
     max_nodes: int | None = None  # None: no limit known
     sources: dict[str, str] = field(default_factory=dict)
+    intra_sockets: Link | None = None  # within a node, across its sockets, where measured
+
+    def within(self, layout: SolveLayout) -> Link | None:
+        """The ping-pong between `layout`'s ranks on one node: across sockets where measured
+        and the layout uses more than half the node's cores, else `intra`.  mpiexec and
+        Open MPI bind ranks to cores in order (launch.py), so a layout's ranks reach the
+        second socket of a two-socket node (every VM of the study's) only past half its
+        cores; Slurm's default distribution (block:cyclic) deals them to sockets in turn,
+        where a smaller layout's halo crosses sockets too and is priced low."""
+        if self.intra_sockets is not None and layout.cores_per_node > self.cores / 2:
+            return self.intra_sockets
+        return self.intra
 
     def bandwidth(self, cores: int) -> float:
         """Triad GB/s of `cores` cores on one node (assumption 2)."""
@@ -257,7 +270,7 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
     if layout.ranks == 1:
         return memory, 0.0, 0.0
     across = layout.nodes > 1
-    link = machine.inter if across else machine.intra
+    link = machine.inter if across else machine.within(layout)
     if link is None:
         where = "across nodes" if across else "within a node"
         raise ValueError(f"{machine.name}: no ping-pong {where} measured or published")

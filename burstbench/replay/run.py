@@ -25,15 +25,13 @@ from burstbench.core.reference import vm_key
 from burstbench.cost import burst, machines, model
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
-from burstbench.cost.predict import MatrixModel
+from burstbench.cost.predict import STUDY_GRID, MatrixModel
 from burstbench.replay import policy
 from burstbench.replay.logs import Log
 from burstbench.report.decision import inputs
 
 #: Thresholds swept by default, hours: 10 minutes to 8 days.
 THRESHOLDS_H = (1 / 6, 1.0, 4.0, 12.0, 24.0, 48.0, 96.0, 192.0)
-#: The BICCG model's stand-in job for a class mapped to it: the study's Poisson problem.
-BICCG_PROBLEM = (256, 256, 512)
 
 
 @dataclass
@@ -92,12 +90,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     problems: list[str] = []
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
     if merits is None:
-        from burstbench.registry import benchmarks
-        runs = paths.runs_dir(runs_dir)
-        merits = [s.merits(runs, ref_dir) for s in benchmarks().values()
-                  if s.merits is not None]
-    for m in merits:  # which run each VM's figures come from, what could not be read
-        problems += [p for p in m.problems if p not in problems]
+        from burstbench.registry import all_merits
+        merits = all_merits(paths.runs_dir(runs_dir), ref_dir, problems)
     mode = flow_fraction[1] if isinstance(flow_fraction, (list, tuple)) and \
         len(flow_fraction) == 3 else sum(flow_fraction) / 2 if isinstance(
             flow_fraction, (list, tuple)) else flow_fraction
@@ -208,7 +202,8 @@ def _ratio(c: policy.JobClass, k: int, m, flow, fitted, x: dict[str, np.ndarray]
         return np.full(len(scale), float(c.speed))
     if c.speed == "memory":
         return flow_bw / m.bandwidth(m.cores) * scale
-    jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*BICCG_PROBLEM))
+    # the BICCG model's stand-in for a class mapped to it: the study's Poisson job
+    jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*STUDY_GRID))
     try:
         vp, fp = burst.parts(jc, m, fitted, flow), burst.parts(jc, flow, fitted, flow)
     except ValueError:

@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from burstbench.core import paths
-from burstbench.core.merits import Merits, merit, newest
+from burstbench.core.merits import merit, newest
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.cost import prices as price_tables
 from burstbench.cost.spot import spot_expected, spot_simulate
-from burstbench.registry import benchmarks
+from burstbench.registry import all_merits
 from burstbench.report import style
 from burstbench.report.sections import Section, figure_entry, table_entry
 
@@ -237,17 +237,6 @@ def _spot(section: Section, prices: price_tables.Prices, fig_dir: Path, vm: str,
     return rows
 
 
-def _merits(section: Section, runs: Path, ref_dir: Path) -> list[Merits]:
-    """Every benchmark's figures of merit (registry hooks), their problems noted once."""
-    out = []
-    for spec in benchmarks().values():
-        if spec.merits is not None:
-            m = spec.merits(runs, ref_dir)
-            section.problems += [p for p in m.problems if p not in section.problems]
-            out.append(m)
-    return out
-
-
 def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                 figures_dir: Path | str = "", usd_jpy: float = 145.0, region: str = "East US",
                 spot_vm: str = "HB120rs_v3", job_nodes: int = 4, job_hours: float = 10.0,
@@ -258,7 +247,7 @@ def cost_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     runs = paths.runs_dir(runs_dir)
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
     fig_dir = paths.figures_dir(figures_dir)
-    merits = _merits(section, runs, ref_dir)  # test runs are never priced
+    merits = all_merits(runs, ref_dir, section.problems)  # test runs are never priced
     _published_tables(section, ref_dir, fig_dir)
     measured = [r for m in merits for r in m.runs]
     prices = price_tables.load_prices(ref_dir, usd_jpy, _run_prices(measured))

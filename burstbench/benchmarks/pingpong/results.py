@@ -108,7 +108,7 @@ def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``latency_us`` (the smallest median one-way latency) and ``bandwidth_gbs`` (the largest
     median osu_bw bandwidth) of each VM's store.merit_runs run, per placement (its
-    C kernel, the first combination measured), with that label's whole curve
+    C kernel, the first combination measured; ``nodes`` it spans), with that label's whole curve
     (``message_time_us`` and ``message_bandwidth_gbs`` by ``message_size``), then the
     study's (data/reference/osu.csv: its latency range, ``latency_high_us`` the top, and
     its largest bandwidth, inter-node)."""
@@ -118,6 +118,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     chosen, notes = store.merit_runs(loaded, "pingpong")
     problems = list(loaded.problems) + notes
     stats = spread(loaded.table)
+    nodes = loaded.table.groupby(["run_id", "placement"])["nodes"].max() \
+        if len(loaded.table) else pd.Series(dtype=float)
     rows = []
     for vm, run in chosen.items():
         s = stats[(stats["vm"] == vm) & (stats["run_id"] == run["run_id"])
@@ -126,6 +128,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         for (placement, test), d in s.groupby(["placement", "function"], sort=True):
             if test not in ("latency", "bw"):
                 continue
+            on = int(nodes.get((run["run_id"], placement), 1))  # a custom pair on two hosts
             d = d[d["variant"] == d["variant"].iloc[0]]
             best = d.loc[d["median"].idxmin() if test == "latency" else d["median"].idxmax()]
             # the whole curve of that label: what a message of a given size costs
@@ -133,12 +136,12 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                 rows.append({"vm": vm, "merit": "message_time_us" if test == "latency"
                              else "message_bandwidth_gbs", "value": float(c.median),
                              "unit": c.unit, "source": "measured here", "data": data,
-                             "label": c.label, "placement": placement,
+                             "label": c.label, "placement": placement, "nodes": on,
                              "message_size": int(c.message_size), "run_id": run["run_id"]})
             rows.append({"vm": vm, "merit": "latency_us" if test == "latency"
                          else "bandwidth_gbs", "value": float(best["median"]),
                          "unit": best["unit"], "source": "measured here", "data": data,
-                         "label": best["label"], "placement": placement,
+                         "label": best["label"], "placement": placement, "nodes": on,
                          "message_size": int(best["message_size"]), "run_id": run["run_id"]})
     ref = read_reference(reference_dir, "osu.csv", ["vm", "latency_min_us", "latency_max_us",
                                                       "bandwidth_max_gbs"],

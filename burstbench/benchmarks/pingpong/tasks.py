@@ -209,7 +209,9 @@ def expand(P: dict, m: Machine) -> Plan:
     built = [info | {"spec": combo} for combo, info, _ in combos]
     # priority 0 within a budget: what the decision prices, first: the first combination's
     # C kernel, no huge pages, at the first placement (the BICCG halo's exchange on one
-    # node) and across nodes, its latency check, then its latency up to the halo's size
+    # node: same-socket in every params file, what the model's reference fit uses; an
+    # across-sockets curve, measured later, prices only layouts past half a node) and
+    # across nodes, its latency check, then its latency up to the halo's size
     # (halo_split); the other tests and the sizes beyond the halo's after the other
     # benchmarks' first configurations
     first = tasks[0].config

@@ -182,7 +182,7 @@ def _replication_table(section: sections.Section, stats: pd.DataFrame, loaded, r
             rows.append({"source": sections.source_label(run), "vm": vm, "between":
                          f"two I/O nodes of {r.target}", "metadata_server": "",
                          "median_mib_s": round(r.median, 1), "tries": int(r.n),
-                         "data": run_rel})
+                         "run_state": sections.run_state(run), "data": run_rel})
     ref = read_reference(ref_dir, "gfarm_azure_gfrep.csv", ["between", "metadata_server",
                                                             "seconds", "size_gb"],
                          section.problems)

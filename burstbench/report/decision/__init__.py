@@ -19,7 +19,7 @@ from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job, machines, model, study_check
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
-from burstbench.registry import benchmarks
+from burstbench.registry import all_merits
 from burstbench.report.decision import figures, inputs, text
 from burstbench.report.sections import Section
 
@@ -53,9 +53,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
     fig_dir = paths.figures_dir(figures_dir)
     data = job.Data(job_input_gb, job_output_gb, keep_months)
-    merits = [s.merits(runs, ref_dir) for s in benchmarks().values() if s.merits is not None]
-    for m in merits:
-        section.problems += [p for p in m.problems if p not in section.problems]
+    merits = all_merits(runs, ref_dir, section.problems)
     mode = flow_fraction[1] if isinstance(flow_fraction, (list, tuple)) and \
         len(flow_fraction) == 3 else flow_fraction if not isinstance(
             flow_fraction, (list, tuple)) else sum(flow_fraction) / 2

@@ -18,7 +18,7 @@ from burstbench.cost import burst, job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import merit
 from burstbench.cost.model import Model
-from burstbench.cost.predict import MatrixModel
+from burstbench.cost.predict import STUDY_GRID, MatrixModel
 
 #: The job classes of the decision: the study's Poisson problem on 1, 2, 4 and 8 nodes, and
 #: G3_circuit (1 node), priced where its iterations were measured here or given.  G3_PROXY
@@ -200,18 +200,16 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
                 user: dict) -> tuple[list[burst.JobClass], list[str]]:
     """The study's Poisson job on 1-8 nodes, a G3_circuit-sized matrix, the user's job."""
     notes, out = [], []
-    poisson = MatrixModel.poisson(256, 256, 512)
+    poisson, grid = MatrixModel.poisson(*STUDY_GRID), "x".join(map(str, STUDY_GRID))
     for n in STUDY_NODES:
-        out.append(burst.JobClass(f"Poisson 256x256x512, {n} node(s)", n, data, poisson,
-                                  solves))
+        out.append(burst.JobClass(f"Poisson {grid}, {n} node(s)", n, data, poisson, solves))
     g3 = merit(merits, "iterations")
-    study = poisson.name
-    if g3.empty or not (g3["problem"].astype(str) == study).any():
-        notes.append(f"Poisson 256x256x512 (the study's job): no iteration count measured for "
-                     f"{study} on any machine in these runs, so it is not priced; solve it "
-                     "once anywhere (biccg_problems: [{poisson: [256, 256, 512]}] in a params "
-                     "file, as papermill_params/hb120rs_v3.yaml has): the count depends on the "
-                     "problem and the rank count, not the machine")
+    if g3.empty or not (g3["problem"].astype(str) == poisson.name).any():
+        notes.append(f"Poisson {grid} (the study's job): no iteration count measured for "
+                     f"{poisson.name} on any machine in these runs, so it is not priced: the "
+                     "count depends on the problem and the ranks, not the machine; solve it "
+                     "once on any (papermill_params/local-model.yaml does, on this one: "
+                     f"biccg_problems: [{{poisson: {list(STUDY_GRID)}}}])")
     real = g3[g3["problem"].astype(str).str.startswith(G3["name"])] if len(g3) else g3
     if g3_iterations:
         it, how = float(g3_iterations), "iterations given (g3_iterations)"
