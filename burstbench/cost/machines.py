@@ -83,7 +83,8 @@ def _placement_link(d: pd.DataFrame, placement: str) -> Link | None:
 
 def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> NodeModel:
     """A VM measured here: Triad by threads from `triad` (one run's rows), its ping-pong
-    within a node and across nodes where measured."""
+    within a node (on one socket, and across its sockets) and across nodes where
+    measured."""
     by_threads = {int(t): float(v) for t, v in zip(triad["threads"], triad["value"])}
     here = pingpong[pingpong["source"] == "measured here"]
     intra, sockets, inter = (_link(here, vm, k) for k in ("intra", "sockets", "inter"))
