@@ -115,9 +115,9 @@ def each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path, *,
     """(vm, run, its rows of `stats`, the run's path relative to the project) for the newest
     run of each VM that has rows; `newest_with_rows`: for each VM's newest run among those
     with rows (a newer run that measured none of them does not hide an older one's)."""
-    runs = loaded.runs
     if stats.empty:
         return
+    runs = loaded.runs
     if newest_with_rows:
         have = set(zip(stats["vm"], stats["run_id"]))
         runs = [r for r in runs if (r["vm"], r["run_id"]) in have]

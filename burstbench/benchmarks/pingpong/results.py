@@ -128,7 +128,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         for (placement, test), d in s.groupby(["placement", "function"], sort=True):
             if test not in ("latency", "bw"):
                 continue
-            on = int(nodes.get((run["run_id"], placement), 1))  # a custom pair on two hosts
+            on = nodes.get((run["run_id"], placement), 1)  # machines._kind reads it
             d = d[d["variant"] == d["variant"].iloc[0]]
             best = d.loc[d["median"].idxmin() if test == "latency" else d["median"].idxmax()]
             # the whole curve of that label: what a message of a given size costs
