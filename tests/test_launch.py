@@ -43,7 +43,7 @@ def command(name: str, layout: Layout, **kw) -> tuple[list[str], dict[str, str]]
       {})),
     ("slurm", (["-N", "1", "--ntasks-per-node", "2", "--cpu-bind=map_cpu:0,1", "-n", "2"], {}),
      (["-N", "2", "--ntasks-per-node", "2", "--nodelist", "a,b", "--cpus-per-task", "3",
-       "--cpu-bind=cores", "-n", "4"], {})),
+       "--distribution=block:block", "--cpu-bind=cores", "-n", "4"], {})),
     ("none", (["-n", "2"], {}), (["-n", "4"], {})),
 ])
 def test_each_launcher_on_one_and_two_nodes(name, one_node, two_nodes):
@@ -99,6 +99,18 @@ def test_srun_gets_pmix_for_open_mpi_where_offered(tmp_path, offered, expected):
 def test_srun_keeps_the_plugin_the_combination_names(given):
     args = command("slurm", ONE_NODE, family="mpich", **given)[0]
     assert not any(a.startswith("--mpi") for a in args)
+
+
+@pytest.mark.parametrize("given", [{"args": ["--distribution=cyclic"]},
+                                   {"args": ["--distribution", "block:cyclic"]},
+                                   {"args": ["-m", "cyclic"]}, {"args": ["-mplane=2"]},
+                                   {"env": {"SLURM_DISTRIBUTION": "block:cyclic"}}])
+def test_srun_keeps_the_distribution_the_combination_names(given):
+    """Only a distribution of the combination's own: srun takes the last option given, and
+    the launcher's come after the combination's."""
+    args = command("slurm", TWO_NODES, **given)[0]
+    assert not any(a.startswith(("--distribution", "-m")) for a in args)
+    assert "--distribution=block:block" in command("slurm", TWO_NODES, args=["--mpi=none"])[0]
 
 
 def test_srun_without_a_family_or_without_slurm(tmp_path):

@@ -186,6 +186,16 @@ class Slurm(Launcher):
             return "pmix"
         return ""
 
+    def distribution(self) -> list[str]:
+        """``--distribution=block:block`` unless the combination names one (args or
+        $SLURM_DISTRIBUTION): Slurm's default, block:cyclic, deals a node's ranks to its
+        sockets in turn, where every other launcher here fills one socket's cores first, so
+        one params file would measure another placement under srun than under mpiexec."""
+        if any(a == "--distribution" or a.startswith(("--distribution=", "-m"))
+               for a in self.given_args) or "SLURM_DISTRIBUTION" in self.given_env:
+            return []
+        return ["--distribution=block:block"]
+
     def args(self, layout: Layout) -> list[str]:
         plugin = self.mpi_plugin()
         out = [f"--mpi={plugin}"] if plugin else []
@@ -194,7 +204,8 @@ class Slurm(Launcher):
         if layout.cpus:
             out += [f"--cpu-bind=map_cpu:{layout.cpu_list}"]
         else:
-            out += ["--cpus-per-task", str(layout.threads), "--cpu-bind=cores"]
+            out += ["--cpus-per-task", str(layout.threads), *self.distribution(),
+                    "--cpu-bind=cores"]
         return out + ["-n", str(layout.ranks)]
 
 
