@@ -213,6 +213,28 @@ def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypat
     assert [line.split()[0] for line in table[1:3]] == ["triad", "storage"]
 
 
+@pytest.mark.parametrize("budget_s, line", [
+    (None, "[1/4 25% ~0 min left] a"),  # no budget: the sweep's time left alone
+    (150, "[1/4 25% ~0 min left] a")])  # a budget that outlasts the sweep
+def test_a_progress_line_without_a_budget_that_ends_sooner(budget_s, line, monkeypatch,
+                                                          capsys):
+    if budget_s is not None:
+        monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + budget_s))
+    monkeypatch.setenv("BURSTBENCH_PROGRESS", "lines")
+    runner.Progress(4, 0, "t").step("a")
+    assert capsys.readouterr().out == line + "\n"
+
+
+def test_a_progress_line_says_when_the_budget_ends_before_the_sweep(monkeypatch, capsys):
+    """Under a budget the sweep stops at its deadline, not at the end of its plan: a line
+    that gave only the plan's time left (~18 min with 3 to go) promised what will not run."""
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 140))
+    assert runner.time_left(1080) == "~18 min left, the budget ends in 2 min"
+    assert runner.time_left(120) == "~2 min left"
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() - 5))
+    assert runner.time_left(600) == "~10 min left, the budget ends in 0 min"
+
+
 def test_timed_seconds_are_the_kernels_own():
     assert runner.timed_seconds([{"times_s": [0.5, 0.25]}, {"solve_s": 1.0, "setup_s": 9.0},
                                  {"total_s": 2.0}, {"seconds": 0.25, "validated": True}]) == 4.0

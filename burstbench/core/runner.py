@@ -378,6 +378,16 @@ def _progress_mode() -> str:
     return "bar" if sys.stdout.isatty() or "ipykernel" in sys.modules else "lines"
 
 
+def time_left(sweep_s: float) -> str:
+    """A progress line's time left: the sweep's, and the budget's where it ends sooner (the
+    sweep stops there, what is left stored as left)."""
+    text = f"~{sweep_s / 60:.0f} min left"
+    budget_s = budget.left_s()
+    if budget_s is not None and budget_s < sweep_s:
+        text += f", the budget ends in {max(0.0, budget_s) / 60:.0f} min"
+    return text
+
+
 class Progress:
     """A tqdm bar, or one counted line per configuration with the time left (for logs)."""
 
@@ -395,11 +405,13 @@ class Progress:
         if self.bar is not None:
             self.bar.write(message)
             self.bar.update(1)
+            budget_s = budget.left_s()
+            if budget_s is not None:  # tqdm's own ETA is the whole sweep's
+                self.bar.set_postfix_str(f"budget ends in {max(0.0, budget_s) / 60:.0f} min")
         elif self.mode == "lines":
             rate = (time.monotonic() - self.start) / max(1, self.count - self.start_count)
-            left = rate * (self.total - self.count)
             print(f"[{self.count}/{self.total} {100 * self.count // max(1, self.total)}% "
-                  f"~{left / 60:.0f} min left] {message}", flush=True)
+                  f"{time_left(rate * (self.total - self.count))}] {message}", flush=True)
 
     def note(self, message: str) -> None:
         (self.bar.write if self.bar is not None else print)(message)
