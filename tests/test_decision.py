@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import committed_runs, newer_run, report_root
+from conftest import committed_runs, newer_run, report_root, reseal
 
 from burstbench.cost import job, model
 from burstbench.cost.predict import (
@@ -579,6 +579,51 @@ def test_a_job_no_option_can_price_is_said_in_one_line(tmp_path):
     choices = (tmp_path / "burst_decision_choices.md").read_text()
     assert "- **nowhere, 64 node(s)**: nothing priced (no prediction: poisson9x9x9: no " \
         "iteration count)." in choices
+
+
+def test_a_model_no_other_solve_validates_is_not_drawn_as_exact_without_a_word(tmp_path):
+    """The committed runs with every C solve but the fitted one dropped (their iteration
+    counts kept, so the jobs are still priced), as a runs folder of budget runs alone
+    gives: the model's error is unknown, and the report says so where it would have given
+    its range (no 'nan'), the inputs table says it is drawn as none, and a note says what
+    to measure."""
+    import json
+    import shutil
+
+    from burstbench.report import decision as report
+
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "data/runs/local", runs / "local")
+    for csv in runs.glob("local/*/biccg.csv"):
+        t = pd.read_csv(csv, dtype={"run_id": str})
+        fitted = (t["problem"] == "poisson128x128x128") & (t["label"] == "2x1") & \
+            (csv.parent.name == "20261124T010255Z-ae37")
+        t[~((t["metric"] == "solve_time") & (t["impl"] == "c") & ~fitted)].to_csv(
+            csv, index=False)
+        if "manifest" in json.loads((csv.parent / "provenance.json").read_text()
+                                    )["benchmarks"]["biccg"]:  # runs before manifests: none
+            reseal(csv.parent, "biccg")
+    figs = tmp_path / "figs"
+    sec = report.decision_report(runs, figures_dir=figs, mc_draws=200)
+    assert ("the time model is fitted on the only BICCG solve measured (poisson128x128x128 "
+            "2x1 on local): no other solve validates it, so its error is unknown and the "
+            "decision draws none; measure BICCG's other configurations (after a budget, the "
+            "same command measures what was left)") in sec.problems
+    assert len(pd.read_csv(figs / "biccg_model_validation.csv")) == 1
+    inputs = pd.read_csv(figs / "burst_inputs.csv").set_index("input")
+    assert inputs.loc["model error", "source"] == \
+        "unknown, drawn as none: no solve but the fitted one to validate on"
+    caption = next(e.caption for e in sec.entries
+                   if e.title == "BICCG time model: predicted against measured")
+    assert "was fitted on one solve (poisson128x128x128, 2x1, local), the only one " \
+        "measured: no other solve checks it, so its error is unknown" in caption
+    choices = (figs / "burst_decision_choices.md").read_text()
+    assert "The time model's error is unknown (no solve but the one it was fitted on " \
+        "validates it) and is not drawn: these answers are surer than their data" in choices
+    assert (pd.read_csv(figs / "burst_decision.csv")["status"] == "priced").any()
+    for e in sec.entries:
+        assert "nan" not in e.caption, e.title
+    assert "nan%" not in choices
 
 
 def _runs_with_flow(tmp_path: Path) -> Path:

@@ -111,6 +111,11 @@ class Model:
                          ignore_index=True)
 
     @property
+    def validated(self) -> bool:
+        """True when some solve besides the fitted one was measured to check the model on."""
+        return bool((~self.validation["reference"]).any())
+
+    @property
     def error_range(self) -> tuple[float, float]:
         """(lowest, highest) error: the range always holds the prediction itself."""
         e = self.long_errors()
@@ -122,7 +127,8 @@ class Model:
         e = self.long_errors()
         lo, hi = self.error_range
         if math.isnan(lo):
-            return u.Range.known(u.ERROR, 0.0, "", "no other solve to validate on")
+            return u.Range.known(u.ERROR, 0.0, "", "unknown, drawn as none: no solve but the "
+                                 "fitted one to validate on")
         n = len(e) - 1
         return u.Range(u.ERROR, lo, float(e.median()), hi, "",
                        f"the validation's {n} solve(s) of at least {MIN_SOLVE_S:g} s and the "

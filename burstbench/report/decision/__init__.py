@@ -72,6 +72,12 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"no burst decision: {exc}")
         return section
     section.entries.append(figures.validation(section, fitted, fig_dir, show))
+    if not fitted.validated:
+        section.problems.append(
+            f"the time model is fitted on the only BICCG solve measured ({reference['problem']} "
+            f"{reference['layout']} on {reference['vm']}): no other solve validates it, so its "
+            "error is unknown and the decision draws none; measure BICCG's other "
+            "configurations (after a budget, the same command measures what was left)")
     ranges = inputs.ranges(fitted, flow_fraction, flow_measured, ref_dir, wan_mib_s,
                            deploy_minutes, spot_evictions_per_h, section.problems,
                            machines.merit(merits, "wan_mib_s"))

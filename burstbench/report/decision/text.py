@@ -200,11 +200,16 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             f"({hours(cheap['break_even_p10_h'])} to {hours(cheap['break_even_p90_h'])})."
             + (f" {jc.note}." if jc.note else ""))
     lo, hi = model.error_range
+    error = (f"The time model's error on solves of at least {MIN_SOLVE_S:g} s ranges "
+             f"{lo:+.0%} to {hi:+.0%}; it and every other input are drawn"
+             if model.validated else
+             "The time model's error is unknown (no solve but the one it was fitted on "
+             "validates it) and is not drawn: these answers are surer than their data; every "
+             "other input is drawn")
     text = ("## What would have been chosen\n\n" + "\n".join(lines) + "\n\nPredicted, none of "
-            f"it measured. The time model's error on solves of at least {MIN_SOLVE_S:g} s "
-            f"ranges {lo:+.0%} to {hi:+.0%}; it and every other input are drawn "
-            "(figures/burst_inputs.md), the inputs that decide each job's break-even ranked in "
-            "figures/burst_sensitivity.md. Written from figures/burst_decision.csv.\n")
+            f"it measured. {error} (figures/burst_inputs.md), the inputs that decide each "
+            "job's break-even ranked in figures/burst_sensitivity.md. Written from "
+            "figures/burst_decision.csv.\n")
     return prose(fig_dir / "burst_decision_choices.md", text,
                  "What would have been chosen, and why",
                  "Per job class, from the decision table: the answer at the wait asked about, "
