@@ -266,18 +266,20 @@ def test_local_yaml_measures_within_a_default_budget():
 def test_biccg_measures_first_the_largest_grid_at_the_study_layout():
     """Within a budget BICCG measures first our solver at 2 ranks per node on the largest
     Poisson grid planned (local.yaml's 128^3: the solve the decision's time model is fitted
-    on), wherever it stands in the list; the baselines and the other layouts come later."""
+    on), wherever it stands in the list, and one repetition of the widest other layout on
+    that grid (a solve that validates the model); the baselines and the rest come later."""
     probs = [biccg.Problem(f"poisson{n}x{n}x{n}", ("--poisson", str(n), str(n), str(n)))
              for n in (16, 24, 20)]
     P = params.validate({"biccg_problems": [{"poisson": [n, n, n]} for n in (16, 24, 20)],
-                         "biccg_ranks_per_node": [1, 2], "biccg_threads": [1],
+                         "biccg_ranks_per_node": [1, 2], "biccg_threads": [1, 2],
                          "biccg_baselines": ["scipy-cg"], "biccg_repetitions": 2}, "biccg")
     m = biccg.Machine(probs, launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
                       {"mpi_library": "MPICH Version: 4.1"}, [], biccg.Calibration())
-    plan = biccg.expand(P, m)
+    plan = biccg.expand(P, m)  # 2 cores: 1x1, 1x2 and 2x1 (2x2 is skipped)
     first = [t.config for t in plan.tasks if t.priority == 0]
-    assert [(c["impl"], c["label"], c["problem"]) for c in first] == \
-        [("c", "2x1", "poisson24x24x24")] * 2
+    assert sorted((c["impl"], c["label"], c["problem"], c["repetition"]) for c in first) == \
+        [("c", "1x2", "poisson24x24x24", 1), ("c", "2x1", "poisson24x24x24", 1),
+         ("c", "2x1", "poisson24x24x24", 2)]
     mtx = biccg.Problem("g3", ("--mtx", "g3.mtx"))
     assert max([mtx, *probs], key=biccg.grid_points) is probs[1]
     assert max([mtx], key=biccg.grid_points) is mtx  # no grid: the first problem
