@@ -104,6 +104,7 @@ def test_srun_keeps_the_plugin_the_combination_names(given):
 @pytest.mark.parametrize("given", [{"args": ["--distribution=cyclic"]},
                                    {"args": ["--distribution", "block:cyclic"]},
                                    {"args": ["-m", "cyclic"]}, {"args": ["-mplane=2"]},
+                                   {"args": ["--dist=cyclic"]},  # getopt's abbreviation
                                    {"env": {"SLURM_DISTRIBUTION": "block:cyclic"}}])
 def test_srun_keeps_the_distribution_the_combination_names(given):
     """Only a distribution of the combination's own: srun takes the last option given, and

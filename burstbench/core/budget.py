@@ -93,6 +93,20 @@ def prioritized(tasks: list[Task], needed: Callable[[dict], bool]) -> list[Task]
     return [dataclasses.replace(t, priority=0 if needed(t.config) else 1) for t in tasks]
 
 
+def after(tasks: list[Task], moved: Callable[[dict], bool],
+          anchor: Callable[[dict], bool]) -> list[Task]:
+    """`tasks` with those whose configuration is `moved` and that come before the first
+    `anchor` put just after it (unchanged without an anchor): a nearby swap in the plan's
+    order, so a budget's pass measures the anchor first, and without a budget the
+    repetitions still alternate."""
+    first = next((i for i, t in enumerate(tasks) if anchor(t.config)), None)
+    if first is None:
+        return list(tasks)
+    ahead = [t for t in tasks[:first] if moved(t.config)]
+    return ([t for t in tasks[:first] if not moved(t.config)] + [tasks[first]] + ahead
+            + tasks[first + 1:])
+
+
 def order(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
     """(to measure in this pass, in priority order; left for a later pass).  Without a budget,
     every task in plan order."""

@@ -187,12 +187,13 @@ class Slurm(Launcher):
         return ""
 
     def distribution(self) -> list[str]:
-        """``--distribution=block:block`` unless the combination names one (args or
-        $SLURM_DISTRIBUTION): Slurm's default, block:cyclic, deals a node's ranks to its
-        sockets in turn, where every other launcher here fills one socket's cores first, so
-        one params file would measure another placement under srun than under mpiexec."""
-        if any(a == "--distribution" or a.startswith(("--distribution=", "-m"))
-               for a in self.given_args) or "SLURM_DISTRIBUTION" in self.given_env:
+        """``--distribution=block:block`` unless the combination names one (args, getopt's
+        abbreviations such as --dist included, or $SLURM_DISTRIBUTION): Slurm's default,
+        block:cyclic, deals a node's ranks to its sockets in turn, where every other
+        launcher here that binds fills one socket's cores first, so one params file would
+        measure another placement under srun than under mpiexec."""
+        if any(a.startswith(("--dist", "-m")) for a in self.given_args) or \
+                "SLURM_DISTRIBUTION" in self.given_env:
             return []
         return ["--distribution=block:block"]
 

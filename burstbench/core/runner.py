@@ -383,8 +383,9 @@ def time_left(sweep_s: float) -> str:
     sweep stops there, what is left stored as left)."""
     text = f"~{sweep_s / 60:.0f} min left"
     budget_s = budget.left_s()
-    if budget_s is not None and budget_s < sweep_s:
-        text += f", the budget ends in {max(0.0, budget_s) / 60:.0f} min"
+    ends = f"{max(0.0, budget_s) / 60:.0f}" if budget_s is not None else ""
+    if budget_s is not None and budget_s < sweep_s and ends != f"{sweep_s / 60:.0f}":
+        text += f", the budget ends in {ends} min"
     return text
 
 

@@ -190,8 +190,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                         traffic_for(s["problem"], int(s["ranks"]), same(counts, s)))
         except ValueError:
             continue
-        is_ref = (s["run_id"], s["problem"], s["label"]) == (r["run_id"], r["problem"],
-                                                            r["label"])
+        is_ref = (s["run_id"], s["problem"], s["label"], s["nodes"]) == (
+            r["run_id"], r["problem"], r["label"], r["nodes"])
         rows.append({"vm": s["vm"], "run_id": s["run_id"], "problem": s["problem"],
                      "layout": f"{lay.nodes}n {s['label']}", "cores": s["cores"],
                      "iterations": float(it["value"].iloc[0]), "measured_s": s["value"],

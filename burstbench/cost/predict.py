@@ -192,10 +192,11 @@ class NodeModel:
     def within(self, layout: SolveLayout) -> Link | None:
         """The ping-pong between `layout`'s ranks on one node: across sockets where measured
         and the layout uses more than half the node's cores, else `intra`.  Every launcher
-        of launch.py binds ranks to cores in order (srun too: it is given block:block, not
-        Slurm's default block:cyclic), so a layout's ranks reach the second socket of a
-        two-socket node (every VM of the study's) only past half its cores.  A combination
-        that names its own distribution (srun -m cyclic) is priced as if it did not."""
+        of launch.py that binds ranks binds them to cores in order (srun too: it is given
+        block:block, not Slurm's default block:cyclic), so a layout's ranks reach the second
+        socket of a two-socket node (every VM of the study's) only past half its cores.  A
+        combination that names its own distribution (srun -m cyclic) is priced as if it did
+        not."""
         if self.intra_sockets is not None and layout.cores_per_node > self.cores / 2:
             return self.intra_sockets
         return self.intra

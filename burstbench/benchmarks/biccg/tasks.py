@@ -165,18 +165,26 @@ def expand(P: dict, m: Machine) -> Plan:
     # planned, else the widest layout planned) on the largest Poisson grid planned: the
     # nearest to the study's, out of cache, and on local.yaml the solve the decision's time
     # model is fitted on (its model_reference); a matrix file's size is read later, so
-    # with no grid, the first problem.  And one repetition of the widest other layout on
-    # that grid: a solve that checks the model (without one its error is unknown and the
-    # decision draws none, cost/model.py)
+    # with no grid, the first problem.  And, where another layout is planned, one
+    # repetition of the widest other one on that grid and the fewest nodes, just after the
+    # fitted solve's first: a solve that checks the model (without one its error is unknown
+    # and the decision draws none, cost/model.py)
     ours = [t.config for t in tasks if t.config["impl"] == "c"]
     study = max((c["label"] for c in ours), key=lambda lab: (lab.startswith("2x"), lab),
                 default=None)
     largest = max(m.problems, key=grid_points).name
+    fewest = min((c["nodes"] for c in ours), default=1)
     check = max((c["label"] for c in ours if c["problem"] == largest and c["label"] != study),
                 key=lambda lab: (math.prod(int(x) for x in lab.split("x")), lab), default=None)
+
+    def checks(c: dict) -> bool:
+        return c["impl"] == "c" and c["problem"] == largest and c["label"] == check \
+            and c["nodes"] == fewest and c["repetition"] == 1
+
     tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and c["problem"] == largest
-                               and (c["label"] == study
-                                    or (c["label"] == check and c["repetition"] == 1)))
+                               and (c["label"] == study or checks(c)))
+    tasks = budget.after(tasks, checks, lambda c: c["impl"] == "c" and c["label"] == study
+                         and c["problem"] == largest and c["repetition"] == 1)
     return Plan(tasks, variants, notes, detail="problem", calibration=m.calibration.said)
 
 
