@@ -94,7 +94,8 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
     passes = budget.start(getattr(args, "budget_s", None))  # [None], or [0, None]
     try:
         with signals.stop_signals():  # Ctrl-C, SIGTERM (scancel, time limit), SIGHUP alike
-            for name, tier in ((n, t) for t in passes for n in only):
+            for name, tier in ((n, t) for t in passes
+                               for n in budget.pass_order(run_dir, only, t)):
                 if not budget.should_start(run_dir, name, tier, len(passes)):
                     continue
                 nb = paths.notebooks_dir() / params.notebooks()[name]

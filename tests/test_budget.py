@@ -247,6 +247,23 @@ def test_the_budget_is_not_said_where_it_rounds_to_the_sweeps_time(monkeypatch):
     assert runner.time_left(150) == "~2 min left"  # not "~2 min left, the budget ends in 2"
 
 
+def test_the_rest_starts_with_the_benchmark_that_has_least_left(tmp_path):
+    """The large-cache proxy's 8 minutes: after the first pass the Triad's matrix (485 s
+    left) took all the time left, and ping-pong (100 s), BICCG (77 s) and storage (5 s)
+    ended with their first configurations only; the rest now starts with the least left,
+    so they complete, and a benchmark with no estimate yet comes last."""
+    secs = {"triad": {"left_estimate_s": 485.0}, "pingpong": {"left_estimate_s": 100.0},
+            "biccg": {"left_estimate_s": 77.0}, "storage": {"left_estimate_s": 5.0}}
+    (tmp_path / "provenance.json").write_text(json.dumps({"benchmarks": secs}))
+    only = ["triad", "pingpong", "biccg", "storage"]
+    assert budget.pass_order(tmp_path, only, 0) == only  # what the decision needs: as given
+    assert budget.pass_order(tmp_path, only, None) == ["storage", "biccg", "pingpong", "triad"]
+    del secs["biccg"]
+    (tmp_path / "provenance.json").write_text(json.dumps({"benchmarks": secs}))
+    assert budget.pass_order(tmp_path, only, None) == ["storage", "pingpong", "triad", "biccg"]
+    assert budget.pass_order(tmp_path / "none", only, None) == only  # no provenance yet
+
+
 def test_timed_seconds_are_the_kernels_own():
     assert runner.timed_seconds([{"times_s": [0.5, 0.25]}, {"solve_s": 1.0, "setup_s": 9.0},
                                  {"total_s": 2.0}, {"seconds": 0.25, "validated": True}]) == 4.0

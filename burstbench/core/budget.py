@@ -5,9 +5,10 @@ started that does not fit the time left by its estimate.
 that the notebooks' kernels inherit (DEADLINE_ENV, seconds since the epoch).  The run
 measures in two passes: first each benchmark's configurations of priority 0 (what the time
 model and the decision use: each benchmark's expand() marks them with :func:`prioritized`),
-then the rest (TIER_ENV says which pass a kernel is in).  Within a pass a sweep measures in
-priority order while the next configuration's estimate fits before the deadline; what is
-left is stored as left, the benchmark's status is STATUS, and the same command resumes it.
+then the rest, the benchmark with the least left first (TIER_ENV says which pass a kernel
+is in).  Within a pass a sweep measures in priority order while the next configuration's
+estimate fits before the deadline; what is left is stored as left, the benchmark's status
+is STATUS, and the same command resumes it.
 """
 
 from __future__ import annotations
@@ -145,6 +146,21 @@ def complete(run_dir: Path, benchmark: str) -> bool:
 
     sec = Run(run_dir).provenance().get("benchmarks", {}).get(benchmark, {})
     return sec.get("status") == "complete"
+
+
+def pass_order(run_dir: Path, only: list[str], tier: int | None) -> list[str]:
+    """The benchmarks in the order pass `tier` starts them: as given for what the decision
+    needs; for the rest, the one with the least left by its calibrated estimate first (a
+    budget then ends with as many complete sweeps as it can, and the Triad's matrix, the
+    largest on a machine with a large cache, does not take all the time left), those with
+    no estimate yet last, as given."""
+    if tier is not None:
+        return list(only)
+    from burstbench.core.store import Run
+
+    secs = Run(run_dir).provenance().get("benchmarks", {})
+    left = {n: secs.get(n, {}).get("left_estimate_s") for n in only}
+    return sorted(only, key=lambda n: (left[n] is None, left[n] or 0.0))
 
 
 def table(run_dir: Path, only: list[str]) -> tuple[str, int]:
