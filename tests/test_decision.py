@@ -534,6 +534,34 @@ def test_the_model_is_fitted_on_the_merit_runs_solve_not_a_newer_incomplete_one(
     assert after.efficiency == before.efficiency
 
 
+def test_a_multi_node_solve_of_the_fitted_layout_is_validation_not_the_fit():
+    """The committed merits and, in the fitted solve's run, the same layout on 2 nodes (an
+    interconnect measured to price it): only the 1-node solve is the fit; the 2-node one
+    checks the model (it was matched by run, problem and label, and read as the fit too)."""
+    from burstbench.core.merits import Merits, frame
+    from burstbench.cost import machines
+    from burstbench.registry import benchmarks
+
+    ref_dir = ROOT / "data" / "reference"
+    merits = [s.merits(ROOT / "data" / "runs", ref_dir) for s in benchmarks().values()
+              if s.merits]
+    reference = {"vm": "local", "problem": "poisson128x128x128", "layout": "2x1"}
+    wide = []
+    for name in ("solve_time_s", "iterations"):
+        d = machines.merit(merits, name)
+        one = d[(d["vm"] == "local") & (d["problem"] == reference["problem"])
+                & (d["label"] == "2x1") & (d["nodes"] == 1) & (d["impl"] == "c")]
+        wide += one.assign(nodes=2, ranks=4).to_dict("records")
+    assert wide
+    network = [r | {"vm": "local"} for r in _pingpong_rows("across-nodes", 5.0, "x", nodes=2)]
+    merits.append(Merits(frame(wide + network)))
+    fitted = model.fit(merits, machines.machines(merits, ref_dir, 0.793, []), reference)
+    v = fitted.validation
+    assert v["reference"].sum() == 1
+    assert v.loc[v["reference"], "layout"].tolist() == ["1n 2x1"]
+    assert (v["layout"] == "2n 2x1").any() and fitted.validated
+
+
 @pytest.mark.parametrize("kw", [{}, {"wan_mib_s": 50, "flow_fraction": [0.7, 0.8, 0.9]}])
 def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch, kw):
     """Each decision table's entry (its Data line in figures/README.md) names every run and
