@@ -292,6 +292,9 @@ def test_the_error_range_holds_the_prediction_and_ignores_short_solves():
     assert model.Model(1.0, {}, v).error_range == (-0.1, 0.3)
     short = v.assign(measured_s=[5.0, 0.1, 0.2, 0.3])  # none long: all of them count
     assert model.Model(1.0, {}, short).error_range == (-0.9, 0.3)
+    assert model.Model(1.0, {}, short).validated
+    assert not model.Model(1.0, {}, v[v["reference"]]).validated  # the fitted solve alone
+    assert not model.Model(1.0, {}, pd.DataFrame()).validated  # nothing predicted
 
 
 # -- what the decision does not know ----------------------------------------------------------

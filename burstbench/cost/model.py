@@ -113,7 +113,8 @@ class Model:
     @property
     def validated(self) -> bool:
         """True when some solve besides the fitted one was measured to check the model on."""
-        return bool((~self.validation["reference"]).any())
+        v = self.validation
+        return "reference" in v and bool((~v["reference"].astype(bool)).any())
 
     @property
     def error_range(self) -> tuple[float, float]:
