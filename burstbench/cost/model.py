@@ -125,11 +125,11 @@ class Model:
     def error(self) -> u.Range:
         """The model's error as an input: triangular over the validation's (lowest, median,
         highest); a time predicted p stands for p / (1 + e)."""
-        e = self.long_errors()
-        lo, hi = self.error_range
-        if math.isnan(lo):
+        if not self.validated:  # error_range is (nan, nan)
             return u.Range.known(u.ERROR, 0.0, "", "unknown, drawn as none: no solve but the "
                                  "fitted one to validate on")
+        e = self.long_errors()
+        lo, hi = self.error_range
         n = len(e) - 1
         return u.Range(u.ERROR, lo, float(e.median()), hi, "",
                        f"the validation's {n} solve(s) of at least {MIN_SOLVE_S:g} s and the "

@@ -177,14 +177,14 @@ def expand(P: dict, m: Machine) -> Plan:
     check = max((c["label"] for c in ours if c["problem"] == largest and c["label"] != study),
                 key=lambda lab: (math.prod(int(x) for x in lab.split("x")), lab), default=None)
 
-    def checks(c: dict) -> bool:
-        return c["impl"] == "c" and c["problem"] == largest and c["label"] == check \
-            and c["nodes"] == fewest and c["repetition"] == 1
+    def ours_on(c: dict, label: str | None) -> bool:
+        return c["impl"] == "c" and c["problem"] == largest and c["label"] == label
 
-    tasks = budget.prioritized(tasks, lambda c: c["impl"] == "c" and c["problem"] == largest
-                               and (c["label"] == study or checks(c)))
-    tasks = budget.after(tasks, checks, lambda c: c["impl"] == "c" and c["label"] == study
-                         and c["problem"] == largest and c["repetition"] == 1)
+    def checks(c: dict) -> bool:
+        return ours_on(c, check) and c["nodes"] == fewest and c["repetition"] == 1
+
+    tasks = budget.prioritized(tasks, lambda c: ours_on(c, study) or checks(c))
+    tasks = budget.after(tasks, checks, lambda c: ours_on(c, study) and c["repetition"] == 1)
     return Plan(tasks, variants, notes, detail="problem", calibration=m.calibration.said)
 
 

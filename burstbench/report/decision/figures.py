@@ -3,7 +3,6 @@ P(VM sooner) against Flow's queue wait per job class, and the sensitivity's torn
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -56,7 +55,7 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     lo, hi = model.error_range
     span = [v["measured_s"].min() / 1.5, v["measured_s"].max() * 1.5]
     ax.plot(span, span, color="0.3", lw=1, label="predicted = measured")
-    if not math.isnan(lo):
+    if model.validated:  # else error_range is (nan, nan)
         ax.fill_between(span, [s * (1 + lo) for s in span], [s * (1 + hi) for s in span],
                         color="0.85", label=f"the validation's range, {lo:+.0%} to {hi:+.0%}")
     problems = sorted(set(v["problem"]))
