@@ -123,7 +123,7 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
         text, left = budget.table(run_dir, only)
         print(text)
         if left:
-            print(f"{budget.STATUS}: {left} configurations left; measure them with: "
+            print(f"{budget.STATUS}: {left}; measure them with: "
                   f"{_resume_command(args, run_id)}")
     if failed:
         print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "

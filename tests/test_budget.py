@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from burstbench import cli, params
+from burstbench import cli, params, registry
 from burstbench.benchmarks import triad
 from burstbench.benchmarks.biccg import tasks as biccg
 from burstbench.benchmarks.pingpong import tasks as pingpong
@@ -193,6 +193,42 @@ def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
         assert sec["timed_share"] == round(sec["timed_seconds"] / sec["sweep_seconds"], 3)
     assert table[1].split()[-1] == f"{prov['benchmarks']['triad']['timed_share']:.2f}"
     assert pd.read_csv(store.Run(run_dir).table_path("triad"))["key"].nunique() == 6
+
+
+def test_a_budget_that_ended_before_a_benchmark_started_names_it(tmp_path, capsys,
+                                                                 monkeypatch):
+    """The budget ends after the Triad's first pass: storage never starts.  Its plan is
+    unknown, so the table says so ("?", not 0 left) and the last line names it: a count of
+    the Triad's configurations alone said less was left than was (the large-cache proxy's
+    one-minute budget: "64 configurations left" with three benchmarks not started)."""
+    from burstbench import supervise
+
+    real = supervise.execute_notebook
+
+    def then_spent(*args, **kwargs):
+        why = real(*args, **kwargs)
+        monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time()))
+        return why
+
+    monkeypatch.setattr(supervise, "execute_notebook", then_spent)
+    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    table = out[out.index("benchmark  status"):].splitlines()
+    triad_row = table[1].split()
+    assert triad_row[:4] == ["triad", "stopped", "at", "budget"]
+    assert table[2].split()[:5] == ["storage", "not", "started", "0/?", "?"]
+    assert (f"{budget.STATUS}: {triad_row[5]} configurations left, and storage not started; "
+            "measure them with: ") in out
+    assert "== storage: not started, 0 s of the budget left" in out
+    (run_dir,) = (tmp_path / "smoke").iterdir()
+    loaded = registry.benchmarks()["storage"].load(tmp_path, include_tests=True)
+    assert loaded.table.empty
+    assert [p for p in loaded.problems if "not started" in p] == [
+        f"{run_dir}: storage planned but not started (the run's budget ended, or "
+        f"it stopped, first): nothing measured; measure it with the run's command and "
+        f"--run-id {run_dir.name}"]
 
 
 def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypatch):

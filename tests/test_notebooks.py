@@ -276,6 +276,35 @@ def test_make_figures_on_the_committed_data_builds_every_listed_file(tmp_path, c
         assert section in index
 
 
+def test_a_report_of_runs_with_nothing_measured_builds_from_the_study_alone(tmp_path, cli):
+    """A budget that ended before a benchmark started leaves that benchmark nothing to draw:
+    the report builds all the same (the study's numbers, the notes saying what is missing),
+    and a notebook with no table to show says so.  The BICCG notebook read back a summary
+    it had not written and failed (FileNotFoundError) on such a runs folder."""
+    runs, figs = tmp_path / "runs", tmp_path / "figures"
+    runs.mkdir()
+    proc = cli("-m", "burstbench", "report", "--runs-dir", str(runs), "--figures-dir", str(figs))
+    assert proc.returncode == 0, proc.stderr
+    assert not (figs / "biccg_summary.csv").exists()
+    index = (figs / "README.md").read_text()
+    assert "- no burst decision: no BICCG solve measured: nothing to fit the model on" in index
+    for table in ("triad_best.csv", "pingpong_extremes.csv", "storage_summary.csv"):
+        assert (figs / table).stat().st_size > 0  # the study's rows alone
+
+
+def test_a_notebook_shows_the_table_it_wrote_or_says_it_wrote_none(tmp_path, capsys):
+    section = report_sections.Section("biccg")
+    assert report_sections.written_table(section, tmp_path, "biccg_summary.csv") is None
+    assert capsys.readouterr().out == (
+        f"biccg_summary.csv not written to {tmp_path}: no biccg run with data under the runs "
+        "folder (see what could not be used, above)\n")
+    (tmp_path / "biccg_summary.csv").write_text("a,b\n1,2\n")
+    section.entries.append(report_sections.Entry("t", ["biccg_summary.csv"], "c"))
+    table = report_sections.written_table(section, tmp_path, "biccg_summary.csv")
+    assert table is not None and table.to_dict("records") == [{"a": 1, "b": 2}]
+    assert capsys.readouterr().out == f"written to {tmp_path}\n"
+
+
 def _first_difference(a: Path, b: Path) -> str | None:
     """None when folders `a` and `b` hold the same files, byte for byte; else the first
     difference (in name order): a file only one holds, or the first line where two differ."""

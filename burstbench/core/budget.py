@@ -163,36 +163,45 @@ def pass_order(run_dir: Path, only: list[str], tier: int | None) -> list[str]:
     return sorted(only, key=lambda n: (left[n] is None, left[n] or 0.0))
 
 
-def table(run_dir: Path, only: list[str]) -> tuple[str, int]:
+def table(run_dir: Path, only: list[str]) -> tuple[str, str]:
     """The end-of-run table of a run with a budget: per benchmark what was measured and what
     was left (with its calibrated estimate); for what was measured, the plan's estimate, the
     calibrated one (each configuration's, scaled by measured over estimated seconds before
     it) and the measured seconds, the error of the calibrated one, and the timed share (the
-    kernels' own timed seconds over the sweep's); and how many configurations are left."""
+    kernels' own timed seconds over the sweep's); and what is left, in words ("" when
+    nothing): how many configurations, and the benchmarks the budget did not start (their
+    plans unknown: a count without them would say less is left than is)."""
     from burstbench.core.store import Run
 
     run = Run(run_dir)
     secs = run.provenance().get("benchmarks", {})
     head = (f"{'benchmark':<10} {'status':<18} {'measured':>9} {'left':>5} {'left est.':>9} "
             f"{'plan est.':>9} {'calibr.':>8} {'measured':>9} {'error':>6} {'timed share':>11}")
-    lines, left = [head], 0
+    lines, left, unstarted = [head], 0, []
     for name in only:
         sec = secs.get(name, {})
         done = len(run.done_keys(name))
+        status = sec.get("status", "pending")
+        if status == "pending" and not done:  # planned by the run, never started
+            status = "not started"
+            unstarted.append(name)
         planned = sec.get("planned")
         n_left = sec.get("left", (planned - done) if isinstance(planned, int) else 0)
-        n_left = n_left if sec.get("status") != "complete" else 0
+        n_left = n_left if status != "complete" else 0
         left += n_left
         est, took = sec.get("measured_estimate_s", 0.0), sec.get("measured_seconds", 0.0)
         cal = sec.get("calibrated_estimate_s", est)
         err = f"{(cal - took) / took:+.0%}" if took else "-"
         share = sec.get("timed_share")
-        lines.append(f"{name:<10} {sec.get('status', 'not started'):<18} "
-                     f"{done:>4}/{planned if planned is not None else '?':<4} {n_left:>5} "
-                     f"{sec.get('left_estimate_s', 0):>8.0f}s {est:>8.0f}s {cal:>7.0f}s "
-                     f"{took:>8.0f}s "
+        n_said, est_left = (("?", "?") if name in unstarted else
+                            (str(n_left), f"{sec.get('left_estimate_s', 0):.0f}s"))
+        lines.append(f"{name:<10} {status:<18} "
+                     f"{done:>4}/{planned if planned is not None else '?':<4} {n_said:>5} "
+                     f"{est_left:>9} {est:>8.0f}s {cal:>7.0f}s {took:>8.0f}s "
                      f"{err:>6} {'-' if share is None else f'{share:.2f}':>11}")
-    return "\n".join(lines), left
+    said = (([f"{left} configurations left"] if left else [])
+            + ([f"{', '.join(unstarted)} not started"] if unstarted else []))
+    return "\n".join(lines), ", and ".join(said)
 
 
 def start(seconds: float | None) -> list[int | None]:

@@ -127,6 +127,19 @@ def each_vm(stats: pd.DataFrame, loaded: store.Loaded, root: Path, *,
             yield vm, run, s, paths.rel_path(Path(run["path"]), root)
 
 
+def written_table(section: Section, figures_dir: Path | str, name: str) -> pd.DataFrame | None:
+    """The table `name` (a CSV) that `section` wrote, read back to show at its notebook's end,
+    after a line saying where; None, and a line saying why, where it wrote none (no run of
+    the benchmark with data: a run whose budget ended before it started)."""
+    fig_dir = paths.figures_dir(figures_dir)
+    if not any(name in e.files for e in section.entries):
+        print(f"{name} not written to {fig_dir}: no {section.benchmark} run with data under "
+              "the runs folder (see what could not be used, above)")
+        return None
+    print(f"written to {fig_dir}")
+    return pd.read_csv(fig_dir / name)
+
+
 def save_section(section: Section, figures_dir: Path | str = "") -> Path:
     """Write the manifest of one report section (read by write_index), then remove the files
     its previous manifest listed and this one does not: a figure or table the report no
