@@ -89,11 +89,16 @@ $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*/*.[ch] kernels_
 ## nbstripout: notebooks/ reach git without outputs, execution counts or the kernel's
 ## language_info (.gitattributes names the filter; this sets it in .git/config, outside
 ## a git checkout it does nothing): running or autosaving a notebook in JupyterLab leaves
-## `git status` clean. Cell ids are kept.
+## `git status` clean. Cell ids are kept. The python is named as VENV is (.venv: relative):
+## git runs a filter at the top of the worktree, and every worktree of a clone shares its
+## .git/config, so each uses its own .venv, not the last one's to run this. The index is
+## refreshed first, without the filter (cheap; committed notebooks are clean): a fresh
+## clone's or worktree's first `git status` otherwise starts a python per notebook (14 s).
 nbstripout:
 	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git -c filter.nbstripout.clean= update-index -q --refresh >/dev/null 2>&1; \
 	  git config filter.nbstripout.clean \
-	    "'$(abspath $(PY))' -m nbstripout --keep-id --extra-keys metadata.language_info" && \
+	    "'$(PY)' -m nbstripout --keep-id --extra-keys metadata.language_info" && \
 	  git config filter.nbstripout.smudge cat && \
 	  echo "git filter nbstripout: notebooks/*.ipynb committed without outputs"; fi
 

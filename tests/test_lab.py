@@ -521,6 +521,37 @@ def _git(clone: Path, *args: str) -> str:
                           check=True).stdout
 
 
+def test_the_notebook_filter_of_each_worktree_is_its_own(tmp_path):
+    """`make nbstripout` in a second worktree of a clone (`git worktree add`, which shares
+    the clone's .git/config), then that worktree removed: the clone's filter still cleans
+    its notebooks with the clone's own .venv.  With the filter at an absolute path, the
+    worktree's make pointed every worktree's filter at its .venv, and once it was gone
+    every `git diff`, `git add` and commit failed ("external filter ... failed 127") and
+    took the notebooks' outputs."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing to keep clean")
+    clone, other = tmp_path / "repo", tmp_path / "other"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True)
+    for tree in (clone, other):
+        if tree == other:
+            _git(clone, "worktree", "add", "--quiet", "--detach", str(other))
+        (tree / ".venv").symlink_to(sys.prefix)  # each checkout's own environment
+        shutil.copy(ROOT / "Makefile", tree)  # this checkout's, committed or not
+        made = subprocess.run(["make", "-s", "-C", str(tree), "nbstripout"],
+                              capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+    _git(clone, "worktree", "remove", "--force", str(other))
+    nb = clone / "notebooks" / EXPLORE
+    doc = json.loads(nb.read_text())
+    cell = next(c for c in doc["cells"] if c["cell_type"] == "code")
+    cell["execution_count"] = 7
+    cell["outputs"] = [{"name": "stdout", "output_type": "stream", "text": ["ran\n"]}]
+    nb.write_text(json.dumps(doc, indent=1) + "\n")
+    diff = subprocess.run(["git", "-C", str(clone), "diff", "--stat", str(nb)],
+                          capture_output=True, text=True)  # status: M, as its size changed
+    assert (diff.stdout, diff.stderr) == ("", "")
+
+
 @pytest.fixture(scope="module")
 def clone_lab(tmp_path_factory):
     """JupyterLab on a git clone of this repository's HEAD, as `make lab` runs it: its
