@@ -334,6 +334,8 @@ def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
             sec = prov.get("benchmarks", {}).get(name, {})
             if sec.get("status") == "running":  # its parts not folded: see store.untrusted
                 sec.update(status=status, folded=False)
+                for stale in ("left", "left_estimate_s"):  # an earlier pass's, not what is
+                    sec.pop(stale, None)
 
     try:
         secs = run.update_provenance(mark).get("benchmarks", {})

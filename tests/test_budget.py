@@ -231,6 +231,25 @@ def test_a_budget_that_ended_before_a_benchmark_started_names_it(tmp_path, capsy
         f"--run-id {run_dir.name}"]
 
 
+def test_a_kernel_killed_in_a_later_pass_leaves_no_earlier_count(tmp_path):
+    """A notebook's kernel killed in the second pass cannot say what it left: the first
+    pass's count (4 left, 30 s) is dropped when the run marks it interrupted, and the table
+    says what is not stored (7 of 10) with its estimate unknown, not the first pass's."""
+    from burstbench import supervise
+
+    run = store.plan_run(tmp_path, "v", "r1", {"triad": ("d", {})})
+    run.set_section("triad", status="running", planned=10, left=4, left_estimate_s=30.0)
+    for key in ("a", "b", "c"):
+        run.save("triad", key, [{"key": key, "metric": "m", "value": 1.0, "unit": "1"}],
+                 [{"key": key}], ())
+    assert supervise.mark_stopped(run.root, ["triad"], "interrupted") == \
+        "triad 3 of 10 (interrupted)"
+    assert {"left", "left_estimate_s"}.isdisjoint(run.section("triad"))
+    text, left = budget.table(run.root, ["triad"])
+    assert text.splitlines()[1].split()[:5] == ["triad", "interrupted", "3/10", "7", "?"]
+    assert left == "7 configurations left"
+
+
 def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypatch):
     """SIGTERM (here Ctrl-C) while a budget runs: the resume hint, then the budget's table
     of what was measured and what was left."""

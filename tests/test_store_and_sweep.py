@@ -137,9 +137,13 @@ def test_interrupted_sweep_keeps_results_and_resumes(tmp_path, monkeypatch):
         triad.SPEC.measure(p, progress=False)
     (run_dir,) = (tmp_path / "t").iterdir()
     run = store.Run(run_dir)
-    assert run.section("triad")["status"] == "interrupted"
+    sec = run.section("triad")
+    assert sec["status"] == "interrupted"
     kept = pd.read_csv(run.table_path("triad"))
     assert kept["key"].nunique() == 2  # the two measured before Ctrl-C
+    # what is left is all the rest, with its estimate (it said 0 left: only what a budget's
+    # later pass had kept back counted, not the interrupted pass's own)
+    assert sec["left"] == sec["planned"] - 2 and sec["left_estimate_s"] > 0
 
     monkeypatch.setattr(runner, "launch", real)
     calls["n"] = 0

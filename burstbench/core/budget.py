@@ -185,19 +185,20 @@ def table(run_dir: Path, only: list[str]) -> tuple[str, str]:
         if status == "pending" and not done:  # planned by the run, never started
             status = "not started"
             unstarted.append(name)
-        planned = sec.get("planned")
-        n_left = sec.get("left", (planned - done) if isinstance(planned, int) else 0)
+        planned = sec.get("planned")  # what is not stored is left (a failed one is retried)
+        n_left = (planned - done) if isinstance(planned, int) else sec.get("left", 0)
         n_left = n_left if status != "complete" else 0
         left += n_left
         est, took = sec.get("measured_estimate_s", 0.0), sec.get("measured_seconds", 0.0)
         cal = sec.get("calibrated_estimate_s", est)
         err = f"{(cal - took) / took:+.0%}" if took else "-"
         share = sec.get("timed_share")
-        n_said, est_left = (("?", "?") if name in unstarted else
-                            (str(n_left), f"{sec.get('left_estimate_s', 0):.0f}s"))
+        est_left = sec.get("left_estimate_s", 0 if status == "complete" else None)
+        n_said, est_said = (("?", "?") if name in unstarted else
+                            (str(n_left), "?" if est_left is None else f"{est_left:.0f}s"))
         lines.append(f"{name:<10} {status:<18} "
                      f"{done:>4}/{planned if planned is not None else '?':<4} {n_said:>5} "
-                     f"{est_left:>9} {est:>8.0f}s {cal:>7.0f}s {took:>8.0f}s "
+                     f"{est_said:>9} {est:>8.0f}s {cal:>7.0f}s {took:>8.0f}s "
                      f"{err:>6} {'-' if share is None else f'{share:.2f}':>11}")
     said = (([f"{left} configurations left"] if left else [])
             + ([f"{', '.join(unstarted)} not started"] if unstarted else []))

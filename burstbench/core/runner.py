@@ -138,7 +138,7 @@ class SweepResult:
     interrupted: bool = False
     seconds: float = 0.0
     contended: int = 0  # configurations measured while others took the cores (contention)
-    left: list[Task] = field(default_factory=list)  # not measured: the budget ran out first
+    left: list[Task] = field(default_factory=list)  # not measured: the budget or a stop came first
     measured_estimate_s: float = 0.0  # the estimates of the configurations measured
     task_seconds: float = 0.0  # their wall time, each from its start to its result stored
     timed_seconds: float = 0.0  # the kernels' own timed seconds (timed_seconds())
@@ -458,13 +458,14 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     servers = serving.Servers()
     servers.expect(todo)
     _SERVING.append(servers)
+    at = 0  # the task the sweep is at: from it on, what a stop leaves
     try:
         with stop_signals(), servers:  # SIGTERM, SIGHUP as Ctrl-C: a scheduler may signal us
-            for i, task in enumerate(todo):
+            for at, task in enumerate(todo):
                 raise_if_stopped()
                 scale = result.scale()
                 if not budget.fits(task, scale):  # the rest waits for the next --budget
-                    result.left = todo[i:] + later
+                    result.left = todo[at:] + later
                     break
                 began = time.monotonic()
                 try:
@@ -489,6 +490,9 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     bar.step(f"{task.title}: {summary}{busy}")
     except KeyboardInterrupt as exc:
         result.interrupted = True
+        if not result.left:  # not stopped by the budget: left is all not stored from `at` on
+            stored = run.done_keys(benchmark)
+            result.left = [t for t in todo[at:] if t.key not in stored] + later
         how = f" by {signal_name(exc.signum)}" if isinstance(exc, Interrupted) else ""
         bar.note(f"interrupted{how}: {result.already_stored + result.measured} of {len(tasks)} "
                  f"configurations are stored in {run.root}; run the same command again "
