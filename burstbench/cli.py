@@ -112,7 +112,8 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
                                                  log=not args.quiet, timeout=args.timeout)
                 if why and supervise.is_full(why, run_dir):  # the next would fail alike
                     raise store.NoSpace(supervise.no_space(run_dir, only, run_dir / nb.name))
-                if why:
+                if why:  # a kernel that died (timeout, memory) left its benchmark running
+                    supervise.mark_stopped(run_dir, [name], "incomplete")
                     failed.append(f"{name}: {why} (executed notebook: {run_dir / nb.name})")
     except KeyboardInterrupt as exc:
         runner.signal_all(runner.descendants(os.getpid()), signal.SIGKILL)  # none, normally
@@ -123,7 +124,7 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
         text, left = budget.table(run_dir, only)
         print(text)
         if left:
-            print(f"{budget.STATUS}: {left}; measure them with: "
+            print(f"{left}; measure them with: "
                   f"{_resume_command(args, run_id)}")
     if failed:
         print(f"{len(failed)} of {len(only)} notebooks failed; the others' results are in "

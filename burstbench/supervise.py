@@ -324,7 +324,8 @@ def no_space(run_dir: Path, only: list[str], notebook: Path | None = None) -> st
 
 def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
     """Mark `status` the benchmarks still 'running' (a kernel killed before it could say so
-    left that); return what is stored, e.g. 'triad 6 of 205 (interrupted)'."""
+    left that), dropping what an earlier pass had left (no longer what is); return what is
+    stored, e.g. 'triad 6 of 205 (interrupted)', 'storage 0 (not started)'."""
     from burstbench.core import store
 
     run = store.Run(run_dir)
@@ -343,8 +344,9 @@ def mark_stopped(run_dir: Path, only: list[str], status: str) -> str:
         for name in only:
             sec = secs.get(name, {})
             planned = f" of {sec['planned']}" if "planned" in sec else ""
+            status = sec.get("status", "pending")
             counts.append(f"{name} {len(run.done_keys(name))}{planned} "
-                          f"({sec.get('status', 'not started')})")
+                          f"({'not started' if status == 'pending' else status})")
         return ", ".join(counts)
     except (OSError, ValueError, store.StoreError) as err:
         return f"unknown ({err})"

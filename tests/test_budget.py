@@ -226,9 +226,9 @@ def test_a_budget_that_ended_before_a_benchmark_started_names_it(tmp_path, capsy
     loaded = registry.benchmarks()["storage"].load(tmp_path, include_tests=True)
     assert loaded.table.empty
     assert [p for p in loaded.problems if "not started" in p] == [
-        f"{run_dir}: storage planned but not started (the run's budget ended, or "
-        f"it stopped, first): nothing measured; measure it with the run's command and "
-        f"--run-id {run_dir.name}"]
+        f"{run_dir}: storage planned but not started (the run has not reached it, or its "
+        "budget ended or it stopped first): nothing measured; measure it with the run's "
+        f"command and --run-id {run_dir.name}"]
 
 
 def test_a_kernel_killed_in_a_later_pass_leaves_no_earlier_count(tmp_path):
@@ -237,17 +237,73 @@ def test_a_kernel_killed_in_a_later_pass_leaves_no_earlier_count(tmp_path):
     says what is not stored (7 of 10) with its estimate unknown, not the first pass's."""
     from burstbench import supervise
 
-    run = store.plan_run(tmp_path, "v", "r1", {"triad": ("d", {})})
+    names = ["triad", "biccg", "storage"]
+    run = store.plan_run(tmp_path, "v", "r1", {n: ("d", {}) for n in names})
     run.set_section("triad", status="running", planned=10, left=4, left_estimate_s=30.0)
+    run.set_section("biccg", status="running")  # killed in its probes: no plan stored
     for key in ("a", "b", "c"):
         run.save("triad", key, [{"key": key, "metric": "m", "value": 1.0, "unit": "1"}],
                  [{"key": key}], ())
-    assert supervise.mark_stopped(run.root, ["triad"], "interrupted") == \
-        "triad 3 of 10 (interrupted)"
+    assert supervise.mark_stopped(run.root, names, "interrupted") == \
+        "triad 3 of 10 (interrupted), biccg 0 (interrupted), storage 0 (not started)"
     assert {"left", "left_estimate_s"}.isdisjoint(run.section("triad"))
-    text, left = budget.table(run.root, ["triad"])
-    assert text.splitlines()[1].split()[:5] == ["triad", "interrupted", "3/10", "7", "?"]
-    assert left == "7 configurations left"
+    text, left = budget.table(run.root, names)
+    rows = [line.split()[:5] for line in text.splitlines()[1:]]
+    assert rows == [["triad", "interrupted", "3/10", "7", "?"],
+                    ["biccg", "interrupted", "0/?", "?", "?"],
+                    ["storage", "not", "started", "0/?", "?"]]
+    assert left == ("not all measured: 7 configurations left, and storage not started, and "
+                    "biccg stopped before planning")  # no budget stopped any of them
+
+
+def test_a_notebook_that_failed_leaves_its_benchmark_incomplete_not_running(
+        tmp_path, monkeypatch, capsys):
+    """A kernel that died (a papermill timeout, the memory) cannot mark its benchmark: the
+    run marks it incomplete, so the table shows no estimate of an earlier pass as current."""
+    from burstbench import supervise
+
+    def died(nb, output, parameters, **kwargs):
+        run = store.Run(output.parent)
+        run.set_section("triad", status="running", planned=6, left=2, left_estimate_s=9.0)
+        return "the kernel died"
+
+    monkeypatch.setattr(supervise, "execute_notebook", died)
+    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(tmp_path), "--only", "triad", "--budget", "10m", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out[out.index("benchmark  status"):].splitlines()[1].split()[:5] == [
+        "triad", "incomplete", "0/6", "6", "?"]
+    assert "not all measured: 6 configurations left; measure them with: " in out
+
+
+def test_an_interrupted_first_pass_leaves_all_it_did_not_store(tmp_path, monkeypatch):
+    """Ctrl-C in a budget's first pass: what is left is the lower priorities kept back and
+    the first pass's own not stored (it counted only the first: 'biccg interrupted 0/30, 26
+    left'), and so is its estimate, by which a resumed run orders its benchmarks."""
+    monkeypatch.setenv(budget.DEADLINE_ENV, str(time.time() + 3600))
+    monkeypatch.setenv(budget.TIER_ENV, "0")
+    real, calls = runner.launch, []
+
+    def interrupt_second(task):
+        if task.key not in ("info", "probe"):
+            calls.append(task.key)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(runner, "launch", interrupt_second)
+    with pytest.raises(KeyboardInterrupt):
+        triad.SPEC.measure(params.validate(SMALL | {"runs_dir": str(tmp_path)}, "triad"),
+                           progress=False)
+    (run_dir,) = (tmp_path / "t").iterdir()
+    run = store.Run(run_dir)
+    sec = run.section("triad")
+    assert sec["status"] == "interrupted" and len(run.done_keys("triad")) == 1
+    assert sec["left"] == sec["planned"] - 1
+    ahead = [t for t in triad.plan(params.validate(SMALL | {"runs_dir": str(tmp_path)},
+                                                   "triad")).tasks if t.priority == 0]
+    assert len(ahead) >= 2  # the interrupted one was of the first pass
 
 
 def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypatch):

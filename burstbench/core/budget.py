@@ -169,40 +169,49 @@ def table(run_dir: Path, only: list[str]) -> tuple[str, str]:
     calibrated one (each configuration's, scaled by measured over estimated seconds before
     it) and the measured seconds, the error of the calibrated one, and the timed share (the
     kernels' own timed seconds over the sweep's); and what is left, in words ("" when
-    nothing): how many configurations, and the benchmarks the budget did not start (their
-    plans unknown: a count without them would say less is left than is)."""
+    nothing): how many configurations (planned less stored: a failed one is retried), and
+    the benchmarks with no plan stored (not started, or stopped before their plan: a count
+    without them would say less is left than is), after STATUS where the budget stopped a
+    benchmark, 'not all measured' otherwise."""
     from burstbench.core.store import Run
 
     run = Run(run_dir)
     secs = run.provenance().get("benchmarks", {})
     head = (f"{'benchmark':<10} {'status':<18} {'measured':>9} {'left':>5} {'left est.':>9} "
             f"{'plan est.':>9} {'calibr.':>8} {'measured':>9} {'error':>6} {'timed share':>11}")
-    lines, left, unstarted = [head], 0, []
+    lines, left, stopped = [head], 0, False
+    unstarted: list[str] = []  # no plan stored: never started
+    unplanned: list[str] = []  # no plan stored: stopped in its start
     for name in only:
         sec = secs.get(name, {})
         done = len(run.done_keys(name))
         status = sec.get("status", "pending")
+        stopped |= status == STATUS
         if status == "pending" and not done:  # planned by the run, never started
             status = "not started"
-            unstarted.append(name)
         planned = sec.get("planned")  # what is not stored is left (a failed one is retried)
-        n_left = (planned - done) if isinstance(planned, int) else sec.get("left", 0)
-        n_left = n_left if status != "complete" else 0
+        no_plan = not isinstance(planned, int) and status != "complete"
+        n_left = 0 if no_plan or status == "complete" else planned - done
+        if no_plan:
+            (unstarted if status == "not started" else unplanned).append(name)
         left += n_left
         est, took = sec.get("measured_estimate_s", 0.0), sec.get("measured_seconds", 0.0)
         cal = sec.get("calibrated_estimate_s", est)
         err = f"{(cal - took) / took:+.0%}" if took else "-"
         share = sec.get("timed_share")
         est_left = sec.get("left_estimate_s", 0 if status == "complete" else None)
-        n_said, est_said = (("?", "?") if name in unstarted else
+        n_said, est_said = (("?", "?") if no_plan else
                             (str(n_left), "?" if est_left is None else f"{est_left:.0f}s"))
         lines.append(f"{name:<10} {status:<18} "
                      f"{done:>4}/{planned if planned is not None else '?':<4} {n_said:>5} "
                      f"{est_said:>9} {est:>8.0f}s {cal:>7.0f}s {took:>8.0f}s "
                      f"{err:>6} {'-' if share is None else f'{share:.2f}':>11}")
     said = (([f"{left} configurations left"] if left else [])
-            + ([f"{', '.join(unstarted)} not started"] if unstarted else []))
-    return "\n".join(lines), ", and ".join(said)
+            + ([f"{', '.join(unstarted)} not started"] if unstarted else [])
+            + ([f"{', '.join(unplanned)} stopped before planning"] if unplanned else []))
+    if not said:
+        return "\n".join(lines), ""
+    return "\n".join(lines), f"{STATUS if stopped else 'not all measured'}: {', and '.join(said)}"
 
 
 def start(seconds: float | None) -> list[int | None]:

@@ -458,14 +458,14 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
     servers = serving.Servers()
     servers.expect(todo)
     _SERVING.append(servers)
-    at = 0  # the task the sweep is at: from it on, what a stop leaves
+    at, spent = 0, False  # the task the sweep is at; whether the budget stopped it
     try:
         with stop_signals(), servers:  # SIGTERM, SIGHUP as Ctrl-C: a scheduler may signal us
             for at, task in enumerate(todo):
                 raise_if_stopped()
                 scale = result.scale()
                 if not budget.fits(task, scale):  # the rest waits for the next --budget
-                    result.left = todo[at:] + later
+                    result.left, spent = todo[at:] + later, True
                     break
                 began = time.monotonic()
                 try:
@@ -490,7 +490,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     bar.step(f"{task.title}: {summary}{busy}")
     except KeyboardInterrupt as exc:
         result.interrupted = True
-        if not result.left:  # not stopped by the budget: left is all not stored from `at` on
+        if not spent:  # left: all this pass did not store from `at` on, and later passes'
             stored = run.done_keys(benchmark)
             result.left = [t for t in todo[at:] if t.key not in stored] + later
         how = f" by {signal_name(exc.signum)}" if isinstance(exc, Interrupted) else ""

@@ -91,9 +91,10 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
                             f"{len(rows)} stored values used")
         if not got:
             if sec.get("status") == "pending":  # planned, never started: nothing to draw
-                problems.append(f"{where}: {benchmark} planned but not started (the run's "
-                                "budget ended, or it stopped, first): nothing measured; "
-                                f"measure it with the run's command and --run-id {run.run_id}")
+                problems.append(f"{where}: {benchmark} planned but not started (the run "
+                                "has not reached it, or its budget ended or it stopped "
+                                "first): nothing measured; measure it with the run's command "
+                                f"and --run-id {run.run_id}")
             continue
         frame = pd.concat(got, ignore_index=True)
         frames.append(frame[frame["key"].notna() & frame["value"].notna()])
