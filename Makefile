@@ -89,16 +89,19 @@ $(STAMP): pyproject.toml CMakeLists.txt $(wildcard kernels_ext/*/*.[ch] kernels_
 ## nbstripout: notebooks/ reach git without outputs, execution counts or the kernel's
 ## language_info (.gitattributes names the filter; this sets it in .git/config, outside
 ## a git checkout it does nothing): running or autosaving a notebook in JupyterLab leaves
-## `git status` clean. Cell ids are kept. The python is named as VENV is (.venv: relative):
-## git runs a filter at the top of the worktree, and every worktree of a clone shares its
-## .git/config, so each uses its own .venv, not the last one's to run this. The index is
-## refreshed first, without the filter (cheap; committed notebooks are clean): a fresh
-## clone's or worktree's first `git status` otherwise starts a python per notebook (14 s).
+## `git status` clean. Cell ids are kept. A relative VENV (.venv) is named relative to the
+## top of the git worktree, where git runs a filter: every worktree of a clone shares its
+## .git/config, so each uses its own .venv, not the last one's to run this (a worktree
+## with none gets an error per notebook until its make). The index is refreshed first,
+## without the filter (cheap; committed notebooks are clean): a fresh clone's first
+## `git status` otherwise starts a python per notebook (14 s).
 nbstripout:
-	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	@if top=$$(git rev-parse --show-toplevel 2>/dev/null); then \
+	  case '$(VENV)' in /*) py='$(PY)' ;; \
+	    *) py=$$(realpath -s -m --relative-to="$$top" '$(CURDIR)/$(PY)') ;; esac; \
 	  git -c filter.nbstripout.clean= update-index -q --refresh >/dev/null 2>&1; \
 	  git config filter.nbstripout.clean \
-	    "'$(PY)' -m nbstripout --keep-id --extra-keys metadata.language_info" && \
+	    "'$$py' -m nbstripout --keep-id --extra-keys metadata.language_info" && \
 	  git config filter.nbstripout.smudge cat && \
 	  echo "git filter nbstripout: notebooks/*.ipynb committed without outputs"; fi
 
