@@ -38,6 +38,27 @@ def _isolated_cache(tmp_path_factory):
         os.environ["BURSTBENCH_CACHE"] = old
 
 
+#: What a budget (burstbench.core.budget) puts in this process's environment.
+BUDGET_ENV = ("BURSTBENCH_DEADLINE", "BURSTBENCH_TIER")
+
+
+@pytest.fixture(autouse=True)
+def _no_budget_left_behind():
+    """A test that leaves a budget's deadline in this process's environment stops every
+    later sweep of the session at it, and every batch job they start: a ten-minute deadline
+    one test left (monkeypatch restoring the value the CLI had set) stopped 34 tests twenty
+    minutes later, far from their cause.  The test that leaves one fails here, by name."""
+    before = {k: os.environ.get(k) for k in BUDGET_ENV}
+    yield
+    left = {k: os.environ[k] for k in BUDGET_ENV if os.environ.get(k) != before[k]}
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    assert not left, f"the test left a budget in the environment: {left}"
+
+
 #: Markers a test gets from the fixtures it uses: what it starts decides how slow it is.
 FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "pbs": ("pbs", "slow"),
                    "lab": ("browser", "slow"), "gfarm": ("gfarm",), "smoke_run": ("slow",),
