@@ -17,6 +17,7 @@ import pytest
 from gfarm_cluster import gfarm  # noqa: F401 (the session fixture: a real Gfarm, started once)
 from slurm_cluster import slurm  # noqa: F401 (a real Slurm per module that asks for it)
 
+from burstbench.core import budget
 from kernels_ext.common.errors import first_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,8 @@ def _isolated_cache(tmp_path_factory):
         os.environ["BURSTBENCH_CACHE"] = old
 
 
-#: What a budget (burstbench.core.budget) puts in this process's environment.
-BUDGET_ENV = ("BURSTBENCH_DEADLINE", "BURSTBENCH_TIER")
+#: What a budget puts in this process's environment.
+BUDGET_ENV = (budget.DEADLINE_ENV, budget.TIER_ENV)
 
 
 @pytest.fixture(autouse=True)

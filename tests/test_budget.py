@@ -177,9 +177,15 @@ def test_a_partial_sweep_never_stands_for_a_vm_that_has_a_complete_one(tmp_path,
     assert not [p for p in alone.problems if "figures of merit" in p]
 
 
+def _smoke_in_10m(runs_dir, only: str) -> int:
+    """`burstbench run` of smoke.yaml's `only` benchmarks into `runs_dir`, with a 10-minute
+    budget, quiet: its exit status."""
+    return cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
+                     str(runs_dir), "--only", only, "--budget", "10m", "--quiet"])
+
+
 def test_a_run_with_a_budget_ends_with_its_table(tmp_path, capsys):
-    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
-                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    code = _smoke_in_10m(tmp_path, "triad,storage")
     out = capsys.readouterr().out
     assert code == 0, out
     assert "budget: 10m, until" in out
@@ -212,8 +218,7 @@ def test_a_budget_that_ended_before_a_benchmark_started_names_it(tmp_path, capsy
         return why
 
     monkeypatch.setattr(supervise, "execute_notebook", then_spent)
-    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
-                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    code = _smoke_in_10m(tmp_path, "triad,storage")
     out = capsys.readouterr().out
     assert code == 0, out
     table = out[out.index("benchmark  status"):].splitlines()
@@ -269,8 +274,7 @@ def test_a_notebook_that_failed_leaves_its_benchmark_incomplete_not_running(
         return "the kernel died"
 
     monkeypatch.setattr(supervise, "execute_notebook", died)
-    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
-                     str(tmp_path), "--only", "triad", "--budget", "10m", "--quiet"])
+    code = _smoke_in_10m(tmp_path, "triad")
     out = capsys.readouterr().out
     assert code == 1
     assert out[out.index("benchmark  status"):].splitlines()[1].split()[:5] == [
@@ -316,8 +320,7 @@ def test_a_run_stopped_mid_budget_says_what_was_left(tmp_path, capsys, monkeypat
         raise KeyboardInterrupt
 
     monkeypatch.setattr(supervise, "execute_notebook", stop)
-    code = cli.main(["run", "--params", "papermill_params/smoke.yaml", "--runs-dir",
-                     str(tmp_path), "--only", "triad,storage", "--budget", "10m", "--quiet"])
+    code = _smoke_in_10m(tmp_path, "triad,storage")
     err = capsys.readouterr().err
     assert code == 130
     assert "interrupted by SIGINT: what was measured is kept in" in err
