@@ -4,7 +4,8 @@ records, the format guessed from the content where it is not given.
 
 Every reader gives a :class:`Log`: one row per job with its submit time (s from the log's
 first), its wait and run time (s), its processors, its nodes where the log records them, its
-requested time (s; NaN where unknown) and its status; the log's machine (its header, or the
+requested time (s; NaN where unknown), its status and its user (a number; -1 where the log
+names none); the log's machine (its header, or the
 format's name), MaxNodes/MaxProcs where a header gives them, and notes: each line or job that
 could not be used, counted and said, never silently dropped.
 """
@@ -40,7 +41,8 @@ SHOW_LINES = 5
 @dataclass
 class Log:
     """A log's jobs (columns: job, submit, wait, run, procs, nodes (0: not logged),
-    req_time, status), where it came from, and what could not be used."""
+    req_time, status, queue, user (-1: unknown)), where it came from, and what could not be
+    used."""
 
     jobs: pd.DataFrame
     fmt: str
@@ -137,7 +139,8 @@ def parse_swf(text: str, source: str = "") -> Log:
                          "procs": procs, "nodes": np.zeros(len(d), dtype=np.int64),
                          "req_time": d["req_time"].where(~unknown, np.nan),
                          "status": d["status"].astype(np.int64),
-                         "queue": d["queue"].astype(np.int64)})
+                         "queue": d["queue"].astype(np.int64),
+                         "user": d["user"].astype(np.int64)})
 
     def integer(key: str) -> int | None:
         try:
@@ -187,8 +190,15 @@ def _epoch(values: pd.Series) -> np.ndarray:
     return np.where(num.notna(), num.to_numpy(dtype=float), out)
 
 
+def _codes(names) -> np.ndarray:
+    """User names as numbers (in order of first appearance; -1 for an empty name)."""
+    names = pd.Series(names, dtype=object)
+    codes, _ = pd.factorize(names.where(names.astype(str) != "", None))
+    return codes.astype(np.int64)
+
+
 def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: str,
-                machine: str, notes: list[str], dropped: dict[str, int]) -> Log:
+                machine: str, notes: list[str], dropped: dict[str, int], user=None) -> Log:
     """A Log from absolute times: jobs that never started (no start or end) are dropped,
     counted and said."""
     never = np.isnan(start) | np.isnan(end) | np.isnan(submit)
@@ -203,7 +213,9 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
                          "procs": np.asarray(procs, dtype=float)[keep],
                          "nodes": np.asarray(nodes, dtype=np.int64)[keep],
                          "req_time": np.asarray(req_time, dtype=float)[keep],
-                         "status": np.asarray(state)[keep], "queue": 0})
+                         "status": np.asarray(state)[keep], "queue": 0,
+                         "user": (_codes(user) if user is not None
+                                  else np.full(len(keep), -1, np.int64))[keep]})
     return Log(jobs, fmt, machine, start_time=t0 if keep.any() else None, notes=notes,
                dropped=dropped)
 
@@ -238,7 +250,8 @@ def parse_sacct(text: str, source: str = "") -> Log:
         pd.to_numeric(d["NCPUS"], errors="coerce").fillna(0).to_numpy(),
         pd.to_numeric(d["NNodes"], errors="coerce").fillna(0).to_numpy(),
         d["Timelimit"].map(_seconds).to_numpy(dtype=float), state.to_numpy(), "sacct",
-        "the Slurm cluster of the log", notes, dropped)
+        "the Slurm cluster of the log", notes, dropped,
+        d["User"].to_numpy() if "User" in d else None)
 
 
 def parse_pbs(text: str, source: str = "") -> Log:
@@ -258,11 +271,12 @@ def parse_pbs(text: str, source: str = "") -> Log:
         kv = dict(p.split("=", 1) for p in f[3].split() if "=" in p)
         rows.append((f[2], kv.get("qtime"), kv.get("start"), kv.get("end"),
                      kv.get("Resource_List.ncpus", "0"), kv.get("Resource_List.nodect", "0"),
-                     kv.get("Resource_List.walltime", ""), kv.get("Exit_status", "")))
+                     kv.get("Resource_List.walltime", ""), kv.get("Exit_status", ""),
+                     kv.get("user", "")))
     notes = [_lines_note("not a PBS accounting record", bad)] if bad else []
     dropped = {"wrong field count": len(bad)} if bad else {}
     d = pd.DataFrame(rows, columns=["id", "qtime", "start", "end", "ncpus", "nodect",
-                                    "walltime", "exit"])
+                                    "walltime", "exit", "user"])
 
     def num(col: str) -> np.ndarray:
         return pd.to_numeric(d[col], errors="coerce").to_numpy(dtype=float)
@@ -270,7 +284,7 @@ def parse_pbs(text: str, source: str = "") -> Log:
                        np.nan_to_num(num("ncpus")), np.nan_to_num(num("nodect")),
                        d["walltime"].map(_seconds).to_numpy(dtype=float),
                        d["exit"].to_numpy(), "pbs", "the PBS Pro complex of the log",
-                       notes, dropped)
+                       notes, dropped, d["user"].to_numpy())
 
 
 PARSERS = {"swf": parse_swf, "sacct": parse_sacct, "pbs": parse_pbs}

@@ -1,19 +1,23 @@
-"""Burst policies replayed on a log: decided at each job's submit from what the scheduler
-knew then, each burst job's time and whole cost on a VM, and the sums a director reads.
+"""Burst policies replayed on a log: each decided at a job's submit from what was known then,
+each burst job's time and whole cost on a VM, and the sums a director reads.
 
-The queue's state at a submit is rebuilt from the log: the node-seconds ahead of the job are
-the queued jobs' (submitted before it, not started) nodes x their estimated run time, plus the
-running jobs' nodes x their estimated time left; the estimate is the requested time where the
-log has it, else the run time (said in the caption).  The wait that state predicts is the
-node-seconds ahead / the machine's nodes (a full machine draining the backlog).  A policy
-bursts a job when that prediction passes a threshold; the oracle knows each job's real wait
-and bursts when it passes the threshold.
+The policies (a job the VM cannot take always stays):
 
-Savings are per job: a burst job's turnaround on premise (its real wait + run time) minus its
-time on the VM.  The jobs that stay would start sooner once others leave; a per-job replay
-does not see it, so its savings are a lower bound (no queue is re-simulated).
-Everything is vectorised over jobs (numpy; sorted cumulative sums for the queue state) and
-over the uncertain inputs' draws (a job x draw matrix per option).
+- ``probability``: burst when P(the VM returns it sooner) >= p, the decision's own question:
+  the wait drawn from its predicted distribution (burstbench.wait.predict), the VM's time
+  from the decision's draws (deployment, staging, speed), the run time from what the
+  scheduler knew (the requested time x the run-to-request ratios of the last jobs of its
+  class that ended; their run times alone where the log has no requested times);
+- ``threshold``: burst when the predicted median wait passes a threshold;
+- ``queue state``: the old baseline, the node-seconds ahead / the machine's nodes
+  (burstbench.wait.state) past a threshold;
+- ``perfect``: burst exactly the jobs that come back sooner (at the inputs' modes).
+
+Savings are per job: a burst job's turnaround on premise (its logged wait + run time) minus
+its time on the VM (at the logged run time).  The jobs that stay start sooner once others
+leave: that gain is the re-simulation's (burstbench.replay.run), in a column of its own.
+Everything is vectorised over jobs and over the uncertain inputs' draws (a job x draw
+matrix per option).
 """
 
 from __future__ import annotations
@@ -26,52 +30,13 @@ import numpy as np
 from burstbench.core.checks import ParamError, strict_keys
 from burstbench.cost import job
 
-
-def queue_state(submit: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
-                est: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """At each job's submit s: (node-seconds queued ahead: jobs with submit_j < s <= start_j,
-    nodes x est; node-seconds the running jobs have left: start_j < s <= min(end_j, start_j +
-    est_j), nodes x (start_j + est_j - s); nodes running).  O(n log n): each sum is a
-    difference of cumulative sums over the jobs sorted by one time."""
-    s = submit
-
-    def below(times: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """Sum of `weights` of the jobs whose `times` are < each s."""
-        order = np.argsort(times, kind="stable")
-        cum = np.concatenate([[0.0], np.cumsum(weights[order])])
-        return cum[np.searchsorted(times[order], s, side="left")]
-    work = nodes * est
-    queued = below(submit, work) - below(start, work)
-    est_end = start + est
-    stop = np.minimum(end, est_end)
-    running_end = below(start, nodes * est_end) - below(stop, nodes * est_end)
-    running_nodes = below(start, nodes) - below(stop, nodes)
-    left = running_end - s * running_nodes
-    # sums of differences: round-off below one node-second is no work
-    return np.maximum(queued, 0.0), np.maximum(left, 0.0), np.maximum(np.round(running_nodes), 0)
-
-
-def predicted_wait(submit, start, end, nodes, est, capacity: float) -> np.ndarray:
-    """Seconds of wait the queue's state predicts at each submit: the node-seconds ahead /
-    the machine's nodes, a fluid machine draining what is ahead.  Ahead: the queued jobs'
-    work; and the running jobs' time left where the job cannot start now (jobs are queued,
-    or fewer nodes are free than it needs); nothing where it can."""
-    if not capacity > 0:
-        raise ParamError(f"the machine's nodes must be positive, not {capacity!r}")
-    nodes = np.asarray(nodes, float)
-    queued, left, running = queue_state(np.asarray(submit, float), np.asarray(start, float),
-                                        np.asarray(end, float), nodes, np.asarray(est, float))
-    blocked = (queued > 0) | (running + nodes > capacity)
-    return (queued + np.where(blocked, left, 0.0)) / capacity
-
-
 # -- job classes ----------------------------------------------------------------------------
 
 CLASS_KEYS = ("name", "max_nodes", "queue", "input_gb", "output_gb", "keep_months", "speed")
 
 
 @dataclass(frozen=True)
-class JobClass:
+class LoggedClass:
     """Logged jobs of one kind: those of at most `max_nodes` nodes (0: any) and of SWF queue
     `queue` (-1: any); their data; their speed on a VM: 'memory' (the node Triad ratio),
     'biccg' (the BICCG model's ratio for the study's Poisson problem on their nodes), or a
@@ -84,12 +49,12 @@ class JobClass:
     speed: str | float = "memory"
 
 
-def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> list[JobClass]:
+def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> list[LoggedClass]:
     """The job classes of the parameter `classes` (a list of mappings of CLASS_KEYS; jobs go
     to the first that matches), or one class of every job.  Unknown keys are refused with
     the valid ones."""
     if not given:
-        return [JobClass("every job", job.Data(input_gb, output_gb), speed="memory")]
+        return [LoggedClass("every job", job.Data(input_gb, output_gb), speed="memory")]
     if not isinstance(given, list):
         raise ParamError(f"classes must be a list of mappings, not {given!r}")
     out: list = []
@@ -103,14 +68,14 @@ def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> 
                                                  and math.isfinite(speed) and speed > 0)):
             raise ParamError(f"classes: speed must be 'memory', 'biccg' or a positive ratio "
                              f"(VM time / on-premise time), not {speed!r}")
-        out.append(JobClass(str(c.get("name", f"class {len(out) + 1}")),
+        out.append(LoggedClass(str(c.get("name", f"class {len(out) + 1}")),
                             job.Data(c.get("input_gb", input_gb), c.get("output_gb", output_gb),
                                      c.get("keep_months", 0.0)),
                             int(c.get("max_nodes", 0)), int(c.get("queue", -1)), speed))
     return out
 
 
-def assign(nodes: np.ndarray, queue: np.ndarray, classes: list[JobClass]) -> np.ndarray:
+def assign(nodes: np.ndarray, queue: np.ndarray, classes: list[LoggedClass]) -> np.ndarray:
     """Each job's class index (the first that matches; -1: none)."""
     out = np.full(len(nodes), -1, dtype=np.int64)
     for i, c in reversed(list(enumerate(classes))):
@@ -128,15 +93,23 @@ def assign(nodes: np.ndarray, queue: np.ndarray, classes: list[JobClass]) -> np.
 @dataclass
 class Costed:
     """Every job on one option: hours to result and JPY (job x draw; column 0 the inputs'
-    modes), and whether the option takes it."""
+    modes) at its logged run time, the VM time / on-premise time of its computing (job x
+    draw), and whether the option takes it."""
 
     hours: np.ndarray
     jpy: np.ndarray
     takes: np.ndarray
+    ratio: np.ndarray
+
+    def hours_at(self, run_h: np.ndarray, other_h: np.ndarray) -> np.ndarray:
+        """Hours to result had the jobs run `other_h` (jobs x k) instead of `run_h` on
+        premise: jobs x draws x k."""
+        fixed = self.hours - run_h[:, None] * self.ratio
+        return fixed[:, :, None] + other_h[:, None, :] * self.ratio[:, :, None]
 
 
 def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
-                classes: list[JobClass], ratio_of, option_of, max_nodes: int | None,
+                classes: list[LoggedClass], ratio_of, option_of, max_nodes: int | None,
                 wan: np.ndarray, deploy_h: np.ndarray, free_egress_gb: float = 0.0
                 ) -> Costed:
     """Each job's time to result and whole cost on one VM: `option_of(class)` gives its
@@ -148,6 +121,7 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
     n, d = len(nodes), len(wan)
     hours = np.full((n, d), np.nan)
     jpy = np.full((n, d), np.nan)
+    ratios = np.full((n, d), np.nan)
     takes = cls >= 0
     if max_nodes is not None:
         takes &= nodes <= max_nodes
@@ -172,10 +146,15 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
                        option.egress_jpy_per_gb, deploy_h, None, free_egress_gb)
         hours[idx] = j.hours
         jpy[idx] = j.jpy
-    return Costed(hours, jpy, takes)
+        ratios[idx] = ratio[None, :]
+    return Costed(hours, jpy, takes, ratios)
 
 
-# -- the sweep ------------------------------------------------------------------------------
+# -- the policies -------------------------------------------------------------------------
+
+#: P(sooner) levels swept by default.
+P_SOONER = (0.5, 0.8, 0.9, 0.95)
+
 
 def check_thresholds(thresholds_h) -> list[float]:
     """Thresholds in hours, strictly increasing and not negative; ParamError otherwise."""
@@ -190,12 +169,46 @@ def check_thresholds(thresholds_h) -> list[float]:
     return [float(v) for v in t]
 
 
+def check_p_sooner(levels) -> list[float]:
+    """P(sooner) levels, each strictly between 0 and 1, increasing; ParamError otherwise."""
+    t = list(levels) if isinstance(levels, (list, tuple)) else None
+    if not t or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and 0 < v < 1 for v in t):
+        raise ParamError(f"p_sooner must be a list of probabilities, each between 0 and 1 "
+                         f"(not 0 or 1), not {levels!r}")
+    bad = next((i for i in range(1, len(t)) if not t[i] > t[i - 1]), None)
+    if bad is not None:
+        raise ParamError(f"p_sooner must increase: {t[bad]:g} after {t[bad - 1]:g}")
+    return [float(v) for v in t]
+
+
+def p_sooner(p_longer, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray,
+             chunk: int = 20000) -> np.ndarray:
+    """P(the VM returns each job sooner than the queue): over the option's draws (its
+    columns after the modes) and the job's guessed run times (jobs x k, hours, equally
+    likely), P(wait > VM hours - guessed run) by `p_longer` (jobs, seconds: jobs x values ->
+    P(wait > value)); 0 where the VM does not take the job."""
+    n = len(run_h)
+    out = np.zeros(n)
+    draws = slice(1, None) if c.hours.shape[1] > 1 else slice(None)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        rows = np.arange(a, b)
+        sub = Costed(c.hours[rows][:, draws], c.jpy[rows][:, draws], c.takes[rows],
+                     c.ratio[rows][:, draws])
+        vm_h = sub.hours_at(run_h[rows], run_guess_h[rows])  # jobs x draws x k
+        x = (vm_h - run_guess_h[rows][:, None, :]) * 3600.0
+        p = p_longer(rows, x.reshape(len(rows), -1)).mean(axis=1)
+        out[a:b] = np.where(c.takes[rows] & ~np.isnan(p), p, 0.0)
+    return out
+
+
 def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
             flow_jpy: np.ndarray) -> dict:
-    """The sums of one policy at one threshold: jobs burst, turnaround saved (total at the
-    modes with its 10-90% band over the draws; median and 90th percentile per burst job),
-    JPY spent on the VMs (and net of the on-premise fees not paid), JPY per hour saved, the
-    share of burst jobs made later."""
+    """The sums of one policy: jobs burst, turnaround saved (total at the modes with its
+    10-90% band over the draws; median and 90th percentile per burst job), JPY spent on the
+    VMs (and net of the on-premise fees not paid), JPY per hour saved, the share of burst
+    jobs made later."""
     b = burst & c.takes
     n = int(b.sum())
     saved = turnaround_h[b, None] - c.hours[b]  # burst jobs x draws
@@ -207,7 +220,8 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
     lo, hi = band(tot_saved)
     jlo, jhi = band(tot_jpy)
     per = saved[:, 0] if n else np.zeros(0)
-    return {"jobs_burst": n, "hours_saved": float(tot_saved[0]),
+    return {"jobs_burst": n, "share_made_later": float(np.mean(per < 0)) if n else math.nan,
+            "hours_saved": float(tot_saved[0]),
             "hours_saved_p10": float(lo), "hours_saved_p90": float(hi),
             "median_saved_h": float(np.median(per)) if n else math.nan,
             "p90_saved_h": float(np.percentile(per, 90)) if n else math.nan,
@@ -215,16 +229,20 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
             "jpy_spent_p90": float(jhi),
             "onprem_jpy_not_paid": float(flow_jpy[b].sum()),
             "jpy_per_hour_saved": float(tot_jpy[0] / tot_saved[0])
-            if tot_saved[0] > 0 else math.nan,
-            "share_made_later": float(np.mean(per < 0)) if n else math.nan}
+            if tot_saved[0] > 0 else math.nan}
 
 
-def sweep(thresholds_h: list[float], predicted_h: np.ndarray, real_wait_h: np.ndarray,
-          turnaround_h: np.ndarray, c: Costed, flow_jpy: np.ndarray) -> list[dict]:
-    """One row per policy (the queue-state prediction, the oracle) and threshold."""
-    rows = []
-    for policy, wait in (("queue state", predicted_h), ("oracle", real_wait_h)):
-        for t in thresholds_h:
-            rows.append({"policy": policy, "threshold_h": t}
-                        | summary(wait > t, turnaround_h, c, flow_jpy))
-    return rows
+def decisions(p_levels: list[float], thresholds_h: list[float], p: np.ndarray,
+              median_h: np.ndarray, queue_state_h: np.ndarray, turnaround_h: np.ndarray,
+              c: Costed) -> list[tuple[dict, np.ndarray]]:
+    """Every policy's burst mask, with its row's keys (policy, p_sooner_min, threshold_h):
+    probability at each p, threshold and queue state at each threshold, and perfect."""
+    out = [({"policy": "probability", "p_sooner_min": q, "threshold_h": math.nan}, p >= q)
+           for q in p_levels]
+    for name, wait in (("threshold", median_h), ("queue state", queue_state_h)):
+        out += [({"policy": name, "p_sooner_min": math.nan, "threshold_h": t}, wait > t)
+                for t in thresholds_h]
+    sooner = turnaround_h - c.hours[:, 0] > 0
+    out.append(({"policy": "perfect", "p_sooner_min": math.nan, "threshold_h": math.nan},
+                sooner))
+    return [(k, m & c.takes) for k, m in out]

@@ -1,25 +1,31 @@
 """The replay's section of the report (notebook 150): a centre's log replayed against the burst
-decision, a figure (JPY spent against turnaround saved, a point per threshold, the oracle's
-curve beside each VM's) and two small tables (every VM x policy x threshold, and the leading
-VM's thresholds a director would choose between).  Summaries only: no per-job table is
-written."""
+decision.  Figures: every policy's hours saved against JPY spent beside the perfect policy's,
+and the predicted wait's calibration.  Tables: every VM x policy (replay_policies), the
+policies to choose between on the leading VM with the one to pick (replay_choices), the
+calibration (replay_calibration) and the predictor's steps against each other
+(replay_predictors).  Summaries only: the per-job predictions are the command's
+``--predictions``."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from burstbench.core import paths
+from burstbench.core import paths, store
 from burstbench.replay import logs, run
+from burstbench.replay.stays import ABOUT as SIM_ABOUT
 from burstbench.report import style
 from burstbench.report.sections import Section, figure_entry, table_entry
 
 #: The shared KTH SP2 log, relative to the project root.
 KTH_LOG = "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"
-LOWER_BOUND = ("The savings are a LOWER BOUND: each job is replayed alone; the jobs that stay "
-               "would also start sooner once others leave, and no queue is re-simulated.")
+#: The pick: the probability policy that saves the most hours with at most this share of
+#: its burst jobs made later.
+MAX_LATER = 0.10
 
 
 def log_path(log: str) -> Path:
@@ -28,48 +34,87 @@ def log_path(log: str) -> Path:
     return p if p.is_absolute() else paths.project_root() / p
 
 
+def policy_label(row: dict | pd.Series) -> str:
+    """'P(sooner) >= 0.9', 'median wait > 1 h', 'queue state > 1 h', 'perfect'."""
+    if row["policy"] == "probability":
+        return f"P(sooner) >= {row['p_sooner_min']:g}"
+    if row["policy"] == "threshold":
+        return f"predicted median wait > {run.hours_label(row['threshold_h'])}"
+    if row["policy"] == "queue state":
+        return f"queue state > {run.hours_label(row['threshold_h'])}"
+    return "perfect (knows which come back sooner)"
+
+
+def pick(rows: pd.DataFrame) -> dict:
+    """The policy a director should pick: of the probability policies that make at most
+    MAX_LATER of their burst jobs later, the one that saves the most hours (its own and the
+    stays'), on the VM where it does (the cheaper at a tie); where none does, the one that
+    makes the fewest later."""
+    d = rows[rows["policy"] == "probability"].copy()
+    d["total_h"] = d["hours_saved"] + d["stays_hours_saved"]
+    ok = d[(d["share_made_later"] <= MAX_LATER) & (d["jobs_burst"] > 0)]
+    if len(ok):
+        best = ok.sort_values(["total_h", "jpy_spent"], ascending=[False, True],
+                              kind="stable").iloc[0]
+    else:
+        best = d.sort_values(["share_made_later", "total_h"], ascending=[True, False],
+                             kind="stable", na_position="last").iloc[0]
+    return best.to_dict()
+
+
 def describe(r: run.Replayed, source: str) -> str:
-    """The log, what was dropped, and how the queue's state and the on-premise side were
-    taken: said in every caption."""
+    """The log, what was dropped, how the wait was predicted and the queue re-simulated, and
+    how the VM side was priced: said in every caption."""
     lg = r.log
     dropped = "; ".join(lg.notes) if lg.notes else "no job dropped"
     classes = "; ".join(
         f"{c.name}: {c.data.input_gb:g} GB in, {c.data.output_gb:g} GB out"
         + (f", speed {c.speed}" if c.speed != "memory" else "") for c in r.classes)
     ack = f" Acknowledgement (as its header asks): {lg.acknowledge}." if lg.acknowledge else ""
+    cal = r.calibration.set_index("quantile")["coverage"]
+    sim = r.simulation
+    unit = r.queue_unit
     return (f"Log: {source} ({lg.fmt}), {lg.machine}: {len(lg.jobs):,} jobs replayed "
             f"({dropped}).{ack} Each job keeps its node count ({r.procs_per_node:g} "
             f"processor(s) per node: {r.procs_how}) and run time, as on {r.system} "
-            f"({r.fee:g} JPY per node-hour, its node Triad). Queue state at each submit, "
-            f"rebuilt from the log: "
-            f"the node-hours ahead ({r.estimate_how}) / {r.capacity} nodes ({r.capacity_how});"
-            f" a policy bursts when that predicted wait passes the threshold (its rank "
-            f"correlation with the real wait: {r.rank_correlation:.2f}; backfilling lets small "
-            f"jobs pass the queue); the oracle knows each job's real wait. VM time = "
-            f"deployment + staging + run time x the VM's node "
-            f"Triad ratio to {r.system}'s (memory-bound), cost = the decision's whole cost "
-            f"(nodes, storage, egress) with {classes} (parameters: the log has no data "
-            f"sizes); bands: 10-90% of {r.draws} seeded draws of deployment, "
-            f"the WAN and {r.system}'s Triad fraction. A job larger than a VM allows stays on "
-            f"premise, counted."
+            f"({r.fee:g} JPY per node-hour, its node Triad); the queue counts {unit}, "
+            f"{r.capacity:,} of them ({r.capacity_how}). The wait at each submit, predicted "
+            f"from what was known then: {r.predicted.how}; its 50% and 90% quantiles "
+            f"covered {cal.get(0.5, math.nan):.2f} and {cal.get(0.9, math.nan):.2f} of the "
+            f"real waits. VM time = deployment + staging + run time x the VM's node Triad "
+            f"ratio to {r.system}'s (memory-bound); at the submit, the run time is guessed "
+            f"from the user's (else the class's) last run-to-request ratios. Cost = the "
+            f"decision's whole cost (nodes, storage, egress) with {classes} (parameters: the "
+            f"log has no data sizes); bands: 10-90% of {r.draws} seeded draws of deployment, "
+            f"the WAN and {r.system}'s Triad fraction. Hours saved: the burst jobs' own "
+            f"turnaround against their logged waits; the stays' gain: the queue re-simulated "
+            f"without the burst jobs against the same simulation with all ({SIM_ABOUT}), "
+            f"which without bursting sets its waits against the log's with a rank "
+            f"correlation of {sim['rank_correlation']:.2f} and a mean {sim['mean_ratio']:.2f} "
+            f"times the log's. A job larger than a VM allows stays on premise, counted."
             + (" Spot: its price, no eviction replayed." if set(r.rows.get("billing", []))
-               == {"spot"} else "") + f" {LOWER_BOUND}")
+               == {"spot"} else ""))
+
+
+def brief(r: run.Replayed, source: str) -> str:
+    """The figures' caption line: the log, the predictor's calibration, the simulation's
+    distance from the log (the tables' captions say the rest)."""
+    cal = r.calibration.set_index("quantile")["coverage"]
+    sim = r.simulation
+    return (f"Log: {source}, {r.log.machine}, {len(r.log.jobs):,} jobs, each wait predicted "
+            f"at its submit from what was known then (50% and 90% quantiles covered "
+            f"{cal.get(0.5, math.nan):.2f} and {cal.get(0.9, math.nan):.2f}); the stays' "
+            f"gain from the queue re-simulated (its waits without bursting: rank correlation "
+            f"{sim['rank_correlation']:.2f} with the log's, mean {sim['mean_ratio']:.2f}x). "
+            "replay_policies.md says how every number was made.")
 
 
 def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
                   reference_dir: Path | str = "", figures_dir: Path | str = "", *,
-                  fmt: str = "", system: str = "Flow Cloud System", procs_per_node: float = 0,
-                  machine_nodes: int = 0, thresholds_h=run.THRESHOLDS_H,
-                  region: str = "East US", billing: str = "payg",
-                  storage: str = "pool per job", classes: list | None = None,
-                  job_input_gb: float = 10.0, job_output_gb: float = 30.0,
-                  deploy_minutes=(4.0, 5.0, 10.0), wan_mib_s=0, flow_fraction=0.793,
-                  flow_vm: str = "flow-cloud", draws: int = 40, seed: int = 2023,
-                  usd_jpy: float = 145.0, pool_min_tib: float = 4.0,
-                  pool_jobs_per_month: float = 30.0, egress_free_gb: float = 0.0,
-                  show: bool = False) -> Section:
-    """The replay's figure and tables (see the module docstring).  A missing log is said in
-    the notes, and nothing drawn; ParamError, one line, for a parameter or a log given wrong."""
+                  fmt: str = "", show: bool = False, **kw) -> Section:
+    """The replay's figures and tables (see the module docstring); `kw` are
+    burstbench.replay.run.replay's parameters.  A missing log is said in the notes, and
+    nothing drawn; ParamError, one line, for a parameter or a log given wrong."""
     section = Section("replay")
     path = log_path(log)
     if not path.exists():
@@ -77,93 +122,170 @@ def replay_report(log: str = KTH_LOG, runs_dir: Path | str = "",
                                 f"log is {KTH_LOG} from the project root): nothing replayed")
         return section
     lg = logs.read_log(path, fmt)
-    r = run.replay(lg, runs_dir=runs_dir, reference_dir=reference_dir, system=system,
-                   procs_per_node=procs_per_node, machine_nodes=machine_nodes,
-                   thresholds_h=thresholds_h, region=region, billing=billing, storage=storage,
-                   classes=classes, job_input_gb=job_input_gb, job_output_gb=job_output_gb,
-                   deploy_minutes=deploy_minutes, wan_mib_s=wan_mib_s,
-                   flow_fraction=flow_fraction, flow_vm=flow_vm, draws=draws, seed=seed,
-                   usd_jpy=usd_jpy, pool_min_tib=pool_min_tib,
-                   pool_jobs_per_month=pool_jobs_per_month, egress_free_gb=egress_free_gb)
+    r = run.replay(lg, runs_dir=runs_dir, reference_dir=reference_dir, **kw)
     section.problems += r.problems
     if r.rows.empty:
         return section
-    fig_dir = paths.figures_dir(figures_dir)
-    source = path.name
-    about = describe(r, source)
-    data = [f"{source}", "data/reference/prices_vm.csv", "data/reference/flow_systems.csv"]
-    rows = r.rows.drop(columns=["region", "billing", "storage"]).round(6)
-    table_entry(section, [d | {"data": source} for d in rows.to_dict("records")],
-                fig_dir, "replay_policies", f"Replay of {lg.machine}: every VM, policy and "
-                "threshold", f"Per VM ({region}, {billing}, {storage}), policy and threshold: "
-                "jobs burst, turnaround saved (total at the inputs' modes with its band; "
-                "median and 90th percentile per burst job), JPY spent on the VMs (and the "
-                f"{system} fees not paid), JPY per hour saved, the share of burst jobs made "
-                f"later. {about}")
-    thresholds = sorted(set(r.rows["threshold_h"]))
-    lead = run.leading(r.rows, run.middle(thresholds))
-    table_entry(section, choices(r.rows, lead, thresholds, data), fig_dir, "replay_choices",
-                f"Replay: the thresholds to choose between ({lead})",
-                f"{lead} (the VM whose queue-state policy saves the most hours at "
-                f"{run.hours_label(run.middle(thresholds))}), each threshold with the oracle's "
-                f"answer at the same threshold on the real wait. {about}")
-    section.entries.append(figure(r.rows, lead, lg.machine, about, data, fig_dir, show))
+    write(section, r, path.name, paths.figures_dir(figures_dir), show)
     return section
 
 
-def choices(rows: pd.DataFrame, vm: str, thresholds: list[float], data: list[str]
-            ) -> list[dict]:
-    """One row per threshold: the queue-state policy and the oracle side by side."""
+def write(section: Section, r: run.Replayed, source: str, fig_dir: Path,
+          show: bool = False) -> None:
+    """Every figure and table of a replay into `fig_dir`, listed in `section`."""
+    about = describe(r, source)
+    data = [source, "data/reference/prices_vm.csv", "data/reference/flow_systems.csv"]
+    rows = r.rows.drop(columns=["region", "billing", "storage"]).round(6)
+    table_entry(section, [d | {"data": source} for d in rows.to_dict("records")],
+                fig_dir, "replay_policies", f"Replay of {r.log.machine}: every VM and policy",
+                "Per VM and policy: jobs burst, the share of them made later, the hours "
+                "saved (the burst jobs' own, total at the inputs' modes with its band; "
+                "median and 90th percentile per burst job), the perfect policy's hours "
+                "saved, JPY spent on the VMs (and the fees not paid on premise), the hours "
+                f"the jobs that stay wait less. {about}")
+    best = pick(r.rows)
+    lead = str(best["vm"])
+    table_entry(section, choices(r.rows, lead, best, source), fig_dir, "replay_choices",
+                f"Replay: the policies to choose between ({lead})", choice_line(best)
+                + f" Every policy on {lead}, beside the perfect policy. {about}")
+    md = fig_dir / "replay_choices.md"  # the answer first, then the table it rests on
+    store.atomic_write(md, choice_line(best) + "\n\n" + md.read_text())
+    table_entry(section, [d | {"data": source} for d in
+                          r.calibration.round(4).to_dict("records")],
+                fig_dir, "replay_calibration", "Replay: the predicted wait's calibration",
+                "Per level q: the share of jobs whose real wait fell at or below their "
+                "predicted q-quantile (by the probability integral transform, drawn within "
+                f"the pile at 0 s): a calibrated predictor covers q. {about}")
+    table_entry(section, [d | {"data": source} for d in
+                          r.predictors.round(4).to_dict("records")],
+                fig_dir, "replay_predictors", "Replay: the wait predictor's steps, each "
+                "against the real waits", "Spearman's rank correlation of each step's "
+                "median (a point predictor's value) with the real wait, and a "
+                f"distribution's coverage at 10, 50 and 90%. {about}")
+    short = brief(r, source)
+    section.entries.append(calibration_figure(r.calibration, r.log.machine, short, data,
+                                              fig_dir, show))
+    section.entries.append(figure(r.rows, lead, best, short, data, fig_dir, show))
+
+
+def choice_line(best: dict) -> str:
+    """The director's answer in one line."""
+    later = best["share_made_later"]
+    share = best["hours_saved"] / best["perfect_hours_saved"] \
+        if best["perfect_hours_saved"] > 0 else math.nan
+    return (f"Pick: burst a job to {best['vm']} when {policy_label(best)}: "
+            f"{int(best['jobs_burst']):,} jobs burst, {later:.0%} of them made later, "
+            f"{best['hours_saved']:,.0f} hours of turnaround saved ({share:.0%} of what the "
+            f"perfect policy saves) and {best['stays_hours_saved']:,.0f} more for the jobs "
+            f"that stay, for {best['jpy_spent'] / 1e6:,.1f} million JPY "
+            f"({best['jpy_per_hour_saved']:,.0f} JPY per hour saved).")
+
+
+def choices(rows: pd.DataFrame, vm: str, best: dict, source: str) -> list[dict]:
+    """One row per policy on `vm`, the pick marked."""
     out = []
-    for t in thresholds:
-        q, o = (run.at_threshold(rows, vm, p, t) for p in ("queue state", "oracle"))
-        out.append({"threshold": run.hours_label(t), "jobs_burst": q["jobs_burst"],
+    for _, q in rows[rows["vm"] == vm].iterrows():
+        share = q["hours_saved"] / q["perfect_hours_saved"] if q["perfect_hours_saved"] > 0 \
+            else math.nan
+        picked = q["policy"] == best["policy"] and (
+            q["p_sooner_min"] == best["p_sooner_min"])
+        out.append({"policy": policy_label(q), "pick": "<- pick" if picked else "",
+                    "jobs_burst": int(q["jobs_burst"]),
+                    "share_made_later": round(q["share_made_later"], 3)
+                    if q["jobs_burst"] else None,
                     "hours_saved": round(q["hours_saved"]),
-                    "band_h": f"{q['hours_saved_p10']:,.0f}-{q['hours_saved_p90']:,.0f}",
-                    "median_saved_h": round(q["median_saved_h"], 2),
-                    "p90_saved_h": round(q["p90_saved_h"], 1),
+                    "of_perfect": round(share, 3),
+                    "stays_hours_saved": round(q["stays_hours_saved"]),
                     "mjpy_spent": round(q["jpy_spent"] / 1e6, 2),
                     "jpy_per_hour_saved": round(q["jpy_per_hour_saved"])
                     if q["jpy_per_hour_saved"] == q["jpy_per_hour_saved"] else None,
-                    "share_made_later": round(q["share_made_later"], 3),
-                    "oracle_jobs_burst": o["jobs_burst"],
-                    "oracle_hours_saved": round(o["hours_saved"]),
-                    "oracle_mjpy_spent": round(o["jpy_spent"] / 1e6, 2),
-                    "data": data[0]})
+                    "data": source})
     return out
 
 
-def figure(rows: pd.DataFrame, lead: str, machine: str, about: str, data: list[str],
-           fig_dir: Path, show: bool):
-    """JPY spent against hours saved: per VM a point per threshold (the queue-state policy,
-    solid) and the oracle's curve (dashed); the leading VM's thresholds labelled."""
+def calibration_figure(cal: pd.DataFrame, machine: str, about: str, data: list[str],
+                       fig_dir: Path, show: bool):
+    """Observed coverage against the predicted level, the diagonal and +-0.05 beside it."""
     style.apply_style()
-    fig, ax = plt.subplots(figsize=(8, 5.6))
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    lv = np.array([0.0, 1.0])
+    ax.fill_between(lv, lv - 0.05, lv + 0.05, color="0.9", label="within 0.05")
+    ax.plot(lv, lv, "--", color="0.5", lw=1, label="calibrated")
+    ax.plot(cal["quantile"], cal["coverage"], "o-", color=style.palette(1)[0], ms=4,
+            label="the predictor")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted quantile level q")
+    ax.set_ylabel("share of real waits at or below it")
+    ax.set_title(f"The predicted wait's calibration\n{machine}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    caption = ("Each job's wait predicted at its submit; per level, the share of jobs whose "
+               "real wait fell at or below the predicted quantile. " + about)
+    return figure_entry(fig, fig_dir, "replay_calibration", "Replay: the predicted wait's "
+                        "calibration", caption, data, show)
+
+
+def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str],
+           fig_dir: Path, show: bool):
+    """Left: on the leading VM, hours saved against JPY spent, every policy (probability
+    points labelled by p, thresholds and the queue-state baseline as lines) beside the
+    perfect policy.  Right: on every VM, the share made later against the share of the
+    perfect policy's hours, the probability policies as lines, the target region shaded."""
+    style.apply_style()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.0))
+    d = rows[rows["vm"] == lead]
+    colors = dict(zip(("probability", "threshold", "queue state", "perfect"),
+                      style.palette(4)))
+    for pol, ls, mk in (("threshold", "-", "s"), ("queue state", ":", "v"),
+                        ("probability", "-", "o"), ("perfect", "", "*")):
+        e = d[d["policy"] == pol].sort_values(["p_sooner_min", "threshold_h"])
+        ax.plot(e["jpy_spent"] / 1e6, (e["hours_saved"] + e["stays_hours_saved"]) / 1e3,
+                ls, marker=mk, ms=9 if pol == "perfect" else 5, color=colors[pol], lw=1.2,
+                label=pol if pol != "probability" else "P(sooner) >= p")
+        for _, q in e.iterrows():
+            if pol == "perfect":
+                continue
+            label = f"p={q['p_sooner_min']:g}" if pol == "probability" else \
+                run.hours_label(q["threshold_h"])
+            ax.annotate(label, (q["jpy_spent"] / 1e6,
+                                (q["hours_saved"] + q["stays_hours_saved"]) / 1e3),
+                        fontsize=6, xytext=(3, 3), textcoords="offset points",
+                        color=colors[pol])
+    ax.set_xlabel("JPY spent on the VMs (million)")
+    ax.set_ylabel("turnaround saved (thousand hours)")
+    ax.set_title(f"{lead}: what each policy buys", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    bx.axvspan(0.5, 1.05, ymin=0, ymax=MAX_LATER / 0.7, color="0.92",
+               label=f"at most {MAX_LATER:.0%} later, at least half the perfect hours")
     vms = sorted(set(rows["vm"]))
     for vm, color in zip(vms, style.palette(len(vms))):
-        for pol, ls, mk in (("queue state", "-", "o"), ("oracle", "--", "^")):
-            d = rows[(rows["vm"] == vm) & (rows["policy"] == pol)].sort_values("threshold_h")
-            ax.plot(d["hours_saved"] / 1e3, d["jpy_spent"] / 1e6, ls, marker=mk, ms=4,
-                    color=color, lw=1.2, label=f"{vm}, {pol}")
-            if vm == lead:
-                for x, y, t in zip(d["hours_saved"], d["jpy_spent"], d["threshold_h"]):
-                    ax.annotate(run.hours_label(t), (x / 1e3, y / 1e6), fontsize=6,
-                                xytext=(3, 3), textcoords="offset points", color=color)
-    ax.set_xlabel("turnaround saved (thousand job-hours, lower bound)")
-    ax.set_ylabel("JPY spent on the VMs (million)")
-    ax.set_title("A centre's jobs replayed: what each burst threshold buys")
-    ax.legend(fontsize=6, loc="upper left")
-    caption = ("A point per threshold (labelled for the leading VM, " + lead + "): the "
-               "queue-state policy (solid) and the oracle at the same threshold on the real "
-               "wait (dashed). " + about)
-    return figure_entry(fig, fig_dir, "replay_curve", "Replay: JPY spent against turnaround "
-                        "saved, a point per threshold", caption, data, show)
+        e = rows[(rows["vm"] == vm) & (rows["policy"] == "probability")].sort_values(
+            "p_sooner_min")
+        share = e["hours_saved"] / e["perfect_hours_saved"]
+        bx.plot(share, e["share_made_later"], "o-", ms=4, color=color, lw=1.2, label=vm)
+        for x, y, p in zip(share, e["share_made_later"], e["p_sooner_min"]):
+            bx.annotate(f"{p:g}", (x, y), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points", color=color)
+    bx.set_xlim(0, 1.05)
+    bx.set_ylim(0, 0.7)
+    bx.set_xlabel("hours saved / the perfect policy's")
+    bx.set_ylabel("share of burst jobs made later")
+    bx.set_title("P(sooner) >= p on every VM (points labelled by p)", fontsize=9)
+    bx.legend(fontsize=7, loc="upper left")
+    caption = (choice_line(best) + " Left: every policy on " + lead + " (the probability "
+               "policies by p, thresholds on the predicted median wait, the old queue-state "
+               "baseline, the perfect policy), the hours the burst jobs save and the stays "
+               "gain. Right: the probability policies on every VM. " + about)
+    return figure_entry(fig, fig_dir, "replay_curve", "Replay: what each burst policy buys, "
+                        "beside the perfect policy", caption, data, show)
 
 
-def summary_text(r: run.Replayed, top: int = 3) -> str:
-    """The CLI's answer: the leading VM's thresholds and the oracle's, as a text table."""
-    thresholds = sorted(set(r.rows["threshold_h"]))
-    lead = run.leading(r.rows, run.middle(thresholds))
-    t = pd.DataFrame(choices(r.rows, lead, thresholds, [""])).drop(columns="data")
-    return (f"{r.log.machine}: {len(r.log.jobs):,} jobs; bursting to {lead}; queue state by "
-            f"{r.estimate_how}\n" + t.to_string(index=False) + "\n" + LOWER_BOUND)
+def summary_text(r: run.Replayed) -> str:
+    """The CLI's answer: the pick, and every policy on its VM as a text table."""
+    best = pick(r.rows)
+    t = pd.DataFrame(choices(r.rows, str(best["vm"]), best, "")).drop(columns="data")
+    cal = r.calibration.set_index("quantile")["coverage"]
+    return (f"{r.log.machine}: {len(r.log.jobs):,} jobs\n" + choice_line(best) + "\n"
+            + t.to_string(index=False) + "\n"
+            f"predicted wait: 50% quantile covered {cal.get(0.5, math.nan):.2f}, 90% "
+            f"{cal.get(0.9, math.nan):.2f}")

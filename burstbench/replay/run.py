@@ -1,18 +1,20 @@
-"""A log replayed against the burst decision's machines and prices: every logged job on every
-VM priced in a region and billing, the policies swept over thresholds (burstbench.replay.policy),
-one summary row per VM, policy and threshold.
+"""A log replayed against the burst decision's machines and prices: every logged job's wait
+predicted at its submit (burstbench.wait.predict), every job priced on every VM in a region
+and billing, the policies decided (burstbench.replay.policy), the jobs that stay re-simulated
+(burstbench.replay.stays), one summary row per VM and policy.
 
 The on-premise system is one of Flow's (its node-hour fee and its node Triad, from
 data/reference/ as burstbench.cost.machines builds it); the log's jobs keep their node counts
 (from their processors and the log's node size) and their run times, as if they had run on it.
-The uncertain inputs are the decision's (burstbench.cost.uncertainty): deployment, the WAN,
-Flow's Triad fraction, and for a class mapped to the BICCG model the model's error, the
-iterations and the published latencies; column 0 of every job x draw matrix is their modes.
+Where the log's jobs share nodes (``shared_nodes``), the queue is a queue of processors while a
+burst job takes whole VM nodes.  The uncertain inputs are the decision's
+(burstbench.cost.uncertainty): deployment, the WAN, Flow's Triad fraction, and for a class
+mapped to the BICCG model the model's error, the iterations and the published latencies;
+column 0 of every job x draw matrix is their modes.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,15 +30,29 @@ from burstbench.cost import uncertainty as u
 from burstbench.cost.predict import STUDY_GRID, MatrixModel
 from burstbench.replay import policy
 from burstbench.replay.logs import Log
+from burstbench.replay.stays import Stays
 from burstbench.report.decision import inputs
+from burstbench.wait import history, score
+from burstbench.wait.predict import Predicted, predict
+from burstbench.wait.state import predicted_wait
 
-#: Thresholds swept by default, hours: 10 minutes to 8 days.
-THRESHOLDS_H = (1 / 6, 1.0, 4.0, 12.0, 24.0, 48.0, 96.0, 192.0)
+#: Thresholds swept by default, hours: 10 minutes to 2 days.
+THRESHOLDS_H = (1 / 6, 1.0, 4.0, 12.0, 24.0, 48.0)
+#: The levels at which a job's run time is guessed at its submit, equally likely.
+RUN_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)
+#: A run time is guessed from the user's last USER_RUNS jobs that ended, where there were at
+#: least USER_MIN.
+USER_RUNS, USER_MIN = 50, 5
+#: The columns of replay_policies.csv, first (the interface), then the bands and details.
+COLUMNS = ("vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst", "share_made_later",
+           "hours_saved", "perfect_hours_saved", "jpy_spent", "stays_hours_saved")
 
 
 @dataclass
 class Replayed:
-    """What a replay found: the summary rows, the log, what it assumed and could not use."""
+    """What a replay found: the summary rows, the log, what it assumed and could not use, how
+    well the wait was predicted (`calibration`, `predictors`) and how far the re-simulation
+    is from the log (`simulation`)."""
 
     rows: pd.DataFrame
     log: Log
@@ -45,12 +61,15 @@ class Replayed:
     capacity: int
     capacity_how: str
     procs_per_node: float
-    estimate_how: str
+    predicted: Predicted
     draws: int
     ranges: dict[str, u.Range]
-    classes: list[policy.JobClass]
+    classes: list[policy.LoggedClass]
+    calibration: pd.DataFrame
+    predictors: pd.DataFrame
+    simulation: dict[str, float]
     procs_how: str = ""
-    rank_correlation: float = math.nan  # Spearman's, of the predicted wait and the real one
+    queue_unit: str = "nodes"
     left_on_premise: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -72,17 +91,23 @@ def peak_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
 
 def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "",
            system: str = "Flow Cloud System", procs_per_node: float = 0,
-           machine_nodes: int = 0, thresholds_h=THRESHOLDS_H, region: str = "East US",
-           billing: str = "payg", storage: str = "pool per job", classes: list | None = None,
+           machine_nodes: int = 0, shared_nodes: bool = False, thresholds_h=THRESHOLDS_H,
+           p_sooner=policy.P_SOONER, region: str = "East US", billing: str = "payg",
+           storage: str = "pool per job", classes: list | None = None,
            job_input_gb: float = 10.0, job_output_gb: float = 30.0,
            deploy_minutes=(4.0, 5.0, 10.0), wan_mib_s=0, flow_fraction=0.793,
            flow_vm: str = "flow-cloud", draws: int = 40, seed: int = 2023,
            usd_jpy: float = 145.0, pool_min_tib: float = 4.0,
            pool_jobs_per_month: float = 30.0, egress_free_gb: float = 0.0,
-           merits: list | None = None) -> Replayed:
+           learn: bool = True, merits: list | None = None, progress=None) -> Replayed:
     """Replay `log` (see the module docstring); ParamError, one line, for a parameter given
-    wrong.  `merits`: the benchmarks' figures of merit, read from `runs_dir` where None."""
-    thresholds = policy.check_thresholds(list(thresholds_h))
+    wrong.  `merits`: the benchmarks' figures of merit, read from `runs_dir` where None.
+    `progress`, where given, is called with a line at each step."""
+    say = progress or (lambda line: None)
+    thresholds = policy.check_thresholds(list(thresholds_h) if isinstance(
+        thresholds_h, (list, tuple)) else thresholds_h)
+    p_levels = policy.check_p_sooner(list(p_sooner) if isinstance(
+        p_sooner, (list, tuple)) else p_sooner)
     if not (isinstance(draws, int) and draws >= 10):
         raise ParamError(f"draws must be an integer of at least 10, not {draws!r}")
     if storage not in ("pool per job", "shared pool"):
@@ -127,34 +152,53 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     ppn = float(procs_per_node or log.procs_per_node or 1)
     ppn_how = ("given" if procs_per_node else "the log's header (MaxProcs / MaxNodes)"
                if log.procs_per_node else "none known: 1 assumed")
-    nodes = np.where(j["nodes"] > 0, j["nodes"],
-                     np.ceil(j["procs"].to_numpy(float) / ppn)).astype(np.int64)
+    procs = j["procs"].to_numpy(float)
+    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
     submit, wait, run = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
     start, end = submit + wait, submit + wait + run
-    has_req = j["req_time"].notna().to_numpy()
-    est = np.where(has_req, j["req_time"].to_numpy(float), run)
-    estimate_how = ("requested time (every job logged one)" if has_req.all() else
-                    f"requested time for {has_req.mean():.0%} of jobs, run time for the rest"
-                    if has_req.any() else "run time (the log has no requested time)")
-    if machine_nodes:
-        capacity, cap_how = int(machine_nodes), "given"
-    elif log.max_nodes:
-        capacity, cap_how = int(log.max_nodes), "the log's MaxNodes"
-    else:
-        capacity, cap_how = max(peak_nodes(start, end, nodes), 1), \
-            "the most nodes its jobs held at once"
-    predicted_h = policy.predicted_wait(submit, start, end, nodes, est, capacity) / 3600
+    req = j["req_time"].to_numpy(float)
+    user = j["user"].to_numpy(np.int64) if "user" in j else np.full(len(j), -1, np.int64)
+    # the queue: of nodes, or of processors where jobs share nodes
+    queue_n = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
+    unit = "processors" if shared_nodes else "nodes"
+    capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, start, end, queue_n)
+    if queue_n.max() > capacity:
+        raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
+                         f"largest job's {int(queue_n.max()):,} (give --machine-nodes)")
+    peak = peak_nodes(start, end, queue_n)
+    if peak > capacity:
+        problems.append(f"the log's jobs held up to {peak:,} {unit} at once, more than the "
+                        f"machine's {capacity:,} ({cap_how}): the scheduler's estimate and "
+                        "the re-simulation see a fuller machine than the log ran on")
+
+    say(f"predicting {len(j):,} waits (the scheduler's estimate, history"
+        + (", a learned model" if learn else "") + ")")
+    pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed)
+    problems += pred.notes
+    guess_h = _run_guess(submit, end, run, req, queue_n / capacity, user) / 3600
+    qs_h = predicted_wait(submit, start, end, queue_n.astype(float),
+                          np.where(np.isnan(req), run, req), capacity) / 3600
     run_h, wait_h = run / 3600, wait / 3600
     turnaround_h = wait_h + run_h
     flow_jpy = nodes * run_h * fee
+    median_h = pred.quantile(0.5) / 3600
     cls = policy.assign(nodes, j["queue"].to_numpy(), cls_list)
     if (cls < 0).any():
         problems.append(f"{int((cls < 0).sum())} job(s) in no class: they stay on premise")
+    plan = np.where(np.isnan(req), run, req)
+    if np.isnan(req).any():
+        problems.append("the re-simulation plans the jobs without a requested time by their "
+                        "run time")
+    say("re-simulating the queue with every job")
+    stays = Stays(submit, queue_n, run, plan, capacity)
     flow_bw = flow.bandwidth(flow.cores)
     rows, left = [], {}
     vms = sorted(m for m in machine_of if not m.startswith("Flow") and m != flow_vm)
     table = prices.table[(prices.table["kind"] == "cloud") & (prices.table["billing"] == billing)
                          & (prices.table["region"] == region)]
+
+    def p_longer(rows_: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        return history.survival(pred.q[rows_], xs)
     for vm in vms:
         m = machine_of[vm]
         pr = table[table["key"] == vm_key(vm)]
@@ -162,38 +206,109 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
             continue
         cache: dict[tuple, np.ndarray | None] = {}
 
-        def ratio_of(c: policy.JobClass, k: int, m=m, cache=cache) -> np.ndarray | None:
+        def ratio_of(c: policy.LoggedClass, k: int, m=m, cache=cache) -> np.ndarray | None:
             if (c.name, k) not in cache:
                 cache[(c.name, k)] = _ratio(c, k, m, flow, fitted, x, scale, flow_bw)
             return cache[(c.name, k)]
 
         p = next(pr.itertuples())
 
-        def option_of(c: policy.JobClass, vm=vm, p=p) -> burst.Option:
+        def option_of(c: policy.LoggedClass, vm=vm, p=p) -> burst.Option:
             opts = options_of(vm, p, c)
             if isinstance(opts, str):
                 raise ParamError(f"{vm} in {region}: {opts}")
             return next(o for o in opts if o.pool.scenario == storage)
+        say(f"{vm}: pricing every job, P(sooner), the policies")
         costed = policy.cost_option(nodes, run_h, cls, cls_list, ratio_of, option_of,
                                     m.max_nodes, x[u.WAN], x[u.DEPLOY] / 60, egress_free_gb)
         left[vm] = int((~costed.takes).sum())
+        p_vm = policy.p_sooner(p_longer, costed, run_h, guess_h)
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
-                "price_per_node_h": float(p.jpy_per_hour),
-                "jobs_left_on_premise": left[vm]}
-        rows += [base | r for r in policy.sweep(thresholds, predicted_h, wait_h, turnaround_h,
-                                                costed, flow_jpy)]
+                "price_per_node_h": float(p.jpy_per_hour), "jobs_left_on_premise": left[vm]}
+        vm_rows = []
+        for keys, burst_mask in policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h,
+                                                  turnaround_h, costed):
+            vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
+                                                        flow_jpy)
+                           | {"stays_hours_saved": stays.gain_h(burst_mask)})
+        perfect = next(r["hours_saved"] for r in vm_rows if r["policy"] == "perfect")
+        rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
     if not rows:
         problems.append(f"no VM priced for {billing} in {region}: nothing replayed")
     if fitted is None:
         problems.append(f"replay: no BICCG model fitted ({why_unfitted}); memory-bound "
                         "classes only")
-    rho = float(pd.Series(predicted_h).rank().corr(pd.Series(wait_h).rank())) \
-        if len(wait_h) > 1 else math.nan
-    return Replayed(pd.DataFrame(rows), log, system, fee, capacity, cap_how, ppn,
-                    estimate_how, draws, ranges, cls_list, ppn_how, rho, left, problems)
+    out = pd.DataFrame(rows)
+    if len(out):
+        out = out[list(COLUMNS) + [c for c in out.columns if c not in COLUMNS]]
+    return Replayed(out, log, system, fee, capacity, cap_how, ppn, pred, draws, ranges,
+                    cls_list, score.calibration(pred.q, wait, seed),
+                    predictors(pred, qs_h * 3600, wait, seed), stays.validation(wait),
+                    ppn_how, unit, left, problems)
 
 
-def _ratio(c: policy.JobClass, k: int, m, flow, fitted, x: dict[str, np.ndarray],
+def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool, start: np.ndarray,
+              end: np.ndarray, queue_n: np.ndarray) -> tuple[int, str]:
+    """The machine's size in the queue's units, and where it came from."""
+    if machine_nodes:
+        return (int(round(machine_nodes * ppn)), f"--machine-nodes x {ppn:g} processors a "
+                "node") if shared else (int(machine_nodes), "given")
+    if shared and log.max_procs:
+        return int(log.max_procs), "the log's MaxProcs"
+    if not shared and log.max_nodes:
+        return int(log.max_nodes), "the log's MaxNodes"
+    return max(peak_nodes(start, end, queue_n), 1), "the most its jobs held at once"
+
+
+def _run_guess(submit: np.ndarray, end: np.ndarray, run: np.ndarray, req: np.ndarray,
+               share: np.ndarray, user: np.ndarray) -> np.ndarray:
+    """Each job's run time guessed at its submit, s, at RUN_LEVELS (jobs x levels): its
+    requested time x the run-to-request ratios of its user's last USER_RUNS jobs that had
+    ended, or where the user had fewer than USER_MIN, of the last jobs of its class (size x
+    requested time); with no requested time, their run times.  Where nothing had ended: the
+    requested time, else NaN (the job stays)."""
+    from burstbench.wait.predict import REQUEST_EDGES, SIZE_EDGES, _buckets
+
+    cols = [int(np.flatnonzero(np.isclose(history.LEVELS, lv))[0]) for lv in RUN_LEVELS]
+    has = ~np.isnan(req)
+    cls = _buckets(share, SIZE_EDGES) * 5 + np.where(has, _buckets(req, REQUEST_EDGES), 4)
+    value = np.where(has, run / np.where(has & (req > 0), req, 1.0), run)
+    q, _ = history.window_quantiles(value, end, submit, cls, 4 * 5, 1000, 50)
+    q = q[:, cols]
+    if (user >= 0).any():
+        qu, own = history.window_quantiles(value, end, submit, user, int(user.max()) + 1,
+                                           USER_RUNS, USER_MIN)
+        q = np.where((own >= USER_MIN)[:, None], qu[:, cols], q)
+    guess = np.where(has[:, None], q * req[:, None], q)
+    return np.where(np.isnan(guess) & has[:, None], req[:, None], guess)
+
+
+def predictors(pred: Predicted, queue_state_s: np.ndarray, wait: np.ndarray,
+               seed: int) -> pd.DataFrame:
+    """The predictor's steps, each against the real waits: the rank correlation of its
+    median (a point predictor's value) and, for a distribution, its coverage at 10, 50 and
+    90%."""
+    points = [("queue state (node-seconds ahead / nodes)", queue_state_s),
+              ("scheduler's estimate (EASY, requested times)", pred.estimate)]
+    dists = [("history (wait / estimate, by class)", pred.history),
+             ("learned (LightGBM), before recalibration", pred.learned),
+             ("the predictor (learned, recalibrated)", pred.q)]
+    out: list[dict] = [{"predictor": name, "rank_correlation":
+                        score.rank_correlation(point, wait),
+                        "jobs": int((~np.isnan(point)).sum())}
+                       for name, point in points if not np.isnan(point).all()]
+    for name, q in dists:
+        if np.isnan(q[:, 0]).all():
+            continue
+        cal = score.calibration(q, wait, seed, (0.1, 0.5, 0.9))
+        out.append({"predictor": name, "rank_correlation":
+                    score.rank_correlation(q[:, 20], wait), "jobs": int(cal["jobs"].iloc[0])}
+                   | {f"coverage_q{int(lv * 100)}": c
+                      for lv, c in zip(cal["quantile"], cal["coverage"])})
+    return pd.DataFrame(out)
+
+
+def _ratio(c: policy.LoggedClass, k: int, m, flow, fitted, x: dict[str, np.ndarray],
            scale: np.ndarray, flow_bw: float) -> np.ndarray | None:
     """A class's VM time / on-premise time on `k` nodes, per draw: its own number; the node
     Triad ratio (memory-bound: Flow's node bandwidth / the VM's, Flow's drawn); the BICCG
@@ -212,28 +327,8 @@ def _ratio(c: policy.JobClass, k: int, m, flow, fitted, x: dict[str, np.ndarray]
     return vp.hours(x) / flow_h if np.all(flow_h > 0) else None
 
 
-def leading(rows: pd.DataFrame, at_h: float) -> str:
-    """The VM whose queue-state policy saves the most hours at threshold `at_h` (the
-    cheaper at a tie)."""
-    d = rows[(rows["policy"] == "queue state") & np.isclose(rows["threshold_h"], at_h)]
-    d = d.sort_values(["hours_saved", "jpy_spent"], ascending=[False, True], kind="stable")
-    return str(d["vm"].iloc[0])
-
-
 def hours_label(h: float) -> str:
     """10 min, 2 h, 4 d."""
     if h < 1:
         return f"{h * 60:.0f} min"
     return f"{h:g} h" if h < 24 else f"{h / 24:g} d"
-
-
-def at_threshold(rows: pd.DataFrame, vm: str, policy_name: str, h: float) -> dict:
-    d = rows[(rows["vm"] == vm) & (rows["policy"] == policy_name)
-             & np.isclose(rows["threshold_h"], h)]
-    return d.iloc[0].to_dict() if len(d) else {}
-
-
-def middle(thresholds: list[float]) -> float:
-    """The threshold the leading VM is chosen at: 1 h where swept, else the middle one."""
-    return 1.0 if any(math.isclose(t, 1.0) for t in thresholds) else \
-        thresholds[len(thresholds) // 2]

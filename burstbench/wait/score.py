@@ -1,0 +1,38 @@
+"""How well a predicted wait fits the waits that came: the rank correlation of its median
+with the real wait, and its calibration: for each level q, the share of jobs whose real wait
+fell at or below their predicted q-quantile, counted by the probability integral transform
+(drawn within a pile of equal values, at 0 s above all: a calibrated predictor then covers q
+at every level)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from burstbench.wait import history
+
+#: The levels a calibration table reports.
+CALIBRATION_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def rank_correlation(predicted: np.ndarray, real: np.ndarray) -> float:
+    """Spearman's rank correlation (ties at their mean rank), over the jobs both know."""
+    ok = ~(np.isnan(predicted) | np.isnan(real))
+    if ok.sum() < 2:
+        return float("nan")
+    a = pd.Series(predicted[ok]).rank()
+    b = pd.Series(real[ok]).rank()
+    return float(a.corr(b))
+
+
+def calibration(q: np.ndarray, real: np.ndarray, seed: int = 0,
+                levels=CALIBRATION_LEVELS) -> pd.DataFrame:
+    """Columns quantile, coverage, jobs: per level, the share of the jobs with a prediction
+    whose probability integral transform is at most the level."""
+    u = history.pit(q, real, seed=seed)
+    ok = ~np.isnan(u)
+    n = int(ok.sum())
+    return pd.DataFrame({"quantile": list(levels),
+                         "coverage": [float(np.mean(u[ok] <= lv)) if n else np.nan
+                                      for lv in levels],
+                         "jobs": n})
