@@ -16,6 +16,9 @@ from conftest import newer_run, report_root, run_cli
 from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job
 from burstbench.replay import logs, policy, run
+from burstbench.replay.stays import Stays
+from burstbench.wait import history
+from burstbench.wait.state import predicted_wait
 
 SWF_HEAD = """; Version: 2.2
 ; Computer: Test SP2
@@ -148,6 +151,47 @@ def test_bad_input_is_one_line(tmp_path):
         logs.read_log(tmp_path / "missing.swf")
 
 
+def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp_path):
+    out, pred = tmp_path / "figs", tmp_path / "pred.csv"
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+                   "--thresholds", "1,2", "--p-sooner", "0.5,0.9", "--draws", "10",
+                   "--figures-dir", str(out), "--predictions", str(pred))
+    assert proc.returncode == 0, proc.stderr
+    assert "predicting 5 waits" in proc.stderr  # progress, on stderr
+    head = (out / "replay_policies.csv").read_text().splitlines()[0].split(",")
+    assert head[:10] == ["vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst",
+                         "share_made_later", "hours_saved", "perfect_hours_saved",
+                         "jpy_spent", "stays_hours_saved"]
+    import pandas as pd
+
+    t = pd.read_csv(out / "replay_policies.csv")
+    assert set(t["policy"]) == {"probability", "threshold", "queue state", "perfect"}
+    assert t.loc[t["policy"] != "probability", "p_sooner_min"].isna().all()
+    assert sorted(t.loc[t["policy"] == "probability", "p_sooner_min"].unique()) == [0.5, 0.9]
+    cal = pd.read_csv(out / "replay_calibration.csv")
+    assert list(cal.columns[:3]) == ["quantile", "coverage", "jobs"]
+    assert cal["quantile"].tolist() == pytest.approx([0.1 * k for k in range(1, 10)])
+    p = pd.read_csv(pred)
+    assert list(p.columns) == ["job", "submit", "wait_q10_h", "wait_q50_h", "wait_q90_h"]
+    assert p["job"].tolist() == [1, 2, 3, 4, 5] and math.isnan(p["wait_q50_h"].iloc[0])
+    known = p.dropna()  # the first job had nothing to go on
+    assert len(known) == 4 and (known["wait_q10_h"] <= known["wait_q90_h"]).all()
+
+
+def test_a_log_without_requested_times_or_shorter_than_the_window_is_said(tmp_path):
+    lines = [swf_line(i + 1, 600 * i, 60 * (i % 4), 1800, 1 + i % 2) for i in range(40)]
+    path = tmp_path / "noreq.swf"
+    path.write_text(SWF_HEAD + "\n".join(lines) + "\n")
+    r = run.replay(logs.read_log(path), thresholds_h=[1.0], p_sooner=[0.9], draws=10)
+    text = " ".join(r.problems)
+    assert "the log has no requested times: no scheduler's estimate; the wait is predicted " \
+        "from history alone" in text
+    assert "the log has 40 jobs, fewer than the history window (1,000): each job is " \
+        "predicted from the jobs before it" in text
+    assert "fewer than 2,000 jobs had started by the log's end: no learned model" in text
+    assert np.isnan(r.predicted.estimate).all() and len(r.rows)
+
+
 def test_the_command_says_bad_input_in_one_line(tmp_path):
     (tmp_path / "x.txt").write_text("hello\n")
     proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "x.txt"))
@@ -156,12 +200,25 @@ def test_the_command_says_bad_input_in_one_line(tmp_path):
     proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
                    "--thresholds", "2,1")
     assert proc.returncode == 2 and "must increase" in proc.stderr, proc.stderr
+    for bad in ("0,0.5", "0.5,1", "1.5", "0.9,0.5"):
+        proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+                       "--p-sooner", bad)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("error: p_sooner must "), proc.stderr
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+                   "--p-sooner", "high")
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: --p-sooner must be a comma list of numbers, not 'high'"), proc.stderr
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+                   "--machine-nodes", "1")
+    assert proc.returncode == 2 and "the machine's 1 nodes (given) are fewer than the " \
+        "largest job's 2 (give --machine-nodes)" in proc.stderr, proc.stderr
 
 
 # -- five jobs, by hand ----------------------------------------------------------------------
 
 def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
-    """Capacity 2 nodes. Predicted waits (node-seconds ahead / 2): J1 0; J2 (J1 running, 2
+    """Capacity 2 nodes. Queue-state waits (node-seconds ahead / 2): J1 0; J2 (J1 running, 2
     nodes x 6,600 s left of its 7,200 requested; J2 cannot start) 6,600 s; J3 (J2 queued
     3,600 + J1 12,000) 7,800 s; J4 (J2 3,600 + J3 7,200 queued + J1 10,800) 10,800 s; J5 (J2,
     J3, J4 2 x 3,600 queued + J1 8,400) 13,200 s.  On the VM: 0.1 h deployment + 0.05 h each
@@ -172,16 +229,9 @@ def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
     nodes = j["procs"].to_numpy().astype(np.int64)
     s, w, r = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
     est = np.where(j["req_time"].notna(), j["req_time"], r)
-    pred = policy.predicted_wait(s, s + w, s + w + r, nodes, est, 2)
+    pred = predicted_wait(s, s + w, s + w + r, nodes, est, 2)
     assert pred.tolist() == [0, 6600, 7800, 10800, 13200]
-    gb_per_s = 1e9 / 2 ** 20  # MiB/s
-    klass = policy.JobClass("all", job.Data(180, 180), speed=0.5)
-    tier = job.Tier("fast", 1e6, 1000.0)
-    opt = burst.Option("vm", "here", "payg", 100.0, job.shared_pool([tier], "fast", 4, 40),
-                          None, 10.0)
-    c = policy.cost_option(nodes, r / 3600, np.zeros(5, dtype=np.int64), [klass],
-                           lambda cl, k: np.array([0.5, 0.5]), lambda cl: opt, None,
-                           np.array([gb_per_s, gb_per_s]), np.array([0.1, 0.1]))
+    c = _hand_costed(nodes, r)
     vm_h = [0.2 + 0.5, 0.2 + 0.5, 0.2 + 1.0, 0.2 + 0.25, 0.2 + 600 / 7200]
     assert c.hours[:, 0] == pytest.approx(vm_h)
     jpy = [2 * 0.7 * 100 + 1900, 0.7 * 100 + 1900, 1.2 * 100 + 1900, 2 * 0.45 * 100 + 1900,
@@ -189,8 +239,9 @@ def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
     assert c.jpy[:, 0] == pytest.approx(jpy)
     turnaround = (w + r) / 3600
     flow = nodes * r / 3600 * 44.3
-    rows = {(x["policy"], x["threshold_h"]): x for x in
-            policy.sweep([1.0, 2.0, 3.0], pred / 3600, w / 3600, turnaround, c, flow)}
+    rows = {(k["policy"], k["threshold_h"]): policy.summary(m, turnaround, c, flow)
+            for k, m in policy.decisions([0.5], [1.0, 3.0], np.zeros(5), np.zeros(5),
+                                         pred / 3600, turnaround, c)}
     q1 = rows[("queue state", 1.0)]  # J2, J3, J4, J5
     saved = [5 / 6 + 1 - 0.7, 2 / 3 + 2 - 1.2, 2.5 + 0.5 - 0.45, 1 / 6 - (0.2 + 1 / 12)]
     assert q1["jobs_burst"] == 4
@@ -200,25 +251,84 @@ def test_five_jobs_queue_state_savings_and_costs_by_hand(tmp_path):
     assert q1["share_made_later"] == 0.25  # J5: 17 min on the VM after no wait at all
     assert q1["jpy_per_hour_saved"] == pytest.approx(sum(jpy[1:]) / sum(saved))
     assert q1["onprem_jpy_not_paid"] == pytest.approx(44.3 * (1 + 2 + 1 + 1 / 6))
-    o1 = rows[("oracle", 1.0)]  # the real waits: J4 (2.5 h) alone passes 1 h
-    assert (o1["jobs_burst"], o1["hours_saved"], o1["jpy_spent"]) == (
-        1, pytest.approx(2.55), pytest.approx(1990))
+    perfect = [v for (pol, _), v in rows.items() if pol == "perfect"][0]
+    # sooner on the VM: J1 (1 h against 0.7), J2 (1.83 against 0.7), J3 (2.67 against 1.2),
+    # J4 (3 against 0.45); not J5 (10 min against 17)
+    assert perfect["jobs_burst"] == 4 and perfect["share_made_later"] == 0
+    assert perfect["hours_saved"] == pytest.approx(0.3 + saved[0] + saved[1] + saved[2])
     q3 = rows[("queue state", 3.0)]  # J5 alone (3.67 h predicted): made later, no saving
     assert q3["jobs_burst"] == 1 and q3["hours_saved"] == pytest.approx(saved[3])
     assert math.isnan(q3["jpy_per_hour_saved"])
-    assert rows[("oracle", 3.0)]["jobs_burst"] == 0
+
+
+def _hand_costed(nodes: np.ndarray, run_s: np.ndarray, ratio: float = 0.5):
+    """Every job on one hand-priced VM: 0.1 h to deploy, 180 GB each way at 1 GB/s, run x
+    `ratio`, 100 JPY a node-hour, 100 JPY of pool, 10 JPY a GB of egress."""
+    gb_per_s = 1e9 / 2 ** 20  # MiB/s
+    klass = policy.LoggedClass("all", job.Data(180, 180), speed=ratio)
+    tier = job.Tier("fast", 1e6, 1000.0)
+    opt = burst.Option("vm", "here", "payg", 100.0, job.shared_pool([tier], "fast", 4, 40),
+                       None, 10.0)
+    return policy.cost_option(nodes, run_s / 3600, np.zeros(len(nodes), dtype=np.int64),
+                              [klass], lambda cl, k: np.array([ratio, ratio]),
+                              lambda cl: opt, None, np.array([gb_per_s, gb_per_s]),
+                              np.array([0.1, 0.1]))
+
+
+def test_a_burst_and_a_stay_by_hand():
+    """The 8 jobs of tests/test_wait.py, logged as the textbook's rules ran them.  J4 (1
+    node, 300 s, waited 180 s) bursts: on the VM 0.1 h + 0.1 h of staging + 150 s = 0.2417 h
+    against 480 s on premise: 0.1083 h later, for 0.2417 x 100 + 100 + 1,800 JPY.  The stays,
+    re-simulated by AccaSim's rules with J4 and without: J3 310 -> 190 s (its reservation at
+    200 s is reached with nothing left to wait for), J5 20 -> 0, J8 40 -> 0: 180 s gained."""
+    from test_wait import EASY_WAITS, eight_jobs
+
+    s, n, r, q = eight_jobs()
+    w = np.array(EASY_WAITS, float)
+    c = _hand_costed(n, r)
+    mask = np.zeros(8, dtype=bool)
+    mask[3] = True
+    row = policy.summary(mask, (w + r) / 3600, c, n * r / 3600 * 44.3)
+    vm_h = 0.2 + 150 / 3600
+    assert row["jobs_burst"] == 1 and row["share_made_later"] == 1.0
+    assert row["hours_saved"] == pytest.approx(480 / 3600 - vm_h)
+    assert row["jpy_spent"] == pytest.approx(vm_h * 100 + 100 + 1800)
+    stays = Stays(s, n, r, q, 4)
+    assert (stays.base_wait).tolist() == [0, 0, 310, 0, 20, 0, 0, 40]
+    assert stays.gain_h(mask) == pytest.approx(180 / 3600)
+    assert stays.gain_h(np.zeros(8, dtype=bool)) == 0
+
+
+def test_p_sooner_by_hand():
+    """A wait spread evenly over 0-3,600 s.  A VM as fast as the queue's machine, 0.25 h of
+    deployment and staging: sooner when the wait passes 900 s, P 0.75.  One twice as fast
+    on a job guessed at 1 h: 0.25 h - 0.5 h < 0, sooner whatever the wait."""
+    q = np.tile(history.LEVELS * 3600.0, (2, 1))
+    hours = np.array([[1.25] * 3, [0.75] * 3])  # at the logged run of 1 h
+    ratio = np.array([[1.0] * 3, [0.5] * 3])
+    c = policy.Costed(hours, hours * 100, np.array([True, True]), ratio)
+    p = policy.p_sooner(q, c, np.array([1.0, 1.0]), np.array([[1.0], [1.0]]))
+    assert p == pytest.approx([0.75, 1.0])
+    c.takes[0] = False
+    assert policy.p_sooner(q, c, np.ones(2), np.ones((2, 1)))[0] == 0
 
 
 def test_five_jobs_through_the_decision_machines(tmp_path):
     """The whole path with data/reference's VMs: a VM without InfiniBand keeps the two-node
-    jobs on premise, counted; the rows are one per VM x policy x threshold."""
-    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0, 2.0], draws=10)
+    jobs on premise, counted; the rows are one per VM x policy, the interface's columns
+    first."""
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0, 2.0],
+                   p_sooner=[0.5, 0.9], draws=10)
     assert r.capacity == 2 and r.capacity_how == "the log's MaxNodes"
     assert r.left_on_premise["D96s_v5"] == 2 and r.left_on_premise["HB120rs_v3"] == 0
-    assert len(r.rows) == len(r.left_on_premise) * 2 * 2
+    per_vm = 2 + 2 * 2 + 1  # probability x 2, threshold and queue state x 2, perfect
+    assert len(r.rows) == len(r.left_on_premise) * per_vm
+    assert list(r.rows.columns[:len(run.COLUMNS)]) == list(run.COLUMNS)
     hb = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "queue state")]
     assert hb["jobs_burst"].tolist() == [4, 3]
     assert (hb["hours_saved_p10"] <= hb["hours_saved_p90"]).all()
+    assert (r.rows["perfect_hours_saved"] >= r.rows["hours_saved"] - 1e-9).all()
+    assert r.rows.loc[r.rows["policy"] != "probability", "p_sooner_min"].isna().all()
 
 
 def test_the_replay_says_which_run_each_vms_figures_come_from(tmp_path):
@@ -246,10 +356,13 @@ def test_the_section_says_a_missing_log_and_draws_a_present_one(tmp_path):
     s = report.replay_report(str(five_jobs(tmp_path)), figures_dir=tmp_path / "f",
                              thresholds_h=[1.0, 2.0], draws=10)
     files = sorted(f for e in s.entries for f in e.files)
-    assert files == ["replay_choices.csv", "replay_choices.md", "replay_curve.png",
-                     "replay_curve.svg", "replay_policies.csv", "replay_policies.md"]
-    assert all("LOWER BOUND" in e.caption and "Hand-written centre" in e.caption
-               for e in s.entries)
+    assert files == ["replay_calibration.csv", "replay_calibration.md",
+                     "replay_calibration.png", "replay_calibration.svg", "replay_choices.csv",
+                     "replay_choices.md", "replay_curve.png", "replay_curve.svg",
+                     "replay_policies.csv", "replay_policies.md", "replay_predictors.csv",
+                     "replay_predictors.md"]
+    assert all("Hand-written centre" in e.caption for e in s.entries)
+    assert (tmp_path / "f" / "replay_choices.md").read_text().startswith("Pick: burst a job")
 
 
 # -- the real Slurm cluster's own jobs through sacct ---------------------------------------
@@ -282,7 +395,7 @@ def test_the_clusters_own_jobs_through_sacct(slurm, tmp_path):
     cli = run_cli("-m", "burstbench", "replay", "--log", str(log), "--thresholds", "0,1",
                   "--draws", "10")
     assert cli.returncode == 0, cli.stderr
-    assert re.search(r"\d+ jobs; bursting to", cli.stdout), cli.stdout
+    assert re.search(r"\d+ jobs\nPick: burst a job to ", cli.stdout), cli.stdout
 
 
 def test_job_classes_map_jobs_to_a_speed_and_refuse_typos(tmp_path):
@@ -294,9 +407,9 @@ def test_job_classes_map_jobs_to_a_speed_and_refuse_typos(tmp_path):
                               {"name": "rest", "speed": 2.0, "input_gb": 5}], 10, 30)
     assert policy.assign(np.array([1, 2, 1]), np.zeros(3), cls).tolist() == [0, 1, 0]
     assert cls[1].data == job.Data(5, 30)
-    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0], draws=10,
-                   classes=[{"name": "rest", "speed": 2.0}])
-    slow = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "oracle")].iloc[0]
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0], p_sooner=[0.9],
+                   draws=10, classes=[{"name": "rest", "speed": 2.0}])
+    slow = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "perfect")].iloc[0]
     # J4 alone: 2.5 h wait + 0.5 h run on premise, against ~0.35 h of deployment and
     # staging + 1 h (2 x its run) on the VM
     assert slow["jobs_burst"] == 1 and 1.4 < slow["hours_saved"] < 1.8

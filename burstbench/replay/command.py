@@ -68,6 +68,8 @@ def replay_command(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
+        policy.check_thresholds(thresholds)
+        policy.check_p_sooner(p_sooner)
         kw = dict(system=args.system, procs_per_node=args.procs_per_node,
                   machine_nodes=args.machine_nodes, shared_nodes=args.shared_nodes,
                   thresholds_h=thresholds, p_sooner=p_sooner, region=args.region,

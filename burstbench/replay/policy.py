@@ -26,9 +26,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from burstbench.core.checks import ParamError, strict_keys
 from burstbench.cost import job
+from burstbench.wait.history import LEVELS, cdf_at
 
 # -- job classes ----------------------------------------------------------------------------
 
@@ -101,11 +103,11 @@ class Costed:
     takes: np.ndarray
     ratio: np.ndarray
 
-    def hours_at(self, run_h: np.ndarray, other_h: np.ndarray) -> np.ndarray:
-        """Hours to result had the jobs run `other_h` (jobs x k) instead of `run_h` on
-        premise: jobs x draws x k."""
-        fixed = self.hours - run_h[:, None] * self.ratio
-        return fixed[:, :, None] + other_h[:, None, :] * self.ratio[:, :, None]
+    def __post_init__(self) -> None:
+        # 0 where the option does not take the job: a policy's sums are products with its
+        # burst mask
+        self.hours0 = np.where(self.takes[:, None], self.hours, 0.0)
+        self.jpy0 = np.where(self.takes[:, None], self.jpy, 0.0)
 
 
 def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
@@ -154,6 +156,8 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
 
 #: P(sooner) levels swept by default.
 P_SOONER = (0.5, 0.8, 0.9, 0.95)
+#: The draws of the VM's side a P(sooner) is taken over, at most.
+DECISION_DRAWS = 20
 
 
 def check_thresholds(thresholds_h) -> list[float]:
@@ -182,25 +186,42 @@ def check_p_sooner(levels) -> list[float]:
     return [float(v) for v in t]
 
 
-def p_sooner(p_longer, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray,
-             chunk: int = 20000) -> np.ndarray:
-    """P(the VM returns each job sooner than the queue): over the option's draws (its
-    columns after the modes) and the job's guessed run times (jobs x k, hours, equally
-    likely), P(wait > VM hours - guessed run) by `p_longer` (jobs, seconds: jobs x values ->
-    P(wait > value)); 0 where the VM does not take the job."""
-    n = len(run_h)
+@njit(cache=True)
+def _p_sooner(q, levels, fixed, ratio, guess, takes):
+    n, d = fixed.shape
+    k = guess.shape[1]
     out = np.zeros(n)
-    draws = slice(1, None) if c.hours.shape[1] > 1 else slice(None)
-    for a in range(0, n, chunk):
-        b = min(a + chunk, n)
-        rows = np.arange(a, b)
-        sub = Costed(c.hours[rows][:, draws], c.jpy[rows][:, draws], c.takes[rows],
-                     c.ratio[rows][:, draws])
-        vm_h = sub.hours_at(run_h[rows], run_guess_h[rows])  # jobs x draws x k
-        x = (vm_h - run_guess_h[rows][:, None, :]) * 3600.0
-        p = p_longer(rows, x.reshape(len(rows), -1)).mean(axis=1)
-        out[a:b] = np.where(c.takes[rows] & ~np.isnan(p), p, 0.0)
+    for i in range(n):
+        if not takes[i] or q[i, 0] != q[i, 0]:
+            continue
+        acc = 0.0
+        m = 0
+        for a in range(d):
+            for b in range(k):
+                g = guess[i, b]
+                if g != g:
+                    continue
+                acc += 1.0 - cdf_at(q[i], levels,
+                                    (fixed[i, a] + g * (ratio[i, a] - 1.0)) * 3600.0)
+                m += 1
+        out[i] = acc / m if m else 0.0
     return out
+
+
+def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray
+             ) -> np.ndarray:
+    """P(the VM returns each job sooner than the queue): over the option's draws (its
+    columns after the modes, at most DECISION_DRAWS of them, evenly spaced) and the job's
+    guessed run times (jobs x k, hours, equally likely), P(wait > VM hours - guessed run)
+    under the job's predicted wait `q` (jobs x LEVELS, seconds); 0 where the VM does not
+    take the job or nothing is predicted."""
+    d = c.hours.shape[1] - 1
+    draws = slice(1, None, max(1, d // DECISION_DRAWS)) if d > 0 else slice(None)
+    fixed = c.hours[:, draws] - run_h[:, None] * c.ratio[:, draws]
+    return _p_sooner(np.ascontiguousarray(q, dtype=np.float64), LEVELS.astype(np.float64),
+                     np.ascontiguousarray(fixed), np.ascontiguousarray(c.ratio[:, draws]),
+                     np.ascontiguousarray(run_guess_h, dtype=np.float64),
+                     np.ascontiguousarray(c.takes & ~np.isnan(fixed).any(axis=1)))
 
 
 def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
@@ -211,15 +232,15 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
     jobs made later."""
     b = burst & c.takes
     n = int(b.sum())
-    saved = turnaround_h[b, None] - c.hours[b]  # burst jobs x draws
-    spent = c.jpy[b]
-    tot_saved, tot_jpy = saved.sum(axis=0), spent.sum(axis=0)
+    w = b.astype(np.float64)
+    tot_saved = float(turnaround_h @ w) - w @ c.hours0
+    tot_jpy = w @ c.jpy0
 
     def band(v: np.ndarray):
         return np.percentile(v[1:], [10, 90]) if v.size > 1 else (v[0], v[0])
     lo, hi = band(tot_saved)
     jlo, jhi = band(tot_jpy)
-    per = saved[:, 0] if n else np.zeros(0)
+    per = turnaround_h[b] - c.hours[b, 0] if n else np.zeros(0)
     return {"jobs_burst": n, "share_made_later": float(np.mean(per < 0)) if n else math.nan,
             "hours_saved": float(tot_saved[0]),
             "hours_saved_p10": float(lo), "hours_saved_p90": float(hi),
@@ -227,7 +248,7 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
             "p90_saved_h": float(np.percentile(per, 90)) if n else math.nan,
             "jpy_spent": float(tot_jpy[0]), "jpy_spent_p10": float(jlo),
             "jpy_spent_p90": float(jhi),
-            "onprem_jpy_not_paid": float(flow_jpy[b].sum()),
+            "onprem_jpy_not_paid": float(flow_jpy @ w),
             "jpy_per_hour_saved": float(tot_jpy[0] / tot_saved[0])
             if tot_saved[0] > 0 else math.nan}
 

@@ -196,9 +196,6 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     vms = sorted(m for m in machine_of if not m.startswith("Flow") and m != flow_vm)
     table = prices.table[(prices.table["kind"] == "cloud") & (prices.table["billing"] == billing)
                          & (prices.table["region"] == region)]
-
-    def p_longer(rows_: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        return history.survival(pred.q[rows_], xs)
     for vm in vms:
         m = machine_of[vm]
         pr = table[table["key"] == vm_key(vm)]
@@ -222,7 +219,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         costed = policy.cost_option(nodes, run_h, cls, cls_list, ratio_of, option_of,
                                     m.max_nodes, x[u.WAN], x[u.DEPLOY] / 60, egress_free_gb)
         left[vm] = int((~costed.takes).sum())
-        p_vm = policy.p_sooner(p_longer, costed, run_h, guess_h)
+        p_vm = policy.p_sooner(pred.q, costed, run_h, guess_h)
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
                 "price_per_node_h": float(p.jpy_per_hour), "jobs_left_on_premise": left[vm]}
         vm_rows = []

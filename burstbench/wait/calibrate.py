@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from burstbench.wait.history import LEVELS, _cdf
+from burstbench.wait.history import LEVELS, cdf
 
 #: Jobs are grouped by their predicted P(wait < ZERO_S) to recalibrate P(wait = 0).
 ZERO_S = 30.0
@@ -27,10 +27,10 @@ ZERO_BINS = 10
 @njit(cache=True)
 def _positive_cdf(q, levels, x):
     """F(x | wait > 0) of the distribution q (quantiles at levels) and its atom at 0."""
-    f0, _ = _cdf(q, levels, 0.0)
+    f0, _ = cdf(q, levels, 0.0)
     if f0 >= 1.0 - 1e-9:
         return 1.0, 1.0, f0
-    at, below = _cdf(q, levels, x)
+    at, below = cdf(q, levels, x)
     return (at - f0) / (1.0 - f0), (below - f0) / (1.0 - f0), f0
 
 
@@ -84,7 +84,7 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count):
     zbin = np.zeros(n, np.int64)
     for i in range(n):
         if q[i, 0] == q[i, 0]:
-            at, _ = _cdf(q[i], levels, ZERO_S)
+            at, _ = cdf(q[i], levels, ZERO_S)
             zbin[i] = min(int(at * ZERO_BINS), ZERO_BINS - 1)
     # per bin, a ring of the last `window` jobs whose zero-or-not is known: (index, zero)
     ring_job = np.empty((ZERO_BINS, window), np.int64)
@@ -137,7 +137,7 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count):
         if q[k, 0] != q[k, 0]:
             continue
         b = zbin[k]
-        f0, _ = _cdf(q[k], levels, 0.0)
+        f0, _ = cdf(q[k], levels, 0.0)
         if ring_len[b] >= min_count:
             p0 = zeros[b] / ring_len[b]
         else:

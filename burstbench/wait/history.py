@@ -92,9 +92,9 @@ def window_quantiles(values, known, submit, cls, n_classes: int, window: int = 1
 
 
 @njit(cache=True)
-def _cdf(q, levels, x):
+def cdf(q, levels, x):
     """F(x) and F(x-) of the distribution whose quantile function is piecewise linear
-    through (levels, q) (q increasing; a flat stretch is an atom)."""
+    through (levels, q) (q increasing; a flat stretch is an atom) (numba)."""
     n = len(q)
     if x < q[0]:
         return 0.0, 0.0
@@ -121,13 +121,27 @@ def _cdf(q, levels, x):
 
 
 @njit(cache=True)
+def cdf_at(q, levels, x):
+    """F(x) alone of :func:`cdf`'s distribution (numba)."""
+    n = len(q)
+    if x < q[0]:
+        return 0.0
+    hi = np.searchsorted(q, x, side="right")  # q[hi-1] <= x < q[hi]
+    if hi >= n:
+        return 1.0
+    a, b = q[hi - 1], q[hi]
+    return levels[hi - 1] + (levels[hi] - levels[hi - 1]) * (x - a) / (b - a) \
+        if b > a else levels[hi - 1]
+
+
+@njit(cache=True)
 def _pit(q, levels, x, v):
     n = len(x)
     out = np.full(n, np.nan)
     for i in range(n):
         if q[i, 0] != q[i, 0] or x[i] != x[i]:
             continue
-        at, below = _cdf(q[i], levels, x[i])
+        at, below = cdf(q[i], levels, x[i])
         out[i] = below + v[i] * (at - below)
     return out
 
@@ -149,7 +163,7 @@ def _survival(q, levels, x):
     out = np.empty((n, m))
     for i in range(n):
         for k in range(m):
-            at, _ = _cdf(q[i], levels, x[i, k])
+            at, _ = cdf(q[i], levels, x[i, k])
             out[i, k] = 1.0 - at
     return out
 

@@ -143,17 +143,25 @@ def _checkpoints(n: int, labelled: np.ndarray, first: int, every: int) -> list[i
     return out
 
 
+@njit(cache=True)
+def _ties(order, sorted_times, submit, lo, hi):
+    count = lo.copy()
+    for k in range(len(submit)):
+        for r in range(lo[k], hi[k]):  # ties at the submit: those earlier in the log
+            if order[r] < k:
+                count[k] += 1
+    return count
+
+
 def known_before(times: np.ndarray, submit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The jobs in order of (time, place in the log), and for each job k how many of them
     come before (submit_k, k): those known by its submit are that prefix."""
     n = len(times)
     order = np.lexsort((np.arange(n), times))
-    lo = np.searchsorted(times[order], submit, side="left")
-    hi = np.searchsorted(times[order], submit, side="right")
-    count = lo.copy()
-    for k in np.flatnonzero(hi > lo):  # ties at the submit: those earlier in the log
-        count[k] += int(np.searchsorted(order[lo[k]:hi[k]], k))
-    return order, count
+    st = times[order]
+    lo = np.searchsorted(st, submit, side="left")
+    hi = np.searchsorted(st, submit, side="right")
+    return order, _ties(order, st, submit, lo, hi)
 
 
 def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray,

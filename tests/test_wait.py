@@ -1,0 +1,247 @@
+"""The queue wait predicted (burstbench/wait): EASY backfilling simulated and checked against
+AccaSim (a hand-built 8-job log with its waits worked out by hand, and every job of the KTH
+log), the predictor reading nothing a scheduler did not know yet (a log truncated, or its
+future changed, leaves every earlier prediction as it was), and its calibration on logs whose
+waits are drawn from a known distribution."""
+
+from __future__ import annotations
+
+import collections
+import collections.abc
+import json
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from burstbench.replay import logs
+from burstbench.wait import calibrate, easy, history, predict, score
+
+KTH = Path(__file__).resolve().parents[1] / ".." / "shared" / "workloads" / \
+    "KTH-SP2-1996-2.1-cln.swf.gz"
+
+#: The 8 jobs on a 4-node machine: (submit, nodes, run, requested time).
+EIGHT = [(0, 2, 100, 100), (0, 1, 50, 200), (10, 4, 100, 100), (20, 1, 300, 300),
+         (30, 1, 40, 60), (100, 1, 0, 10), (110, 2, 50, 60), (120, 2, 30, 1000)]
+#: By hand, the textbook's rules.  J3 (4 nodes) blocks at 10 s: its shadow is 200 s (J0's
+#: 2 nodes back at 100 s by request, J1's at 200 s), no extra node.  J4 (300 s) would end
+#: past it: it waits; J5 (ends by 90 s) backfills at 30 s.  J1 ends at 50 s, J5 at 70 s, J0
+#: at 100 s: J3 starts at 100 s (90 s), then J4, J6 (no run time) and J7 at 200 s, when J3
+#: ends; J8 (2 nodes) after J7 ends, at 250 s.
+EASY_WAITS = [0, 0, 90, 180, 0, 100, 90, 130]
+#: By hand, AccaSim's: J3's reservation (200 s) is kept, and the backfill does not protect
+#: it: J4 starts at once, J5 when J1 ends (50 s), J6 and J7 at their submits, J8 when J7
+#: ends (160 s); J3 is retried only at an event past 200 s: J4's end, at 320 s.
+ACCASIM_WAITS = [0, 0, 310, 0, 20, 0, 0, 40]
+
+
+def eight_jobs():
+    s, n, r, q = (np.array(c, dtype=float) for c in zip(*EIGHT))
+    return s, n.astype(np.int64), r, q
+
+
+def run_accasim(tmp_path: Path, submit, nodes, run, req, capacity: int) -> np.ndarray:
+    """AccaSim 1.1.3's EASYBackfilling with FirstFit on `capacity` one-core nodes, on an SWF
+    written here: each job's start, s.  AccaSim imports collections.Mapping, gone since
+    Python 3.10: the aliases are set back first."""
+    for name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable"):
+        if not hasattr(collections, name):
+            setattr(collections, name, getattr(collections.abc, name))
+    sim_mod = pytest.importorskip("accasim.base.simulator_class",
+                                  reason="AccaSim (the test extra) is not installed")
+    from accasim.base.allocator_class import FirstFit
+    from accasim.base.scheduler_class import EASYBackfilling
+
+    swf = tmp_path / "log.swf"
+    swf.write_text("".join(
+        f"{i + 1} {int(s)} -1 {int(r)} {int(n)} -1 -1 {int(n)} {int(q)} -1 1 1 1 -1 1 -1 "
+        "-1 -1\n" for i, (s, n, r, q) in enumerate(zip(submit, nodes, run, req))))
+    config = tmp_path / "system.json"
+    config.write_text(json.dumps({"groups": {"g": {"core": 1}}, "resources": {"g": capacity},
+                                  "equivalence": {"processor": {"core": 1}},
+                                  "start_time": 0}))
+    out = tmp_path / "results"
+    tz = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"  # AccaSim writes times in local time: make it UTC
+    time.tzset()
+    try:
+        sim = sim_mod.Simulator(str(swf), str(config), EASYBackfilling(FirstFit()),
+                                RESULTS_FOLDER_PATH=str(out), show_statistics=False,
+                                statistics_output=False, LOG_LEVEL="WARNING")
+        sim.start_simulation()
+    finally:
+        if tz is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = tz
+        time.tzset()
+    started = {}
+    for line in (out / f"sched-{swf.name}").read_text().splitlines():
+        parts = line.split("__")  # id;user;queued__nodes__start;end;...
+        at = datetime.strptime(parts[2].split(";")[0], "%Y-%m-%d %H:%M:%S")
+        started[int(parts[0].split(";")[0])] = at.replace(tzinfo=timezone.utc).timestamp()
+    return np.array([started[i + 1] for i in range(len(submit))], dtype=float)
+
+
+# -- EASY, simulated -----------------------------------------------------------------------
+
+def test_eight_jobs_wait_as_worked_out_by_hand_and_as_accasim_says(tmp_path):
+    s, n, r, q = eight_jobs()
+    assert (easy.simulate(s, n, r, q, 4, "easy") - s).tolist() == EASY_WAITS
+    assert (easy.simulate(s, n, r, q, 4, "accasim") - s).tolist() == ACCASIM_WAITS
+    assert (run_accasim(tmp_path, s, n, r, q, 4) - s).tolist() == ACCASIM_WAITS
+
+
+def test_a_job_left_out_is_not_simulated_and_frees_its_nodes():
+    s, n, r, q = eight_jobs()
+    active = np.ones(8, dtype=bool)
+    active[3] = False  # J4 (300 s on 1 node) bursts: under AccaSim's rules J3 starts when
+    w = easy.simulate(s, n, r, q, 4, "accasim", active) - s  # all 4 are free past 200 s
+    assert np.isnan(w[3]) and w[2] < ACCASIM_WAITS[2]
+
+
+def test_bad_input_to_the_simulation_is_refused():
+    s, n, r, q = eight_jobs()
+    with pytest.raises(ValueError, match="every job needs 1 to 3 nodes"):
+        easy.simulate(s, n, r, q, 3)
+    with pytest.raises(ValueError, match="rules must be one of easy, accasim"):
+        easy.simulate(s, n, r, q, 4, "fcfs")
+    with pytest.raises(ValueError, match="jobs must be in submit order"):
+        easy.simulate(s[::-1], n, r, q, 4)
+
+
+@pytest.mark.slow
+def test_every_kth_job_waits_as_in_accasim(tmp_path):
+    """The whole KTH log (27,992 jobs, 100 nodes) through AccaSim (about 30 s) and through
+    the replicated rules: the same wait for every job."""
+    if not KTH.exists():
+        pytest.skip(f"no KTH log at {KTH}")
+    j = logs.read_log(KTH).jobs
+    s, r, q = (j[c].to_numpy(float) for c in ("submit", "run", "req_time"))
+    n = j["procs"].to_numpy().astype(np.int64)
+    ours = easy.simulate(s, n, r, q, 100, "accasim")
+    ref = run_accasim(tmp_path, s, n, r, q, 100)
+    assert np.array_equal(ours, ref), np.flatnonzero(ours != ref)[:10]
+
+
+def test_the_schedulers_estimate_of_the_eight_jobs():
+    """At each submit, the known queue run forward with requested times: J3 at 10 s waits
+    for J1's requested end (200 s); J4 at 20 s behind it for J3's (300 s); J5 at 30 s
+    backfills (ends by 200 s); J6 at 100 s: J0 ended, J3 started (100 s), so J3's request
+    (to 200 s) ahead of J4 (200 s) and J6 fits beside J4: 100 s."""
+    s, n, r, q = eight_jobs()
+    start = s + np.array(EASY_WAITS, float)
+    est = easy.estimates(s, n, start, start + r, q, 4)
+    assert est[:6].tolist() == [0, 0, 190, 280, 0, 100]
+
+
+# -- the predictor reads only the past ------------------------------------------------------
+
+def synthetic(n: int, seed: int, capacity: int = 64):
+    """A log scheduled by the textbook rules: Poisson arrivals, sizes 1-32 nodes, run times
+    log-normal (median 20 min), requests 1-4 times the run, 40 users."""
+    rng = np.random.default_rng(seed)
+    submit = np.floor(np.cumsum(rng.exponential(300, n)))
+    submit[rng.uniform(size=n) < 0.2] -= 0  # some share a second with the one before
+    for i in range(1, n):
+        if rng.uniform() < 0.2:
+            submit[i] = submit[i - 1]
+    nodes = np.minimum(np.exp(rng.uniform(0, np.log(32), n)).astype(np.int64), capacity)
+    run = np.minimum(rng.lognormal(np.log(1200), 1.2, n), 86400).round()
+    req = (run * rng.uniform(1, 4, n)).round() + 60
+    user = rng.integers(0, 40, n)
+    start = easy.simulate(submit, nodes, run, req, capacity)
+    return submit, nodes, start - submit, run, req, user
+
+
+def _predict(log, k=None, **kw):
+    s, n, w, r, q, u = (a if k is None else a[:k] for a in log)
+    return predict.predict(s, n, w, r, q, u, 64, first_fit=300, retrain_every=400,
+                           train_window=1000, window=200, recal_window=300, **kw)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
+def test_a_truncated_log_leaves_every_earlier_prediction_as_it_was():
+    log = synthetic(2500, seed=3)
+    whole = _predict(log)
+    assert whole.fits >= 3  # refitted before and after the cuts below
+    for k in (700, 1311, 1312, 2000):
+        part = _predict(log, k)
+        for name in ("q", "estimate", "history", "learned"):
+            assert _same(getattr(part, name), getattr(whole, name)[:k]), (k, name)
+
+
+def test_a_changed_future_leaves_every_earlier_prediction_as_it_was():
+    """Jobs after k given other waits, run and requested times, sizes and users: no
+    prediction up to k moves; and one after it does (the change is seen once known)."""
+    log = synthetic(2000, seed=5)
+    k = 1200
+    other = [a.copy() for a in log]
+    rng = np.random.default_rng(9)
+    s, n, w, r, q, u = other
+    n[k:] = rng.integers(1, 64, len(n) - k)
+    r[k:] *= 3
+    q[k:] = r[k:] * 2
+    w[k:] = rng.exponential(7200, len(w) - k).round()
+    u[k:] = 41
+    a, b = _predict(log), _predict(other)
+    for name in ("q", "estimate", "history", "learned"):
+        assert _same(getattr(a, name)[:k], getattr(b, name)[:k]), name
+    assert not _same(a.q[k:], b.q[k:])
+
+
+def test_what_is_known_at_a_submit_counts_ties_by_place_in_the_log():
+    start = np.array([0.0, 5.0, 5.0, 5.0, 9.0])
+    submit = np.array([0.0, 0.0, 5.0, 5.0, 5.0])
+    order, count = predict.known_before(start, submit)
+    # job 2 at (5, 2): jobs 0 (started 0) and 1 (5, 1); job 3: also job 2 (5, 2)
+    assert order.tolist() == [0, 1, 2, 3, 4] and count.tolist() == [0, 1, 2, 3, 4]
+
+
+# -- calibration ----------------------------------------------------------------------------
+
+def test_waits_from_a_known_distribution_are_covered_as_predicted():
+    """Waits drawn, whatever the queue: 40% exactly 0 s, else log-normal (median 30 min,
+    longer for larger jobs).  The predictor's quantiles cover their level within 0.03 at
+    every level, and a distribution three times too long is caught as miscalibrated."""
+    s, n, _, r, q, u = synthetic(6000, seed=11)
+    rng = np.random.default_rng(2)
+    w = np.where(rng.uniform(size=len(s)) < 0.4, 0.0,
+                 rng.lognormal(np.log(1800) + 0.05 * n, 1.0)).round()
+    p = predict.predict(s, n, w, r, q, u, 64, first_fit=500, window=500)
+    cal = score.calibration(p.q[1000:], w[1000:], seed=1)
+    assert (abs(cal["coverage"] - cal["quantile"]) < 0.03).all(), cal
+    wrong = score.calibration(p.q[1000:] * 3, w[1000:], seed=1)
+    assert wrong.set_index("quantile").loc[0.9, "coverage"] > 0.95
+
+
+def test_the_recalibration_mends_a_distribution_too_long_or_too_short():
+    """The true distribution, then three times too long, then a third: recalibrated on
+    the outcomes of the jobs before, each covers 0.1, 0.5 and 0.9 within 0.02."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    submit = np.sort(rng.uniform(0, n * 60, n))
+    w = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.lognormal(np.log(600), 1.5, n))
+    from scipy import stats
+
+    lv = history.LEVELS
+    for scale in (1.0, 3.0, 1 / 3):
+        row = np.where(lv <= 0.4, 0.0, stats.lognorm.ppf(np.clip((lv - 0.4) / 0.6, 0, 0.999),
+                                                         1.5, scale=600 * scale))
+        q = calibrate.recalibrate(np.tile(row, (n, 1)), w, submit, seed=4)
+        cal = score.calibration(q[2000:], w[2000:], seed=5, levels=(0.1, 0.5, 0.9))
+        assert (abs(cal["coverage"] - cal["quantile"]) < 0.02).all(), (scale, cal)
+
+
+def test_the_calibration_counts_a_pile_at_zero_as_ties():
+    """Every wait 0 and every prediction an atom of 60% at 0 then 10 min: the PITs of the
+    zeros are uniform below 0.6, so 0.5 covers 5/6 of them, 0.9 all."""
+    q = np.tile(np.where(history.LEVELS <= 0.6, 0.0, 600.0), (3000, 1))
+    cal = score.calibration(q, np.zeros(3000), seed=0, levels=(0.3, 0.5, 0.9))
+    assert cal["coverage"].round(1).tolist() == [0.5, 0.8, 1.0]
