@@ -90,8 +90,10 @@ def describe(r: run.Replayed, source: str) -> str:
             f"turnaround against their logged waits; the stays' gain: the queue re-simulated "
             f"without the burst jobs against the same simulation with all ({SIM_ABOUT}), "
             f"which without bursting sets its waits against the log's with a rank "
-            f"correlation of {sim['rank_correlation']:.2f} and a mean {sim['mean_ratio']:.2f} "
-            f"times the log's. A job larger than a VM allows stays on premise, counted."
+            f"correlation of {sim['rank_correlation']:.2f}, a median of "
+            f"{sim['median_s']:,.0f} s against the log's {sim['log_median_s']:,.0f} s and a "
+            f"mean {sim['mean_ratio']:.2f} times the log's. A job larger than a VM allows "
+            f"stays on premise, counted."
             + (" Spot: its price, no eviction replayed." if set(r.rows.get("billing", []))
                == {"spot"} else ""))
 
@@ -105,7 +107,8 @@ def brief(r: run.Replayed, source: str) -> str:
             f"at its submit from what was known then (50% and 90% quantiles covered "
             f"{cal.get(0.5, math.nan):.2f} and {cal.get(0.9, math.nan):.2f}); the stays' "
             f"gain from the queue re-simulated (its waits without bursting: rank correlation "
-            f"{sim['rank_correlation']:.2f} with the log's, mean {sim['mean_ratio']:.2f}x). "
+            f"{sim['rank_correlation']:.2f} with the log's, median {sim['median_s']:,.0f} s "
+            f"against {sim['log_median_s']:,.0f} s, mean {sim['mean_ratio']:.2f}x). "
             "replay_policies.md says how every number was made.")
 
 

@@ -225,8 +225,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
                 "price_per_node_h": float(p.jpy_per_hour), "jobs_left_on_premise": left[vm]}
         vm_rows = []
-        for keys, burst_mask in policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h,
-                                                  turnaround_h, costed):
+        decided = policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h, turnaround_h,
+                                   costed)
+        stays.prepare([m for _, m in decided])
+        for keys, burst_mask in decided:
             vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
                                                         flow_jpy)
                            | {"stays_hours_saved": stays.gain_h(burst_mask)})

@@ -28,6 +28,9 @@ without reading the others; the running jobs as heaps, walked in order of end fo
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
@@ -214,7 +217,7 @@ def _tree_size(n):
 
 # -- a whole log ----------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _simulate(submit, nodes, run, req, active, capacity, rules):
     """The event loop of :func:`simulate` (see there); returns the starts (NaN: inactive)."""
     n = len(submit)
@@ -447,11 +450,12 @@ def _sorted_remove(keys, vals, n, key, val):
     return n - 1
 
 
-@njit(cache=True)
-def _estimates(submit, nodes, start, end, req, capacity, horizon):
-    """The body of :func:`estimates`."""
+@njit(cache=True, nogil=True)
+def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi):
+    """The body of :func:`estimates`, for jobs lo .. hi - 1 (the state before lo rebuilt
+    without simulating)."""
     n = len(submit)
-    out = np.empty(n)
+    out = np.full(hi - lo, np.nan)
     by_start = np.argsort(start, kind="mergesort")  # ties: by job order (stable)
     by_end = np.argsort(end, kind="mergesort")
     p_start = 0
@@ -469,7 +473,7 @@ def _estimates(submit, nodes, start, end, req, capacity, horizon):
     aux = np.empty(n + 2, np.int64)
     stack = np.empty(6 * 64 + 6, np.int64)
     undo = np.empty(n, np.int64)
-    for i in range(n):
+    for i in range(hi):
         s = submit[i]
         # what had happened by s: starts and ends of earlier jobs, (time, job) before (s, i)
         while p_start < n:
@@ -490,8 +494,9 @@ def _estimates(submit, nodes, start, end, req, capacity, horizon):
         _set_leaf(t_nodes, t_req, size, i, nodes[i], req[i])  # known from now on
         while t_nodes[size + head] == _BIG:
             head += 1
-        out[i] = _forward(s, i, nodes, req, t_nodes, t_req, size, head, r_key, r_job, n_r,
-                          free, horizon, h_key, h_job, aux, stack, undo) - s
+        if i >= lo:
+            out[i - lo] = _forward(s, i, nodes, req, t_nodes, t_req, size, head, r_key, r_job,
+                                   n_r, free, horizon, h_key, h_job, aux, stack, undo) - s
     return out
 
 
@@ -506,4 +511,16 @@ def estimates(submit, nodes, start, end, req, capacity: int,
     submit, nodes, start, end, req = _arrays(submit, nodes, start, end, req)
     if np.any(nodes > capacity) or np.any(nodes < 1):
         raise ValueError(f"every job needs 1 to {capacity} nodes (the machine's)")
-    return _estimates(submit, nodes, start, end, req, int(capacity), float(horizon_s))
+    n = len(submit)
+    parts = min(os.cpu_count() or 1, 4) if n >= 20000 else 1
+    cuts = np.linspace(0, n, parts + 1).astype(int)
+
+    def part(k: int) -> np.ndarray:
+        return _estimates(submit, nodes, start, end, req, int(capacity), float(horizon_s),
+                          int(cuts[k]), int(cuts[k + 1]))
+    if parts == 1:
+        return part(0)
+    # the parts are independent (each rebuilds the known state up to its first job) and
+    # release the GIL: one thread a core
+    with ThreadPoolExecutor(parts) as pool:
+        return np.concatenate(list(pool.map(part, range(parts))))
