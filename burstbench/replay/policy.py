@@ -96,18 +96,13 @@ def assign(nodes: np.ndarray, queue: np.ndarray, classes: list[LoggedClass]) -> 
 class Costed:
     """Every job on one option: hours to result and JPY (job x draw; column 0 the inputs'
     modes) at its logged run time, the VM time / on-premise time of its computing (job x
-    draw), and whether the option takes it."""
+    draw), and whether the option takes it (where not, hours, JPY and ratio are 0: a
+    policy's sums are products with its burst mask)."""
 
     hours: np.ndarray
     jpy: np.ndarray
     takes: np.ndarray
     ratio: np.ndarray
-
-    def __post_init__(self) -> None:
-        # 0 where the option does not take the job: a policy's sums are products with its
-        # burst mask
-        self.hours0 = np.where(self.takes[:, None], self.hours, 0.0)
-        self.jpy0 = np.where(self.takes[:, None], self.jpy, 0.0)
 
 
 def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
@@ -119,11 +114,11 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
     staging (at the least of the WAN, the pool and the VM's storage) + run time x
     `ratio_of(class, nodes)` (an array over draws), through burstbench.cost.job.vm_job, a
     group of jobs of one class and node count at a time.  A job the VM cannot take (more
-    nodes than it offers, no class, no ratio) keeps NaN."""
+    nodes than it offers, no class, no ratio) keeps 0 and is not taken."""
     n, d = len(nodes), len(wan)
-    hours = np.full((n, d), np.nan)
-    jpy = np.full((n, d), np.nan)
-    ratios = np.full((n, d), np.nan)
+    hours = np.zeros((n, d))
+    jpy = np.zeros((n, d))
+    ratios = np.zeros((n, d))
     takes = cls >= 0
     if max_nodes is not None:
         takes &= nodes <= max_nodes
@@ -221,7 +216,7 @@ def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarra
     return _p_sooner(np.ascontiguousarray(q, dtype=np.float64), LEVELS.astype(np.float64),
                      np.ascontiguousarray(fixed), np.ascontiguousarray(c.ratio[:, draws]),
                      np.ascontiguousarray(run_guess_h, dtype=np.float64),
-                     np.ascontiguousarray(c.takes & ~np.isnan(fixed).any(axis=1)))
+                     np.ascontiguousarray(c.takes))
 
 
 def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
@@ -233,8 +228,8 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
     b = burst & c.takes
     n = int(b.sum())
     w = b.astype(np.float64)
-    tot_saved = float(turnaround_h @ w) - w @ c.hours0
-    tot_jpy = w @ c.jpy0
+    tot_saved = float(turnaround_h @ w) - w @ c.hours
+    tot_jpy = w @ c.jpy
 
     def band(v: np.ndarray):
         return np.percentile(v[1:], [10, 90]) if v.size > 1 else (v[0], v[0])

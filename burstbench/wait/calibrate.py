@@ -197,17 +197,16 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count, edges):
         # too few
         c = pcls[k]
         if seen[c] % every == 0:
-            g_all, ok_all = _positive_levels(q, levels, wait, submit, start, v, s,
-                                             np.arange(k - 1, max(-1, k - 4 * window), -1),
-                                             window, min_count, vals, event)
             lo, hi = starts[c], starts[c] + np.searchsorted(members[starts[c]:starts[c + 1]], k)
-            g_c, ok_c = _positive_levels(q, levels, wait, submit, start, v, s,
-                                         members[lo:hi][::-1][:4 * window], window,
-                                         min_count, vals, event)
-            if ok_c:
+            g_c, ok = _positive_levels(q, levels, wait, submit, start, v, s,
+                                       members[max(lo, hi - 4 * window):hi][::-1], window,
+                                       min_count, vals, event)
+            if not ok and n_cls > 1:
+                g_c, ok = _positive_levels(q, levels, wait, submit, start, v, s,
+                                           np.arange(k - 1, max(-1, k - 4 * window), -1),
+                                           window, min_count, vals, event)
+            if ok:
                 g_pos[c] = g_c
-            elif ok_all:
-                g_pos[c] = g_all
         seen[c] += 1
         g = g_pos[c]
         # the new quantiles: 0 up to p0, then the positive part read at its new levels

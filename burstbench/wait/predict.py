@@ -59,7 +59,8 @@ class Predicted:
     """Every job's predicted wait: `q`, jobs x LEVELS, seconds (a row of NaN: nothing was
     known yet); the steps beside it, for their comparison: the scheduler's estimate
     (`estimate`, s; NaN where not simulated), the history's distribution (`history`), the
-    learned one before recalibration (`learned`, NaN rows before the first fit)."""
+    learned one before recalibration (`learned`, NaN rows before the first fit), both in
+    single precision (they are only scored)."""
 
     q: np.ndarray
     estimate: np.ndarray
@@ -187,7 +188,7 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
 
 
 def predict(submit, nodes, wait, run, req, user, capacity: int, *,
-            horizon_s: float = 2 * 86400.0, window: int = 1000, min_count: int = 50,
+            horizon_s: float = 86400.0, window: int = 1000, min_count: int = 50,
             learn: bool = True, first_fit: int = 2000, retrain_every: int = 32000,
             train_window: int = 30000, recal_window: int = 3000, seed: int = 2023
             ) -> Predicted:
@@ -264,6 +265,8 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
     if n < window:
         notes.append(f"the log has {n:,} jobs, fewer than the history window ({window:,}): "
                      "each job is predicted from the jobs before it")
-    return Predicted(q, est, hist, learned, how + f"; recalibrated on the last "
+    del base
+    return Predicted(q, est, hist.astype(np.float32), learned.astype(np.float32),
+                     how + f"; recalibrated on the last "
                      f"{recal_window:,} jobs' outcomes (P(wait = 0), and the positive waits, "
                      "those still waiting censored)", fits, notes)
