@@ -155,30 +155,29 @@ P_SOONER = (0.5, 0.8, 0.9, 0.95)
 DECISION_DRAWS = 20
 
 
-def check_thresholds(thresholds_h) -> list[float]:
-    """Thresholds in hours, strictly increasing and not negative; ParamError otherwise."""
-    t = list(thresholds_h) if isinstance(thresholds_h, (list, tuple)) else None
+def _increasing(values, name: str, ok, takes: str, unit: str = "") -> list[float]:
+    """`values`, a list of numbers each passing `ok`, strictly increasing; ParamError, one
+    line, naming `name` and what it `takes` otherwise."""
+    t = list(values) if isinstance(values, (list, tuple)) else None
     if not t or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and math.isfinite(v) and v >= 0 for v in t):
-        raise ParamError(f"thresholds_h must be a list of hours (0 or more), not "
-                         f"{thresholds_h!r}")
+                        and math.isfinite(v) and ok(v) for v in t):
+        raise ParamError(f"{name} must be a list of {takes}, not {values!r}")
     bad = next((i for i in range(1, len(t)) if not t[i] > t[i - 1]), None)
     if bad is not None:
-        raise ParamError(f"thresholds_h must increase: {t[bad]:g} h after {t[bad - 1]:g} h")
+        raise ParamError(f"{name} must increase: {t[bad]:g}{unit} after {t[bad - 1]:g}{unit}")
     return [float(v) for v in t]
+
+
+def check_thresholds(thresholds_h) -> list[float]:
+    """Thresholds in hours, strictly increasing and not negative; ParamError otherwise."""
+    return _increasing(thresholds_h, "thresholds_h", lambda v: v >= 0, "hours (0 or more)",
+                       " h")
 
 
 def check_p_sooner(levels) -> list[float]:
     """P(sooner) levels, each strictly between 0 and 1, increasing; ParamError otherwise."""
-    t = list(levels) if isinstance(levels, (list, tuple)) else None
-    if not t or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and 0 < v < 1 for v in t):
-        raise ParamError(f"p_sooner must be a list of probabilities, each between 0 and 1 "
-                         f"(not 0 or 1), not {levels!r}")
-    bad = next((i for i in range(1, len(t)) if not t[i] > t[i - 1]), None)
-    if bad is not None:
-        raise ParamError(f"p_sooner must increase: {t[bad]:g} after {t[bad - 1]:g}")
-    return [float(v) for v in t]
+    return _increasing(levels, "p_sooner", lambda v: 0 < v < 1,
+                       "probabilities, each between 0 and 1 (not 0 or 1)")
 
 
 @njit(cache=True)

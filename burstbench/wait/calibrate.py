@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from burstbench.wait.history import LEVELS, cdf
+from burstbench.wait.history import LEVELS, cdf, later
 
 #: Jobs are grouped by their predicted P(wait < ZERO_S) to recalibrate P(wait = 0).
 ZERO_S = 30.0
@@ -80,6 +80,18 @@ def _interp(levels, values, x):
         return values[0]
     f = (x - levels[j]) / (levels[j + 1] - levels[j])
     return values[j] + f * (values[j + 1] - values[j])
+
+
+@njit(cache=True)
+def _ring_push(ring_job, ring_len, ring_head, zeros, b, j, wait, window):
+    """Job j's zero-or-not into bin b's ring of the last `window` (the oldest out)."""
+    if ring_len[b] == window:
+        zeros[b] -= 1 if wait[ring_job[b, ring_head[b]]] == 0 else 0
+    else:
+        ring_len[b] += 1
+    ring_job[b, ring_head[b]] = j
+    ring_head[b] = (ring_head[b] + 1) % window
+    zeros[b] += 1 if wait[j] == 0 else 0
 
 
 @njit(cache=True)
@@ -155,32 +167,15 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count, edges):
             m = n_pending
             n_pending = 0
             for r in range(m):
-                added_job = pending[r]
-                b = zbin[added_job]
-                z = 1 if wait[added_job] == 0 else 0
-                if ring_len[b] == window:
-                    old = ring_job[b, ring_head[b]]
-                    zeros[b] -= 1 if wait[old] == 0 else 0
-                else:
-                    ring_len[b] += 1
-                ring_job[b, ring_head[b]] = added_job
-                ring_head[b] = (ring_head[b] + 1) % window
-                zeros[b] += z
+                _ring_push(ring_job, ring_len, ring_head, zeros, zbin[pending[r]],
+                           pending[r], wait, window)
         while added < k:
             j = added
             added += 1
             if q[j, 0] != q[j, 0]:
                 continue
             if submit[j] < s or start[j] == s:
-                b = zbin[j]
-                if ring_len[b] == window:
-                    old = ring_job[b, ring_head[b]]
-                    zeros[b] -= 1 if wait[old] == 0 else 0
-                else:
-                    ring_len[b] += 1
-                ring_job[b, ring_head[b]] = j
-                ring_head[b] = (ring_head[b] + 1) % window
-                zeros[b] += 1 if wait[j] == 0 else 0
+                _ring_push(ring_job, ring_len, ring_head, zeros, zbin[j], j, wait, window)
             else:
                 pending[n_pending] = j
                 n_pending += 1
@@ -251,8 +246,8 @@ def _recalibrate_censored(q, levels, value, since, known, submit, v, window, eve
             c = 0
             j = k - 1
             while j >= 0 and c < window:
-                if q[j, 0] == q[j, 0] and (since[j] < s or (since[j] == s and j < k)):
-                    if known[j] < s or (known[j] == s and j < k):
+                if q[j, 0] == q[j, 0] and not later(since[j], j, s, k):
+                    if not later(known[j], j, s, k):
                         at, below = cdf(q[j], levels, value[j])
                         vals[c] = below + v[j] * (at - below)
                         event[c] = True

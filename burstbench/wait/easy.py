@@ -34,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from burstbench.wait.history import later
+
 RULES = ("easy", "accasim")
 _EASY, _ACCASIM = 0, 1
 _BIG = np.iinfo(np.int64).max
@@ -478,7 +480,7 @@ def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi):
         # what had happened by s: starts and ends of earlier jobs, (time, job) before (s, i)
         while p_start < n:
             j = by_start[p_start]
-            if start[j] > s or (start[j] == s and j >= i):
+            if later(start[j], j, s, i):
                 break
             free -= nodes[j]
             _set_leaf(t_nodes, t_req, size, j, _BIG, np.inf)
@@ -486,7 +488,7 @@ def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi):
             p_start += 1
         while p_end < n:
             j = by_end[p_end]
-            if end[j] > s or (end[j] == s and j >= i):
+            if later(end[j], j, s, i):
                 break
             free += nodes[j]
             n_r = _sorted_remove(r_key, r_job, n_r, start[j] + req[j], j)

@@ -18,6 +18,13 @@ LEVELS = np.round(np.linspace(0.0, 1.0, 41), 4)
 
 
 @njit(cache=True)
+def later(t, j, s, i):
+    """Whether what happened to job j at time t is not yet known at job i's submit s: (t,
+    j) is not before (s, i), time first, then the place in the log (numba)."""
+    return t > s or (t == s and j >= i)
+
+
+@njit(cache=True)
 def _window_quantiles(values, known, submit, cls, n_cls, window, levels, min_count):
     n = len(values)
     n_lv = len(levels)
@@ -34,7 +41,7 @@ def _window_quantiles(values, known, submit, cls, n_cls, window, levels, min_cou
         s = submit[i]
         while p < n:
             j = order[p]
-            if known[j] > s or (known[j] == s and j >= i):
+            if later(known[j], j, s, i):
                 break
             p += 1
             v = values[j]

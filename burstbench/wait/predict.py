@@ -95,7 +95,7 @@ def _user_features(submit, start, wait, user, n_users):
         s = submit[i]
         while p < n:
             j = order[p]
-            if start[j] > s or (start[j] == s and j >= i):
+            if history.later(start[j], j, s, i):
                 break
             p += 1
             u = user[j]
