@@ -118,7 +118,9 @@ def test_a_vm_against_the_study(runs):
     assert tri.loc["HB120rs_v3", "ratio"] == pytest.approx(best / hb, rel=1e-12)
     lat = got[got["quantity"] == "smallest latency"]
     assert len(lat) == len(pd.read_csv(ROOT / "data" / "reference" / "osu.csv"))
-    assert lat["note"].str.contains("same node only").all()
+    # measured within one node: shown, never set against the study's inter-node latency
+    assert lat["note"].str.startswith("not compared: ours within one node").all()
+    assert lat["ratio"].isna().all() and (lat["ours"] > 0).all()
 
 
 @pytest.mark.slow
