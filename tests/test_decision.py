@@ -720,3 +720,28 @@ def test_a_wan_measured_to_the_other_site_replaces_the_published_bounds(tmp_path
     assert decision_inputs.ranges(*args, 77, 5, 0.1, [], wan)[u.WAN].fixed
     published = decision_inputs.ranges(*args, 0, 5, 0.1, [], None)[u.WAN]
     assert (round(published.low, 1), round(published.high, 1)) == (23.4, 116.6)
+
+
+def test_the_region_chooses_the_answers_options(tmp_path, monkeypatch):
+    """`region` was taken and never used: every answer was East US's.  Now the table still
+    holds both regions' options, and the answer (leading and cheapest option, the figure's
+    curves, the sensitivity) is the region's."""
+    from burstbench.report import decision as report
+    from burstbench.report import parameters
+
+    root = report_root(tmp_path, committed=True)
+    monkeypatch.setenv("BURSTBENCH_ROOT", str(root))
+    args = parameters.arguments(parameters.defaults("190_report_cost.ipynb"),
+                                report.decision_report)
+    answers = {}
+    for region in ("East US", "Japan East"):
+        out = root / "figures" / region.replace(" ", "")
+        report.decision_report(**args | {"figures_dir": out, "region": region})
+        rows = pd.read_csv(out / "burst_decision.csv")
+        assert {"East US", "Japan East"} <= set(rows["region"].dropna())
+        answers[region] = (out / "burst_decision_choices.md").read_text()
+    for region, other in (("East US", "Japan East"), ("Japan East", "East US")):
+        text = answers[region]
+        assert text.startswith(f"## What would have been chosen in {region}\n")
+        assert f", {region}, pool per job)" in text and f", {other}, " not in text
+        assert f" {other} " not in text.split("Cheapest burst")[1].split("\n")[0]

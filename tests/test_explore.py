@@ -137,3 +137,19 @@ def test_the_exploration_notebook_runs(runs, tmp_path, cli):
     assert any("image/png" in o.get("data", {}) for o in outputs)
     text = json.dumps(outputs)
     assert "a = {'vm': 'local'}, b = {'vm': 'other'}" in text and "HB120rs_v3" in text
+
+
+def test_only_an_across_nodes_latency_is_set_against_the_studys():
+    """The study's latencies are inter-node: a run that measured across nodes is compared by
+    that placement alone (its same-socket latency, ten times lower, read as a win)."""
+    from burstbench.benchmarks.pingpong.results import against_study
+
+    newest = pd.DataFrame({"placement": ["across-nodes", "same-socket"],
+                           "label": ["mpich+across", "mpich+near"]})
+    summary = pd.DataFrame({"config": ["mpich+across latency", "mpich+near latency"],
+                            "quantity": ["latency", "latency"], "median": [2.0, 0.2],
+                            "unit": ["us", "us"]})
+    got = pd.DataFrame(against_study(newest, summary, "vm", ROOT / "data" / "reference"))
+    study = pd.read_csv(ROOT / "data" / "reference" / "osu.csv")
+    assert (got["ours"] == 2.0).all() and (got["note"] == "both inter-node").all()
+    assert list(got["ratio"]) == pytest.approx(list(2.0 / study["latency_min_us"]))
