@@ -484,8 +484,8 @@ def test_the_report_refuses_bad_input_in_one_line(tmp_path, kw, message):
 def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     """Rebuilt from the data figures/ names alone (a run measured since is left out), the
     decision table, the sensitivity and the Figure 12 check equal figures/ byte for byte (a
-    fixed seed); the README's numbers are the table's as the committed runs give it (a run
-    of the user's own, drawn by make report, changes figures/, not the README's claim)."""
+    fixed seed); docs/decision.md's numbers are the table's as the committed runs give it (a
+    run of the user's own, drawn by make report, changes figures/, not the page's claim)."""
     from burstbench.report import decision as report
     from burstbench.report import parameters
 
@@ -510,7 +510,7 @@ def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     drawn = {str(p.relative_to(project)) for p in (project / "data/runs").glob("*/*/")}
     if committed_runs() not in (None, drawn):
         out, _ = rebuild("committed", True)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "decision.md").read_text()
     block = readme[readme.index("<!-- decision numbers -->"):
                    readme.index("<!-- /decision numbers -->")]
     assert block.strip().endswith((out / "burst_decision_numbers.md").read_text().strip())
