@@ -83,7 +83,9 @@ COMMON = [
           "one; a name: that run",
           _run_id),
     Param("runs_dir", "",
-          "where runs go; empty: `data/runs` of the project",
+          "where runs go; empty: `data/runs` of the project under `burstbench run` (a test "
+          "run's: `build/runs`), `build/runs` for a notebook run by hand (a try-out, ignored "
+          "by git)",
           check_text("runs_dir")),
     Param("vm_price", {},
           "this VM's price per node-hour where `data/reference/prices_vm.csv` lacks it: `{payg, "

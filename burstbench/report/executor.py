@@ -12,6 +12,8 @@ emptied (RESET), so a notebook sees only what it defines itself, as in a fresh k
 stays is what was imported.  Each notebook still runs cell by cell in a Jupyter kernel with
 its parameters injected after its `parameters` cell, as papermill does, and the executed
 notebook is written to the output folder, with its outputs up to the error where one failed.
+Its `parameters` cell runs as committed (committed_parameters), not as the file was last
+saved: an explorer's autosaved edit, or a half-typed line, never reaches the report.
 
 ``BURSTBENCH_REPORT_KERNELS`` changes the default: a number (the most kernels at once), or
 ``fresh`` (a new kernel for every notebook, as papermill did: the tests compare the two).
