@@ -12,6 +12,10 @@ parameters cell ran and checks every one: a bad value is one line naming the par
 it got and what it takes.
 
 Light: no pandas, no plotting (``burstbench params`` imports it).
+
+Long: every report notebook's parameters are declared here, each with its check and its
+meaning, so that one file is the source make figures injects from (and the checks they need,
+which keep a valid value as written: the figures rebuild byte for byte).
 """
 
 from __future__ import annotations
