@@ -618,10 +618,14 @@ def _clean(lab, name: str, shot: Path, *folders: str) -> None:
 
 @pytest.mark.parametrize("name", ["190_report_cost.ipynb", EXPLORE])
 def test_opening_and_running_leaves_git_clean(clone_lab, name):
-    """Open, Run All, File > Save, autosave: the notebook on disk is as committed (its
-    outputs stay on the page), and nothing under notebooks/ or figures/ changed."""
+    """Open, Run All, File > Save, autosave: the notebook opens unmodified (it showed as
+    unsaved the moment it opened: its kernel's language_info, which the file lacks), the
+    notebook on disk is as committed (its outputs stay on the page), and nothing under
+    notebooks/ or figures/ changed."""
     lab = clone_lab
     lab.open(name)
+    time.sleep(2)  # the kernel's info has reached the page (it is idle and connected)
+    assert not lab.state()["dirty"], f"{name} shows as modified on opening"
     st = lab.run_all(name, timeout=240)
     shot = lab.screenshot(f"{Path(name).stem}-clean")
     lab.check_ran_clean(name, st)
