@@ -62,12 +62,6 @@ def figures_dir(value: str | os.PathLike = "") -> Path:
     return project_root() / "build" / "mine"
 
 
-def shown(folder: Path) -> str:
-    """A figures folder as the text written into it names it: relative to the project
-    ("figures", "build/mine") where it is in it, else in full."""
-    return rel_path(Path(folder), project_root())
-
-
 def report_dir() -> Path:
     """The committed report's figures and tables (figures/)."""
     return project_root() / "figures"

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from burstbench.benchmarks.triad.results import spread, triad_traffic_factor
-from burstbench.core import paths
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.report import sections, style
 from burstbench.report.style import IMPL_MARKER, IMPL_STYLE
@@ -250,7 +249,7 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> sections.Entry:
     ax.tick_params(axis="x", labelsize=9)
     ax.set_title("STREAM Triad: best bandwidth per VM, measured and published",
                  fontsize=12)
-    caption = (f"Data: {paths.shown(fig_dir)}/triad_best.csv (newest run of each VM under "
+    caption = ("Data: triad_best.csv (newest run of each VM under "
                "data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters. "

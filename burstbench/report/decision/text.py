@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from burstbench.core import paths
 from burstbench.core.store import atomic_write
 from burstbench.cost import uncertainty as u
 from burstbench.cost.burst import Decision, JobClass, wait_label
@@ -47,7 +46,7 @@ def decision_table(section: Section, decision: Decision, waits_h: tuple[float, .
                 "job, VM, region, billing and storage scenario",
                 "Predicted, none of it measured, each number the 10th, 50th or 90th percentile "
                 "of seeded Monte Carlo draws of every uncertain input "
-                f"({paths.shown(fig_dir)}/burst_inputs.md), the same draw on the VM's side and on "
+                f"(burst_inputs.md), the same draw on the VM's side and on "
                 f"{flow_system}'s where they share an input. p_sooner_at_<w>: the share of "
                 "draws in which the VM returns the result before Flow's queue wait w plus Flow's "
                 "computing; break_even_*: the wait above which the VM is sooner (negative: "
@@ -71,7 +70,7 @@ def inputs_table(section: Section, ranges: dict[str, u.Range], draws: int, seed:
                           for r in ranges.values()], fig_dir, "burst_inputs",
                 "The burst decision's uncertain inputs",
                 f"Each drawn {draws} times (seed {seed}) for every row of "
-                f"{paths.shown(fig_dir)}/burst_decision.csv; a time predicted p stands for "
+                f"burst_decision.csv; a time predicted p stands for "
                 "p / (1 + model "
                 "error); positions (iterations, published MPI latency) are fractions of each "
                 "machine's or layout's own range.", data)
@@ -129,12 +128,12 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
            "on HB120rs_v3 against 22 on HC44rs, and a network under a real job's load. "
            "Neither is measured here, and the model is not tuned to agree.")
     text = ("## The time model against the study's Figure 12\n\n" + "\n".join(lines) + why
-            + f"\n\nWritten from {paths.shown(fig_dir)}/biccg_model_study.csv.\n")
+            + "\n\nWritten from biccg_model_study.csv.\n")
     return prose(fig_dir / "biccg_model_study_check.md", text,
                  "The model against the study's Figure 12",
                  "Whether the predicted ranking of HB120rs_v3 and HC44rs agrees with the study's "
                  "at small and large node counts, and the term that decides it.",
-                 f"{paths.shown(fig_dir)}/biccg_model_study.csv")
+                 "biccg_model_study.csv")
 
 
 def prose(path: Path, text: str, title: str, caption: str, source: str) -> Entry:
@@ -221,22 +220,21 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
              "The time model's error is unknown (no solve but the one it was fitted on "
              "validates it) and is not drawn: these answers are surer than their data; every "
              "other input is drawn")
-    where = paths.shown(fig_dir)
     negative = (rows.get("break_even_p10_h", pd.Series(dtype=float)) < 0).any()
     text = (f"## What would have been chosen in {region}\n\n" + "\n".join(lines)
             + f"\n\nThe network rate assumed for staging: {wan.low:.0f}-{wan.high:.0f} MiB/s "
             f"(most likely {wan.mode:.0f}), {wan.source}.\n\nPredicted, none of "
-            f"it measured. {error} ({where}/burst_inputs.md), the inputs that decide each "
-            f"job's break-even ranked in {where}/burst_sensitivity.md. "
+            f"it measured. {error} (burst_inputs.md), the inputs that decide each "
+            f"job's break-even ranked in burst_sensitivity.md. "
             + ("A negative break-even: the VM is sooner even with no queue on Flow. "
                if negative else "")
-            + f"Options in {region} (region); every region's are in {where}/burst_decision.csv."
+            + f"Options in {region} (region); every region's are in burst_decision.csv."
             "\n")
     return prose(fig_dir / "burst_decision_choices.md", text,
                  "What would have been chosen, and why",
                  "Per job class, from the decision table: the answer at the wait asked about, "
                  "the leading and the cheapest option, and the inputs that decide it.",
-                 f"{paths.shown(fig_dir)}/burst_decision.csv")
+                 "burst_decision.csv")
 
 
 def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
@@ -263,4 +261,4 @@ def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             "every input drawn): " + "; ".join(parts) + ".\n")
     return prose(fig_dir / "burst_decision_numbers.md", text, "The decision in numbers",
                  "The README's paragraph on the decision, from the table.",
-                 f"{paths.shown(fig_dir)}/burst_decision.csv")
+                 "burst_decision.csv")
