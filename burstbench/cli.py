@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if first["budget_minutes"] else None
     except budget.BudgetError as exc:
         return _fail(str(exc))
-    runs_dir = paths.runs_dir(args.runs_dir or first["runs_dir"])
+    runs_dir = _runs_folder(args, first)
     vm = first["vm"]
     digests = {name: params.digest(checked[name], name) for name in only}
     run_id = (args.run_id or first["run_id"] or store.find_resumable_many(runs_dir, vm, digests)
@@ -67,6 +67,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     except supervise.WaitStopped as exc:
         print(exc, file=sys.stderr)
         return 128 + exc.signum
+
+
+def _runs_folder(args: argparse.Namespace, first: dict) -> Path:
+    """Where a run goes: --runs-dir, else the file's runs_dir, else data/runs; a test run
+    (`test: true`) that names neither goes under build/runs/, said in one line."""
+    where = paths.measure_dir(args.runs_dir or first["runs_dir"], first["test"])
+    if first["test"] and not (args.runs_dir or first["runs_dir"]):
+        print(f"a test run (test: true in {args.params}): writing under {where} (ignored by "
+              "git), not data/runs (--runs-dir to choose)", file=sys.stderr, flush=True)
+    return where
 
 
 def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: dict,
@@ -109,7 +119,8 @@ def _measure(args: argparse.Namespace, values: dict, only: list[str], checked: d
                                                               "budget_minutes": 0}
                 print(f"== {name}: {nb.name}")
                 why = supervise.execute_notebook(nb, run_dir / nb.name, passed,
-                                                 log=not args.quiet, timeout=args.timeout)
+                                                 log=not args.quiet, timeout=args.timeout,
+                                                 committed=params.defaults(name))
                 if why and supervise.is_full(why, run_dir):  # the next would fail alike
                     raise store.NoSpace(supervise.no_space(run_dir, only, run_dir / nb.name))
                 if why:  # a kernel that died (timeout, memory) left its benchmark running
@@ -179,7 +190,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         if need > args.nodes >= 1:
             raise jobs.JobError(f"{args.params} asks for {need} nodes ({key}), but the job "
                                 f"has --nodes {args.nodes}")
-        runs = paths.runs_dir(args.runs_dir or first["runs_dir"])
+        runs = _runs_folder(args, first)
         text = jobs.render(args.scheduler, Path(args.params).resolve(), args.nodes, vm,
                            paths.project_root(), args.walltime, args.queue, args.only, runs,
                            ranks_per_node=args.ranks_per_node, threads=args.threads)
@@ -248,14 +259,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
     if not notebooks:
         return _fail(f"no report notebooks ({REPORT_NOTEBOOKS}) in {paths.notebooks_dir()}")
-    parameters = {"runs_dir": str(paths.runs_dir(args.runs_dir)),
-                  "reference_dir": str(args.reference_dir or paths.reference_dir()),
-                  "figures_dir": str(fig_dir)}
-    if args.params:
-        try:
-            parameters = params.report_parameters(notebooks, args.params) | parameters
-        except params.ParamError as exc:
-            return _fail(str(exc))
+    folders = {"runs_dir": str(paths.runs_dir(args.runs_dir)),
+               "reference_dir": str(args.reference_dir or paths.reference_dir()),
+               "figures_dir": str(fig_dir)}
+    try:  # every parameter of every notebook from here, none from a notebook's saved cell
+        given = (params.report_parameters(args.params) if args.params else {}) | folders
+    except params.ParamError as exc:
+        return _fail(str(exc))
+    from burstbench.report import parameters as report
+
+    def parameters(nb: Path) -> tuple[dict, dict]:
+        return report.defaults(nb.name), report.for_notebook(nb.name, given)
+
     try:
         results, index_why = executor.run(
             notebooks, paths.project_root() / "build" / "report", parameters,
@@ -301,7 +316,7 @@ def cmd_params(args: argparse.Namespace) -> int:
     bad = 0
     for f in args.files:
         try:
-            use = params.check_file(f, sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS)))
+            use = params.check_file(f)
         except (params.ParamError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             bad += 1

@@ -83,7 +83,9 @@ COMMON = [
           "one; a name: that run",
           _run_id),
     Param("runs_dir", "",
-          "where runs go; empty: `data/runs` of the project",
+          "where runs go; empty: `data/runs` of the project under `burstbench run` (a test "
+          "run's: `build/runs`), `build/runs` for a notebook run by hand (a try-out, ignored "
+          "by git)",
           check_text("runs_dir")),
     Param("vm_price", {},
           "this VM's price per node-hour where `data/reference/prices_vm.csv` lacks it: `{payg, "
@@ -298,9 +300,15 @@ def from_namespace(namespace: dict[str, Any], section: str) -> dict:
 
 
 def for_section(values: dict[str, Any], section: str) -> dict[str, Any]:
-    """The subset of a params file that the notebook of `section` reads."""
-    names = schema(section)
-    return {k: v for k, v in values.items() if k in names}
+    """Every parameter the notebook of `section` reads, as a params file gives it or else at
+    its default: what `burstbench run` injects, so that nothing is left to the notebook's
+    saved parameters cell (an explorer's `test = True`, autosaved)."""
+    return {name: values.get(name, p.default) for name, p in schema(section).items()}
+
+
+def defaults(section: str) -> dict[str, Any]:
+    """The committed parameters cell of `section`'s notebook: every parameter at its default."""
+    return {name: p.default for name, p in schema(section).items()}
 
 
 def digest(params: dict[str, Any], section: str) -> str:
@@ -419,29 +427,14 @@ def _write(path: Path, new: str, old: str) -> bool:
     return True
 
 
-def report_keys(notebooks: list[Path]) -> set[str]:
-    """The names the report notebooks' parameters cells assign, less the folders (the
-    report command's own options)."""
-    import ast
-    import json
+def report_parameters(path: str | Path) -> dict:
+    """The report notebooks' parameters that a YAML file sets (`user_job`, `region`, ...),
+    each checked as its notebooks check it (burstbench.report.parameters): a key that no
+    report notebook has is refused, naming the nearest and those that exist; the folders
+    are the command's own options; a value a notebook does not take is one line naming it."""
+    from burstbench.report import parameters as report
 
-    known: set[str] = set()
-    for nb in notebooks:
-        cells = json.loads(nb.read_text())["cells"]
-        cell = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])),
-                    None)
-        if cell:
-            tree = ast.parse("".join(cell["source"]))
-            known |= {t.id for node in tree.body if isinstance(node, ast.Assign)
-                      for t in node.targets if isinstance(t, ast.Name)}
-    return known - {"runs_dir", "reference_dir", "figures_dir"}
-
-
-def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
-    """The report notebooks' parameters that a YAML file sets (`user_job`, `region`, ...):
-    a key that no report notebook's parameters cell assigns is refused, naming the nearest
-    and those that exist; the folders are the command's own options."""
-    known = report_keys(notebooks)
+    known = report.keys()
     data = read_mapping(path) or {}
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
@@ -451,34 +444,34 @@ def report_parameters(notebooks: list[Path], path: str | Path) -> dict:
             + (f"(did you mean {near[0]}? " if near else "(")
             + f"they are: {', '.join(sorted(known))}; the folders are --runs-dir, "
             "--reference-dir and --figures-dir)")
-    if data.get("user_job"):  # its own keys, strictly, as the decision reads them
-        from burstbench.cost import burst, job
-
-        try:
-            burst.user_jobs(data["user_job"], job.Data(1, 1), 1)
-        except ValueError as exc:
-            raise ParamError(f"{path}: {exc}") from None
+    for notebook, declared in report.reported().items():
+        names = {p.name for p in declared}
+        if names & set(data):
+            report.validate({k: v for k, v in data.items() if k in names}, notebook,
+                            where=str(path))
     return dict(data)
 
 
-def kind_of(path: str | Path, notebooks: list[Path]) -> str:
+def kind_of(path: str | Path) -> str:
     """'report' for a file of report parameters (more of its keys are report notebooks'
     than measurement notebooks'), else 'measurement'."""
+    from burstbench.report import parameters as report
+
     data = read_mapping(path) or {}
-    report, measure = report_keys(notebooks), set(known_names())
-    ours = sum(k in report and k not in measure for k in data)
+    ours, measure = report.keys(), set(known_names())
+    mine = sum(k in ours and k not in measure for k in data)
     theirs = sum(k in measure for k in data)
-    near_report = sum(bool(difflib.get_close_matches(str(k), sorted(report), 1)) for k in data
-                      if k not in report and k not in measure)
-    return "report" if ours + near_report > theirs else "measurement"
+    near_report = sum(bool(difflib.get_close_matches(str(k), sorted(ours), 1)) for k in data
+                      if k not in ours and k not in measure)
+    return "report" if mine + near_report > theirs else "measurement"
 
 
-def check_file(path: str | Path, reports: list[Path]) -> str:
-    """Check a measurement file or a report-parameter file (`reports`: the report
-    notebooks), whichever it is; say which, with the command that takes it.  ParamError,
-    one line, for a key of neither or a value wrong."""
-    if Path(path).is_file() and kind_of(path, reports) == "report":
-        report_parameters(reports, path)
+def check_file(path: str | Path) -> str:
+    """Check a measurement file or a report-parameter file, whichever it is; say which, with
+    the command that takes it.  ParamError, one line, for a key of neither or a value
+    wrong."""
+    if Path(path).is_file() and kind_of(path) == "report":
+        report_parameters(path)
         return "report parameters: burstbench report --params"
     values = load_file(path)
     for name in notebooks():

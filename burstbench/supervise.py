@@ -34,15 +34,43 @@ from burstbench.core import locks, paths, runner, signals
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
-                     timeout: float | None = None) -> str | None:
+                     timeout: float | None = None, committed: dict | None = None) -> str | None:
     """Run one notebook with papermill in a child process; None on success, else one line.
 
-    The child has its own session, so Ctrl-C reaches only this process, which
-    then stops the child's whole tree (see stop_notebook) and re-raises: what
-    was measured is already stored, and the caller says how to resume.
+    The notebook runs with its parameters cell as `committed` (each name at its default),
+    not as the file holds it: an explorer's saved edit is never measured, and a half-typed
+    line never fails the run; `parameters` are injected after it.  The child has its own
+    session, so Ctrl-C reaches only this process, which then stops the child's whole tree
+    (see stop_notebook) and re-raises: what was measured is already stored, and the caller
+    says how to resume.
     """
+    import tempfile
+
     output.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "papermill", str(notebook), str(output), "-y",
+    with tempfile.TemporaryDirectory(prefix="burstbench-notebook-") as tmp:
+        source = notebook
+        if committed is not None:
+            source = Path(tmp) / notebook.name
+            _with_committed_parameters(notebook, source, committed)
+        return _papermill(source, output, parameters, log, timeout)
+
+
+def _with_committed_parameters(notebook: Path, dest: Path, committed: dict) -> None:
+    """`notebook` written to `dest` with its parameters cell set to `committed`."""
+    import nbformat
+
+    from burstbench.report.executor import committed_parameters
+
+    nb = nbformat.read(notebook, as_version=4)
+    committed_parameters(nb, committed, "burstbench/benchmarks/<name>/params.py")
+    nbformat.write(nb, dest)
+
+
+def _papermill(source: Path, output: Path, parameters: dict, log: bool,
+               timeout: float | None) -> str | None:
+    """papermill `source` into `output` (a child process of its own session, see
+    execute_notebook); None on success, else one line: the error of the cell that failed."""
+    argv = [sys.executable, "-m", "papermill", str(source), str(output), "-y",
             yaml.safe_dump(parameters), "-k", "python3", "--cwd", str(paths.project_root()),
             "--no-progress-bar"] + (["--log-output"] if log else [])
     if timeout:
@@ -266,7 +294,6 @@ def guarded(run_dir: Path, wait: bool = False, force: bool = False,
     except (locks.Busy, KeyboardInterrupt) as exc:
         if fresh:  # made only to hold the lock: leave no empty run behind
             with contextlib.suppress(OSError):
-                (run_dir / (locks.RUN_LOCK + ".mutex")).unlink()
                 run_dir.rmdir()
         if isinstance(exc, locks.Busy):
             raise

@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from scheduler_cluster import ClusterError, wait_job, wait_until
+from scheduler_cluster import ClusterError, wait_job, wait_jobs_gone, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = ROOT.parent / "shared" / "third_party" / "openpbs" / "openpbs-23.06.06-cd7ab5e.tar.gz"
@@ -382,6 +382,29 @@ PBS_TMPDIR={self.root / 'tmp'}
             except OSError:
                 continue
         return pids
+
+    def all_job_pids(self) -> list[int]:
+        """Processes of any job of this cluster (a PBS_JOBID in their environment)."""
+        pids = []
+        for pid in self.namespace_pids():
+            try:
+                if b"\0PBS_JOBID=" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes():
+                    pids.append(pid)
+            except OSError:
+                continue
+        return pids
+
+    def clean(self, timeout: float = 60) -> None:
+        """A test's end, whether it passed or not: scheduling on again (a test that held jobs
+        queued), every job not finished deleted, and no process of any job left: a sweep a
+        failed test left measuring held the host's lock, and the next tests failed on it.
+        ClusterError, naming them, for processes still there after `timeout` s (killed)."""
+        self.run("qmgr", "-c", "set server scheduling = True", user=False)
+        ids = self.run("qselect", user=False).stdout.split()
+        if ids:
+            self.run("qdel", "-W", "force", *ids, user=False)
+        wait_jobs_gone(lambda: bool(self.run("qselect", user=False).stdout.strip()),
+                       self.all_job_pids, timeout)
 
     def stop(self) -> None:
         """Stop PBS, end whatever is left in the namespace, then the namespace itself."""

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
-from scheduler_cluster import ClusterError, pids_mentioning, wait_job
+from scheduler_cluster import ClusterError, pids_mentioning, wait_job, wait_jobs_gone
 
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "sinfo")
 
@@ -223,6 +223,31 @@ State=UP OverSubscribe=NO
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+    def job_pids(self) -> list[int]:
+        """Processes of any job of this cluster: a SLURM_JOB_ID and this cluster's SLURM_CONF
+        in their environment (the daemons have no job id; another cluster has another conf)."""
+        conf = f"\0SLURM_CONF={self.conf}\0".encode()
+        pids = []
+        for d in Path("/proc").glob("[0-9]*"):
+            try:
+                env = b"\0" + (d / "environ").read_bytes() + b"\0"
+            except OSError:
+                continue
+            if conf in env and b"\0SLURM_JOB_ID=" in env:
+                pids.append(int(d.name))
+        return pids
+
+    def clean(self, timeout: float = 60) -> None:
+        """A test's end, whether it passed or not: every job not finished cancelled, and no
+        process of any job left (one left measuring holds the host's lock: the next tests
+        fail on it).  ClusterError, naming them, for processes still there after `timeout`
+        s (killed)."""
+        self.run("scancel", "--full", "-u", "root", timeout=30)
+        active = ("squeue", "-h", "-t", "PENDING,RUNNING,SUSPENDED,COMPLETING,CONFIGURING",
+                  "-o", "%i")
+        wait_jobs_gone(lambda: bool(self.run(*active, timeout=30).stdout.strip()),
+                       self.job_pids, timeout)
 
     def stop(self) -> None:
         """Cancel every job, then stop every daemon: slurmd first, munged last."""

@@ -224,10 +224,10 @@ def test_staging_is_capped_by_the_vms_own_storage(vm_run, tmp_path):
 @pytest.mark.parametrize("user_job,message", [
     ({"name": "x", "nodes": [1]}, "job x, 1 node(s): no size (give a problem, or its "
                                   "node-hours on Flow)"),
-    ({"name": "x", "problem": {"poisson": [8, 8, 8]}, "output_gb": 0},
-     "output_gb must be a positive number, not 0"),
+    ({"name": "x", "problem": {"poisson": [8, 8, 8]}, "output_gb": -1},
+     "output_gb must be a number of 0 or more (GB), not -1"),
     ({"name": "x", "problem": {"poisson": [8, 8, 8]}, "input_gb": -1},
-     "input_gb must be a positive number, not -1")])
+     "input_gb must be a number of 0 or more (GB), not -1")])
 def test_a_job_described_wrong_is_one_line(vm_run, tmp_path, user_job, message):
     from burstbench.report import decision
 

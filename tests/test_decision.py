@@ -255,14 +255,24 @@ def test_a_spot_job_by_hand():
 
 
 @pytest.mark.parametrize("values,message", [
-    ((0, 1, 1), "input_gb must be a positive number, not 0"),
-    ((1, -5, 1), "output_gb must be a positive number, not -5"),
-    ((1, 1, math.nan), "keep_months must be 0 or more, not nan"),
-    ((1, 1, -1), "keep_months must be 0 or more, not -1")])
-def test_data_sizes_must_be_positive(values, message):
+    ((-1, 1, 1), "input_gb must be a number of 0 or more (GB), not -1"),
+    ((1, -5, 1), "output_gb must be a number of 0 or more (GB), not -5"),
+    ((1, math.inf, 1), "output_gb must be a number of 0 or more (GB), not inf"),
+    ((1, 1, math.nan), "keep_months must be a number of 0 or more (months), not nan"),
+    ((1, 1, -1), "keep_months must be a number of 0 or more (months), not -1")])
+def test_data_sizes_must_not_be_negative(values, message):
     with pytest.raises(ValueError) as err:
         job.Data(*values)
     assert str(err.value) == message
+
+
+def test_a_job_with_no_output_is_a_job():
+    """output_gb: 0 (a job whose result stays small) is taken: nothing staged out, no
+    egress; it was refused."""
+    (jc,) = burst.user_jobs({"name": "quiet", "problem": {"poisson": [8, 8, 8]},
+                             "output_gb": 0}, job.Data(10, 30), 1)
+    assert (jc.data.input_gb, jc.data.output_gb) == (10, 0)
+    assert job.staging_hours(jc.data.output_gb, 50.0) == 0
 
 
 def test_no_price_is_never_priced_as_zero():
@@ -439,7 +449,8 @@ def test_flow_measured_replaces_the_theoretical_figure():
     ({"problem": {"poisson": [8, 8]}}, "user_job's problem: poisson must be three positive "
      "integers, not [8, 8]"),
     ({"nodes": [0]}, "user_job: nodes must be a list of positive integers, not [0]"),
-    ({"input_gb": -50, "flow_node_hours": 1}, "input_gb must be a positive number, not -50")])
+    ({"input_gb": -50, "flow_node_hours": 1},
+     "input_gb must be a number of 0 or more (GB), not -50")])
 def test_a_users_job_is_parsed_strictly(user, message):
     with pytest.raises(ValueError) as err:
         burst.user_jobs(user, job.Data(1, 1), 1)
@@ -473,23 +484,20 @@ def test_the_report_refuses_bad_input_in_one_line(tmp_path, kw, message):
 def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     """Rebuilt from the data figures/ names alone (a run measured since is left out), the
     decision table, the sensitivity and the Figure 12 check equal figures/ byte for byte (a
-    fixed seed); the README's numbers are the table's as the committed runs give it (a run
-    of the user's own, drawn by make report, changes figures/, not the README's claim)."""
-    import inspect
-    import json
-
+    fixed seed); docs/decision.md's numbers are the table's as the committed runs give it (a
+    run of the user's own, drawn by make report, changes figures/, not the page's claim)."""
     from burstbench.report import decision as report
+    from burstbench.report import parameters
 
-    cell = json.loads((ROOT / "notebooks/190_report_cost.ipynb").read_text())["cells"][1]
-    params: dict = {}
-    exec("".join(cell["source"]), params)  # the notebook's own parameters, as make figures
-    keys = set(inspect.signature(report.decision_report).parameters) - {"figures_dir", "show"}
+    # the notebook's parameters as make figures passes them: from the committed source
+    params = parameters.arguments(parameters.defaults("190_report_cost.ipynb"),
+                                  report.decision_report)
 
     def rebuild(name: str, committed: bool) -> tuple[Path, list[str]]:
-        monkeypatch.setenv("BURSTBENCH_ROOT", str(report_root(tmp_path / name, committed)))
-        sec = report.decision_report(figures_dir=tmp_path / name / "figures",
-                                     **{k: v for k, v in params.items() if k in keys})
-        return tmp_path / name / "figures", sec.problems
+        root = report_root(tmp_path / name, committed)
+        monkeypatch.setenv("BURSTBENCH_ROOT", str(root))
+        sec = report.decision_report(**params | {"figures_dir": root / "figures"})
+        return root / "figures", sec.problems
 
     out, problems = rebuild("drawn", False)
     for name in ("burst_decision.csv", "burst_sensitivity.csv", "biccg_model_study.csv",
@@ -498,11 +506,11 @@ def test_the_committed_decision_is_what_the_data_gives(tmp_path, monkeypatch):
     assert all("no burst option priced" not in p for p in problems)
     rows = pd.read_csv(out / "burst_decision.csv")
     assert set(rows["verdict"].dropna()) <= {"burst", "stay", "undecided"}
-    project = out.parent / "project"
+    project = out.parent
     drawn = {str(p.relative_to(project)) for p in (project / "data/runs").glob("*/*/")}
     if committed_runs() not in (None, drawn):
         out, _ = rebuild("committed", True)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "decision.md").read_text()
     block = readme[readme.index("<!-- decision numbers -->"):
                    readme.index("<!-- /decision numbers -->")]
     assert block.strip().endswith((out / "burst_decision_numbers.md").read_text().strip())
@@ -712,3 +720,28 @@ def test_a_wan_measured_to_the_other_site_replaces_the_published_bounds(tmp_path
     assert decision_inputs.ranges(*args, 77, 5, 0.1, [], wan)[u.WAN].fixed
     published = decision_inputs.ranges(*args, 0, 5, 0.1, [], None)[u.WAN]
     assert (round(published.low, 1), round(published.high, 1)) == (23.4, 116.6)
+
+
+def test_the_region_chooses_the_answers_options(tmp_path, monkeypatch):
+    """`region` was taken and never used: every answer was East US's.  Now the table still
+    holds both regions' options, and the answer (leading and cheapest option, the figure's
+    curves, the sensitivity) is the region's."""
+    from burstbench.report import decision as report
+    from burstbench.report import parameters
+
+    root = report_root(tmp_path, committed=True)
+    monkeypatch.setenv("BURSTBENCH_ROOT", str(root))
+    args = parameters.arguments(parameters.defaults("190_report_cost.ipynb"),
+                                report.decision_report)
+    answers = {}
+    for region in ("East US", "Japan East"):
+        out = root / "figures" / region.replace(" ", "")
+        report.decision_report(**args | {"figures_dir": out, "region": region})
+        rows = pd.read_csv(out / "burst_decision.csv")
+        assert {"East US", "Japan East"} <= set(rows["region"].dropna())
+        answers[region] = (out / "burst_decision_choices.md").read_text()
+    for region, other in (("East US", "Japan East"), ("Japan East", "East US")):
+        text = answers[region]
+        assert text.startswith(f"## What would have been chosen in {region}\n")
+        assert f", {region}, pool per job)" in text and f", {other}, " not in text
+        assert f" {other} " not in text.split("Cheapest burst")[1].split("\n")[0]

@@ -216,8 +216,20 @@ class Lab:
                   .execute_script("return [...document.querySelectorAll('.lm-Menu')]"
                                   ".some(m => m.offsetParent !== null)"), 30)
 
+    def kernel(self, name: str) -> dict | None:
+        """The server's view of the kernel of notebook `name`'s session: its execution_state
+        and how many connections (the page's websocket) it has; None before there is one."""
+        req = urllib.request.Request(f"{self.base}/api/sessions",
+                                     headers={"Authorization": f"token {self.token}"})
+        with _HTTP.open(req, timeout=30) as r:
+            sessions = json.loads(r.read())
+        return next((s["kernel"] for s in sessions if s.get("path") == name), None)
+
     def open(self, name: str) -> None:
-        """The notebook alone in a workspace of its own, its kernel started and idle."""
+        """The notebook alone in a workspace of its own, its kernel started, idle and
+        connected to the page (the server counts the page's connection): a command given
+        before that is lost, as Run All was on a loaded machine ("every cell [ ], the kernel
+        idle")."""
         ws = re.sub(r"\W", "", Path(name).stem)
         self.driver.get(f"{self.base}/lab/workspaces/{ws}/tree/{name}?token={self.token}")
         n = len(_code_cells(self.root / name))
@@ -226,10 +238,13 @@ class Lab:
             st = self.state()
             if st.get("dialogs"):
                 self.fail(name, f"a dialog opened: {st['dialogs']}")
-            return st["open"] and st["status"] == "idle" and len(st["prompts"]) == n
+            if not (st["open"] and st["status"] == "idle" and len(st["prompts"]) == n):
+                return None
+            k = self.kernel(name)
+            return k and k.get("execution_state") == "idle" and k.get("connections", 0) >= 1
 
-        self.wait(name, f"the notebook did not open with an idle kernel and its {n} code "
-                        "cells", ready, 120)
+        self.wait(name, f"the notebook did not open with its {n} code cells and a kernel "
+                        "idle and connected to the page", ready, 180)
 
     def add_lines(self, name: str, lines: list[str]) -> None:
         """Type `lines` at the end of the notebook's parameters cell."""
@@ -256,20 +271,36 @@ class Lab:
         if missing:
             self.fail(name, f"typed lines not in the parameters cell: {missing}\ncell: {text}")
 
+    @staticmethod
+    def counts(prompts: list[str]) -> list[int | None]:
+        """Each code cell's execution count as its prompt shows it; None: not run ('[ ]:')
+        or running ('[*]:')."""
+        return [int(m.group(1)) if (m := re.fullmatch(r"\[(\d+)\]:", p)) else None
+                for p in prompts]
+
     def run_all(self, name: str, timeout: float) -> dict:
-        """Run > Run All Cells; wait until every code cell ran, or one failed; then
-        File > Save. Returns the page's state."""
+        """Run > Run All Cells; check that it took (a cell queued or ran: a prompt changed,
+        not merely the kernel busy), giving the command again while nothing did and the
+        kernel is idle; wait until every code cell ran in this Run All (its count above any
+        before) or one failed; then File > Save.  Returns the page's state."""
         before = self.state()["prompts"]
+        last = max([c for c in self.counts(before) if c is not None], default=0)
 
-        def started():
-            st = self.state()
-            return st["status"] != "idle" or st["prompts"] != before
+        def took():
+            return self.state()["prompts"] != before
 
-        self.menu(name, "Run", "Run All Cells")
-        if not self.poll(started, 30):  # a person whose click did nothing clicks again
-            print(f"\n{name}: Run All Cells started nothing in 30 s; clicked again")
+        for _ in range(3):
             self.menu(name, "Run", "Run All Cells")
-            self.wait(name, "Run > Run All Cells started nothing, twice", started, 30)
+            if self.poll(took, 30):
+                break
+            k = self.kernel(name) or {}
+            if k.get("execution_state") != "idle":  # it is running something: it took
+                self.wait(name, "Run All Cells: the kernel ran, the cells did not change",
+                          took, 60)
+                break
+            print(f"\n{name}: Run All Cells changed no cell in 30 s (kernel {k}); again")
+        else:
+            self.fail(name, "Run > Run All Cells changed no cell, three times")
 
         def finished():
             st = self.state()
@@ -277,7 +308,8 @@ class Lab:
                 self.fail(name, f"a dialog opened: {st['dialogs']}")
             if st["status"] != "idle" or any("*" in p for p in st["prompts"]):
                 return None
-            ran = all(re.fullmatch(r"\[\d+\]:", p) for p in st["prompts"])
+            counts = self.counts(st["prompts"])
+            ran = all(c is not None and c > last for c in counts)
             return st if ran or any(TRACEBACK.search(s) for s in st["stderr"]) else None
 
         st = self.wait(name, "Run All Cells did not finish", finished, timeout)
@@ -565,6 +597,8 @@ def clone_lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("clone-lab")
     clone = tmp / "repo"
     subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True)
+    if (ROOT.parent / "shared").is_dir():  # beside it, as beside this checkout: the replay's log
+        (tmp / "shared").symlink_to((ROOT.parent / "shared").resolve())
     made = subprocess.run(["make", "-s", "-C", str(clone), "nbstripout",
                            f"VENV={Path(sys.prefix)}"], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
@@ -584,10 +618,14 @@ def _clean(lab, name: str, shot: Path, *folders: str) -> None:
 
 @pytest.mark.parametrize("name", ["190_report_cost.ipynb", EXPLORE])
 def test_opening_and_running_leaves_git_clean(clone_lab, name):
-    """Open, Run All, File > Save, autosave: the notebook on disk is as committed (its
-    outputs stay on the page), and nothing under notebooks/ or figures/ changed."""
+    """Open, Run All, File > Save, autosave: the notebook opens unmodified (it showed as
+    unsaved the moment it opened: its kernel's language_info, which the file lacks), the
+    notebook on disk is as committed (its outputs stay on the page), and nothing under
+    notebooks/ or figures/ changed."""
     lab = clone_lab
     lab.open(name)
+    time.sleep(2)  # the kernel's info has reached the page (it is idle and connected)
+    assert not lab.state()["dirty"], f"{name} shows as modified on opening"
     st = lab.run_all(name, timeout=240)
     shot = lab.screenshot(f"{Path(name).stem}-clean")
     lab.check_ran_clean(name, st)
@@ -623,18 +661,101 @@ def test_your_job_goes_to_your_folder_and_git_stays_clean(clone_lab):
 
 @pytest.mark.parametrize("line,message", [
     ('user_job = {"name": "mine", "node": [1, 2], "problem": {"poisson": [64, 64, 64]}}',
-     "ParamError: user_job: unknown key 'node' (did you mean nodes? the keys are: name, nodes, "
+     "user_job: unknown key 'node' (did you mean nodes? the keys are: name, nodes, "
      "problem, solves, input_gb, output_gb, keep_months, flow_node_hours)"),
     ('user_job = {"name": "mine", "input_gb": -50, "problem": {"poisson": [64, 64, 64]}}',
-     "ParamError: input_gb must be a positive number, not -50")])
+     "user_job: input_gb must be a number of 0 or more (GB), not -50"),
+    ('usd_jpy = "145 yen"', "usd_jpy must be a positive number (JPY per USD), not '145 yen'")])
 def test_a_bad_job_is_one_line_in_the_notebook(clone_lab, line, message):
     lab, name = clone_lab, "190_report_cost.ipynb"
     lab.open(name)
     lab.add_lines(name, [line])
     st = lab.run_all(name, timeout=240)
     lab.show(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "end")
-    shot = lab.screenshot(f"190-{message.split(':')[1].strip().split()[0]}")
+    shot = lab.screenshot(f"190-{message.split()[0].strip(':')}")
     shown = [" ".join(s.split()) for s in st["stderr"] if TRACEBACK.search(s)]
-    assert shown == [message], f"error outputs {shown} (screenshot: {shot})"
+    assert shown == [f"ParamError: notebook {name}: {message}"], (
+        f"error outputs {shown} (screenshot: {shot})")
+    assert lab.state()["images"] == 0  # the check comes first: nothing drawn with it
     _clean(lab, name, shot, "figures")
     lab.shutdown_kernels()
+
+
+def _changed_parameters(clone: Path, name: str) -> list[str]:
+    """The lines a notebook's saved parameters cell gained since HEAD; fails where anything
+    else in it changed (another cell, outputs, metadata)."""
+    head = json.loads(_git(clone, "show", f"HEAD:notebooks/{name}"))
+    now = json.loads((clone / "notebooks" / name).read_text())
+    assert len(now["cells"]) == len(head["cells"]) and now["metadata"] == head["metadata"], name
+    added = []
+    for old, new in zip(head["cells"], now["cells"]):
+        if "parameters" in old["metadata"].get("tags", []):
+            before = "".join(old["source"]).splitlines()
+            lines = "".join(new["source"]).splitlines()
+            assert lines[:len(before)] == before, name
+            added = [x for x in lines[len(before):] if x.strip()]
+        else:
+            assert new == old, f"{name}: a cell other than the parameters changed"
+    return added
+
+
+def test_exploring_a_clone_leaves_the_report_and_the_runs_as_they_were(clone_lab):
+    """What a user does in a fresh clone (the issue's "done when"): 190 edited (a job with no
+    output, a 4-hour wait, Japan East) and 010 edited for a try-out, each run and autosaved.
+    The answer is the edited one and says where it went; the try-out lands in build/runs;
+    `git status` shows the two notebooks' parameters cells and nothing else (no run, no
+    lock, no figure); `make figures` then rebuilds figures/ byte for byte as committed."""
+    lab, cost = clone_lab, "190_report_cost.ipynb"
+    clone = lab.clone
+    _git(clone, "checkout", "--", "notebooks")  # as cloned, whatever earlier tests saved
+    figures = {p.name: p.read_bytes() for p in (clone / "figures").iterdir()}
+    job = ['queue_wait_h = 4', 'region = "Japan East"',
+           'user_job = {"name": "mine", "problem": {"poisson": [64, 64, 64], "iterations": 70}'
+           ', "solves": 1000, "nodes": [1, 2], "output_gb": 0}']
+    lab.open(cost)
+    lab.add_lines(cost, job)
+    st = lab.run_all(cost, timeout=300)
+    lab.show(".jp-OutputArea-output h2", "start")  # the answer's heading
+    shot = lab.screenshot("190-answer")
+    lab.check_ran_clean(cost, st)
+    said = " ".join(lab.driver.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".map(o => o.textContent).join('\\n')").split())
+    mine = clone / "build" / "mine"
+    for text in ("What would have been chosen in Japan East", "4.0 h wait",
+                 "The job: 1,000 solve(s) on 1 node(s), 10 GB in and 0 GB out; staging",
+                 "The network rate assumed for staging:",
+                 f"written to {mine} (build/mine/: yours, ignored by git; `make figures` "
+                 "writes figures/)"):
+        assert text in said, f"{text!r} not shown (screenshot: {shot})"
+    lab.shutdown_kernels()
+
+    tryout = ['vm = "mine"', "test = True", "triad_size = 200000", "triad_ntimes = 2",
+              "triad_threads = [1]", 'triad_variants = [{"compiler": "gcc", "flags": '
+              '"-O2 -fopenmp"}]', 'triad_bind = ["close"]', "triad_baselines = []",
+              "triad_repetitions = 1"]
+    lab.open(MEASURE)
+    lab.add_lines(MEASURE, tryout)
+    st = lab.run_all(MEASURE, timeout=300)
+    shot = lab.screenshot("010-tryout")
+    lab.check_ran_clean(MEASURE, st)
+    said = lab.driver.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".map(o => o.textContent).join('\\n')")
+    assert f"a try-out: writing under {clone / 'build' / 'runs'} (ignored by git)" in said, shot
+    assert len(list((clone / "build" / "runs" / "mine").iterdir())) == 1
+    lab.shutdown_kernels()
+
+    time.sleep(AUTOSAVE_S * 3)  # past the autosave interval, twice over
+    status = _git(clone, "status", "--porcelain", "--untracked-files=all")
+    assert status.splitlines() == [f" M notebooks/{MEASURE}", f" M notebooks/{cost}"], status
+    assert _changed_parameters(clone, cost) == job
+    assert _changed_parameters(clone, MEASURE) == tryout
+
+    made = subprocess.run(["make", "-s", "-C", str(clone), "figures", f"VENV={sys.prefix}",
+                           "STAMP="], capture_output=True, text=True, timeout=900)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    assert _git(clone, "status", "--porcelain", "--untracked-files=all") == status
+    rebuilt = {p.name: p.read_bytes() for p in (clone / "figures").iterdir()}
+    assert rebuilt.keys() == figures.keys()
+    assert [n for n in figures if rebuilt[n] != figures[n]] == []

@@ -346,7 +346,8 @@ def test_test_is_a_common_key_in_every_benchmark(section):
     assert params.schema(section)["test"].default is False
     assert params.validate({}, section)["test"] is False
     assert params.validate({"test": True}, section)["test"] is True
-    assert params.for_section({"test": True, "vm": "x"}, section) == {"test": True, "vm": "x"}
+    passed = params.for_section({"test": True, "vm": "x", "other_key": 1}, section)
+    assert passed == params.defaults(section) | {"test": True, "vm": "x"}
     with pytest.raises(params.ParamError, match="test must be true or false, not 'yes'"):
         params.validate({"test": "yes"}, section)
 

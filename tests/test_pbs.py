@@ -16,12 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from conftest import run_cli
 from pbs_cluster import PbsCluster, why_not
 from scheduler_cluster import (
+    ENDLESS,
     SMOKE,
+    none_twice,
     params_file,
     session,
     statuses,
@@ -36,6 +37,15 @@ from scheduler_cluster import (
 def pbs(tmp_path_factory):
     yield from session(PbsCluster(tmp_path_factory.mktemp("pbs")), "PBS",
                        "BURSTBENCH_REQUIRE_PBS", why_not())
+
+
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test(pbs):
+    """Whatever a test did, passed or failed: its jobs deleted and no process of theirs left
+    when the next begins (a failed rerun test left its sweep measuring, holding the host's
+    lock, and the next two tests failed on that lock instead of on what they test)."""
+    yield
+    pbs.clean()
 
 
 def study(pbs: PbsCluster, name: str, values: dict) -> tuple[Path, Path]:
@@ -103,9 +113,6 @@ def gone(pbs: PbsCluster, jobid: str, timeout: float = 30) -> bool:
 HINT = re.compile(r"^interrupted by SIG(TERM|INT): \d+ of \d+ configurations are stored in "
                   r"(\S+); run the same command again \(or pass run_id=\S+\) to resume$", re.M)
 
-#: A triad sweep long enough to be interrupted (about a second per configuration here).
-LONG = {"triad_size": 4_000_000, "triad_ntimes": 5, "triad_repetitions": 12,
-        "triad_baselines": []}
 
 
 def test_two_nodes_on_hosts_of_their_own(pbs):
@@ -167,9 +174,11 @@ def test_the_layout_as_the_job_sees_it(pbs):
 
 def test_a_rerun_job_resumes_its_run(pbs):
     """`qrerun` mid-sweep (a node lost, an eviction): no process of the job survives it,
-    nothing measured before is lost, the rerun job resumes the same run folder, and every
-    configuration is stored exactly once."""
-    params, runs = study(pbs, "rerun", LONG)
+    nothing measured before is lost, the rerun job resumes the same run folder and adds to
+    it, no configuration twice.  The sweep (ENDLESS) outlasts the test on any machine: the
+    test deletes the rerun job once it has seen it resume (the whole sweep, to its end, is
+    the smoke study's and test_slurm's time-limit test's)."""
+    params, runs = study(pbs, "rerun", ENDLESS)
     jobid = submit(pbs, params, 1, runs, "--only", "triad")
     parts = wait_for_parts(runs, "rerun", jobid, 3)
     pbs.qmgr("set server scheduling = False")  # hold the rerun job queued, to look at the run
@@ -179,14 +188,18 @@ def test_a_rerun_job_resumes_its_run(pbs):
         assert gone(pbs, jobid), pbs.job_pids(jobid)
         run_dir = the_run(runs, "rerun")
         assert statuses(run_dir)["triad"] != "complete"
-        assert {Path(k).stem for k in parts} <= stored_keys(run_dir, "triad")
+        before = stored_keys(run_dir, "triad")
+        assert {Path(k).stem for k in parts} <= before
     finally:
         pbs.qmgr("set server scheduling = True")
-    info = finished(pbs, jobid, runs, "rerun")
+    wait_stored(run_dir, "triad", len(before) + 3,
+                lambda: job_output(runs, "rerun", jobid)[-3000:])
+    pbs.run("qdel", jobid, check=True)
+    info = pbs.wait_job(jobid, timeout=120)
+    assert gone(pbs, jobid), pbs.job_pids(jobid)
     assert info["run_count"] == 2
-    assert the_run(runs, "rerun") == run_dir and statuses(run_dir)["triad"] == "complete"
-    table = stored_once(run_dir, "triad")
-    assert set(table["key"]) >= {Path(k).stem for k in parts}
+    assert the_run(runs, "rerun") == run_dir and before < stored_keys(run_dir, "triad")
+    none_twice(run_dir, "triad")
     out = job_output(runs, "rerun", jobid)
     assert out.count(f"burstbench job {jobid} on: n1 (") == 2  # PBS appends the rerun's output
     assert "resuming" in out
@@ -196,10 +209,9 @@ def test_a_job_killed_at_its_walltime_says_how_to_resume(pbs):
     """PBS kills a job at its walltime (SIGTERM, then SIGKILL after kill_delay): the run
     keeps what it stored, the job's output says how to resume, and the same script
     submitted again resumes that run."""
-    # served configurations of LONG's 5 passes take about 0.1 s here: 400 would be done in
-    # 40 s, hardly beyond the walltime; 100 passes each (about 2 s) outlast it on a machine
-    # several times faster (test_slurm.py's time-limit test once finished before its kill)
-    params, runs = study(pbs, "late", LONG | {"triad_repetitions": 400, "triad_ntimes": 100})
+    # ENDLESS outlasts the 20 s walltime on any machine (test_slurm.py's time-limit test
+    # once finished before its kill)
+    params, runs = study(pbs, "late", ENDLESS)
     jobid = submit(pbs, params, 1, runs, "--only", "triad", "--walltime", "00:00:20")
     info = pbs.wait_job(jobid, timeout=240)
     out = job_output(runs, "late", jobid)
@@ -224,7 +236,7 @@ def test_a_job_killed_at_its_walltime_says_how_to_resume(pbs):
 def test_qdel_stops_the_run_consistently(pbs):
     """`qdel` by the job's owner: SIGTERM, the running configuration stopped, what was
     stored kept (table and parts agree, no duplicate), the resume hint in the output."""
-    params, runs = study(pbs, "deleted", LONG)
+    params, runs = study(pbs, "deleted", ENDLESS)  # never done before the qdel
     jobid = submit(pbs, params, 1, runs, "--only", "triad")
     parts = wait_for_parts(runs, "deleted", jobid, 2)
     pbs.run("qdel", jobid, check=True)
@@ -237,12 +249,7 @@ def test_qdel_stops_the_run_consistently(pbs):
     assert hint.group(2) == str(run_dir)
     assert statuses(run_dir)["triad"] != "complete"
     assert {Path(k).stem for k in parts} <= stored_keys(run_dir, "triad")
-    table = run_dir / "triad.csv"
-    if table.exists():  # folded at the interruption: each configuration once
-        rows = pd.read_csv(table)
-        assert not rows.duplicated([c for c in ("key", "label", "threads", "metric",
-                                                "function", "repetition")
-                                    if c in rows]).any()
+    none_twice(run_dir, "triad")  # folded at the interruption: each configuration once
 
 
 def test_a_select_pbs_refuses(pbs):

@@ -214,8 +214,9 @@ def _notebook(path: Path, parameters: str, code: str) -> None:
 
 
 def readme_paths() -> list[str]:
-    """The paths of the README's numbered list of the files a new benchmark touches."""
-    text = (ROOT / "README.md").read_text()
+    """The paths of the numbered list of the files a new benchmark touches (the README's
+    page on the code, docs/development.md)."""
+    text = (ROOT / "docs" / "development.md").read_text()
     block = text.split("The files a new benchmark touches")[1].split("\n\n")[1]
     return re.findall(r"^\d+\. `([^`]+)`", block, re.M)
 

@@ -355,3 +355,20 @@ def test_a_figure_the_report_no_longer_makes_is_removed_and_nothing_else(tmp_pat
                           tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "keep.csv", "manifest-cost.json", "manifest-other.json", "mine.txt", "other.csv"]
+
+
+def test_a_cache_sized_or_test_triad_says_so_in_its_title():
+    """The measurement notebook's figure of a try-out: arrays that fit the last-level cache
+    measure the cache (187-200 GB/s drawn as if memory), a test run is a test: both said."""
+    from burstbench.benchmarks.triad.report import run_title
+    from kernels_ext.common import sysinfo
+
+    llc = sysinfo.last_level_cache_bytes()
+    if not llc:
+        pytest.skip("this machine reports no last-level cache")
+    small = pd.DataFrame({"size": [llc // 64]})  # an eighth of the cache per array
+    large = pd.DataFrame({"size": [llc]})  # 8x the cache per array
+    title = run_title({"vm": "x", "test": True}, "r1", small)
+    assert title.startswith("x: STREAM Triad, run r1\na test run\narrays in cache (")
+    assert title.endswith("): cache, not memory bandwidth")
+    assert run_title({"vm": "x", "test": False}, "r1", large) == "x: STREAM Triad, run r1"

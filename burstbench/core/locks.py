@@ -9,8 +9,8 @@ papermill, the kernel, every configuration and its MPI ranks inherit it).
 A lock whose holder is gone (its pid not alive or reused, no process of its sweep left, or
 taken before this machine's last boot) is stale: it is taken over, and the caller says so.
 A lock from another host (a run folder on a shared file system) cannot be judged from here:
-it is taken over only when forced.  A lock file is checked and written under an flock of a
-mutex file beside it, so two takers never both win.
+it is taken over only when forced.  A lock file is checked and written under an flock of the
+folder that holds it, so two takers never both win, and no other file is left beside it.
 """
 
 from __future__ import annotations
@@ -142,14 +142,15 @@ def read(path: Path) -> Holder | None:
 
 @contextlib.contextmanager
 def _mutex(path: Path) -> Iterator[None]:
-    """An flock of `path`.mutex while a lock file is judged and written (the mutex is made
-    writable by all in the host's shared folder, where another user's sweep takes it too)."""
-    mutex = path.with_name(path.name + ".mutex")
-    with open(mutex, "a") as fh:
-        if str(path.parent) == HOST_LOCK_DIR and mutex.stat().st_uid == os.getuid():
-            mutex.chmod(0o666)
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    """An flock of the folder that holds `path` while the lock file is judged and written: a
+    folder can be flocked like a file, so no mutex file is left beside the lock (in a run
+    folder, git would see it)."""
+    fd = os.open(Path(path).parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def acquire(path: Path, holder: Holder, refuse: Callable[[str, str], str],

@@ -33,6 +33,19 @@ def runs_dir(value: str | os.PathLike = "") -> Path:
     return project_root() / "data" / "runs"
 
 
+def tryouts_dir() -> Path:
+    """Where try-outs measure: a measurement notebook run by hand (its `runs_dir` left
+    empty) and a test run (`test: true`) write under build/runs/, ignored by git, never
+    into data/runs, which the report draws and `git add data/runs` commits."""
+    return project_root() / "build" / "runs"
+
+
+def measure_dir(value: str | os.PathLike = "", test: bool = False) -> Path:
+    """The runs folder a sweep writes to: `value` where given (see runs_dir), else
+    tryouts_dir() for a test run, else data/runs."""
+    return runs_dir(value) if value or not test else tryouts_dir()
+
+
 def reference_dir() -> Path:
     """The study's reference tables (data/reference/)."""
     return project_root() / "data" / "reference"

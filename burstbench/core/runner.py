@@ -133,7 +133,8 @@ def wait(proc: subprocess.Popen, timeout: float | None = None) -> tuple[str, str
 class SweepResult:
     total: int
     already_stored: int
-    measured: int = 0
+    measured: int = 0  # tasks (processes) measured
+    configurations: int = 0  # the configurations they measured (a process may hold several)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (title, reason)
     interrupted: bool = False
     seconds: float = 0.0
@@ -480,6 +481,7 @@ def run_tasks(tasks: list[Task], run: Run, benchmark: str, parse: Parser,
                     run.save(benchmark, task.key, [{"benchmark": benchmark, "key": task.key}
                                                    | r | stamp | load for r in rows], raw, columns)
                     result.measured += 1
+                    result.configurations += task.configurations
                     result.measured_estimate_s += task.estimate_s
                     result.predicted_s += task.estimate_s * scale
                     result.task_seconds += time.monotonic() - began

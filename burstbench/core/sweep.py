@@ -65,8 +65,11 @@ def open_run(P: dict, benchmark: str, digest: str,
              system: Callable[[], dict]) -> tuple[store.Run, bool]:
     """The run a sweep writes to (resuming an unfinished one with the same parameter
     `digest`); `system` gives a new run's provenance."""
-    run, resumed = store.open_run(
-        paths.runs_dir(P["runs_dir"]), P["vm"], benchmark, P, digest, P["run_id"], system)
+    runs = paths.runs_dir(P["runs_dir"]) if P["runs_dir"] else paths.tryouts_dir()
+    if not P["runs_dir"]:  # a notebook run by hand (burstbench run always names the folder)
+        print(f"a try-out: writing under {runs} (ignored by git), not data/runs; `burstbench "
+              "run --params <file>` measures into data/runs (or set runs_dir)")
+    run, resumed = store.open_run(runs, P["vm"], benchmark, P, digest, P["run_id"], system)
     # the source this benchmark measured with (a run's notebooks may span commits)
     run.set_section(benchmark, git=provenance.git(paths.project_root()))
     if P.get("budget_minutes") and budget.deadline() is None:  # a notebook run by hand
@@ -190,7 +193,9 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
         raise SweepFailed(f"{len(result.failed)} of {result.total} configurations failed "
                           f"(first: {first[0]}: {first[1]}); measured ones are stored in "
                           f"{run.root}; re-run to retry the failed ones")
-    print(f"{result.measured} configurations measured, {result.already_stored} resumed, "
+    what = (f"{result.measured} configurations" if result.configurations == result.measured
+            else f"{result.configurations} configurations in {result.measured} processes")
+    print(f"{what} measured, {result.already_stored} resumed, "
           f"{result.seconds:.0f} s; results in {run.root}")
     if result.left and budget.tier() is not None and budget.fits(result.left[0]):
         print(f"{len(result.left)} configurations of lower priority left (about "

@@ -57,9 +57,9 @@ class Data:
         for name in ("input_gb", "output_gb", "keep_months"):
             v = getattr(self, name)
             ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            if not ok or v < 0 or (v == 0 and name != "keep_months"):
-                what = "a positive number" if name != "keep_months" else "0 or more"
-                raise ParamError(f"{name} must be {what}, not {v!r}")
+            if not ok or v < 0:  # a job with no output (or no input) is a job too
+                unit = "GB" if name != "keep_months" else "months"
+                raise ParamError(f"{name} must be a number of 0 or more ({unit}), not {v!r}")
 
     @property
     def total_gb(self) -> float:

@@ -133,7 +133,7 @@ class Model:
         n = len(e) - 1
         return u.Range(u.ERROR, lo, float(e.median()), hi, "",
                        f"the validation's {n} solve(s) of at least {MIN_SOLVE_S:g} s and the "
-                       "fitted one (figures/biccg_model_validation.csv)")
+                       "fitted one (biccg_model_validation.csv)")
 
 
 def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict) -> Model:

@@ -46,7 +46,7 @@ def _published_tables(section: Section, ref_dir: Path, fig_dir: Path) -> None:
                  fig_dir, "table_3_requirements",
                  "Table 3: requirements for joining a supercomputer with a public cloud",
                  "The study's Table 3 (item 7, execution time, is the one the burst decision "
-                 "answers: figures/burst_decision_choices.md), from "
+                 "answers: burst_decision_choices.md), from "
                  "data/reference/requirements.csv.")
     t4 = read_reference(ref_dir, "prices_vm.csv", price_tables.VM_PRICE_COLUMNS, p)
     if len(t4):
@@ -144,7 +144,7 @@ def _triad_costs(section: Section, bandwidth: pd.DataFrame, prices: price_tables
         cost_performance(shown, ax)
         ax.set_title(f"Cost-performance of memory bandwidth, {region} prices",
                      fontsize=12)
-        caption = ("Data: figures/cost_triad.csv (Triad: runs under data/runs and "
+        caption = ("Data: cost_triad.csv (Triad: runs under data/runs and "
                    "data/reference/triad_best.csv; prices: data/reference/prices_vm.csv and "
                    "prices_onprem.csv; Flow bandwidth: data/reference/flow_systems.csv, "
                    "theoretical, not a STREAM result). Dots on a log axis: equal distances are "
@@ -229,7 +229,8 @@ def _spot(section: Section, prices: price_tables.Prices, fig_dir: Path, vm: str,
         a2.legend()
         fig.suptitle(f"Spot {vm} ({region}): {nodes} nodes, {work_h:g} h of work, "
                      f"checkpoint every {interval_h:g} h", fontweight="bold")
-        caption = ("Data: figures/cost_spot.csv (model in burstbench/cost/spot.py; prices "
+        caption = ("Data: cost_spot.csv (model in "
+                   "burstbench/cost/spot.py; prices "
                    "data/reference/prices_vm.csv).")
         section.entries.append(figure_entry(
             fig, fig_dir, "cost_spot", "Spot VMs: time and cost against the eviction rate",

@@ -12,6 +12,8 @@ emptied (RESET), so a notebook sees only what it defines itself, as in a fresh k
 stays is what was imported.  Each notebook still runs cell by cell in a Jupyter kernel with
 its parameters injected after its `parameters` cell, as papermill does, and the executed
 notebook is written to the output folder, with its outputs up to the error where one failed.
+Its `parameters` cell runs as committed (committed_parameters), not as the file was last
+saved: an explorer's autosaved edit, or a half-typed line, never reaches the report.
 
 ``BURSTBENCH_REPORT_KERNELS`` changes the default: a number (the most kernels at once), or
 ``fresh`` (a new kernel for every notebook, as papermill did: the tests compare the two).
@@ -22,11 +24,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 KERNELS_ENV = "BURSTBENCH_REPORT_KERNELS"
+
+#: What a notebook runs with: (its parameters as committed, every value injected after them).
+Parameters = Callable[[Path], "tuple[dict, dict]"]
 
 #: Run in a kernel between two notebooks, so that the next one starts as in a fresh kernel:
 #: no figure open, matplotlib's settings as read from its rc file (apply_style's theme gone),
@@ -110,6 +116,18 @@ def _skip_slow_imports() -> None:
         sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
+def committed_parameters(nb, committed: dict, source: str) -> None:
+    """Set the source of the cell tagged `parameters` to `committed` (each name = its value,
+    as the committed notebook holds them), saying they come from `source`: what the file's
+    saved cell holds (an explorer's edit, autosaved; a half-typed line that no longer parses)
+    is never run by a command."""
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = (f"# the committed parameters ({source}), not this file's saved "
+                              "cell; the values used are in the next cell\n"
+                              + "".join(f"{k} = {v!r}\n" for k, v in committed.items()))
+
+
 def inject_parameters(nb, parameters: dict) -> None:
     """papermill's injection: a cell tagged `injected-parameters` after the one tagged
     `parameters` (at the top where there is none), replacing an earlier injected cell."""
@@ -188,14 +206,16 @@ def _echo(cell, **_) -> None:
     sys.stdout.flush()
 
 
-async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: dict,
+async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: Parameters,
                    log: bool, timeout: float | None) -> str | None:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     nb = nbformat.read(notebook, as_version=4)
-    inject_parameters(nb, parameters)
+    committed, values = parameters(notebook)
+    committed_parameters(nb, committed, "burstbench/report/parameters.py")
+    inject_parameters(nb, values)
     client = NotebookClient(nb, km=kernel.km, kernel_name="python3", timeout=timeout,
                             resources={"metadata": {"path": str(kernel.cwd)}},
                             on_cell_executed=_echo if log else None)
@@ -216,7 +236,7 @@ async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: di
 
 
 async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
-                  parameters: dict, cwd: Path, env: dict, log: bool, timeout: float | None,
+                  parameters: Parameters, cwd: Path, env: dict, log: bool, timeout: float | None,
                   results: list[Result], kernels: dict[int, _Kernel], on_start,
                   stopping) -> None:
     """Take notebooks from the front of `queue` (shared by the workers) until it is empty
@@ -255,7 +275,7 @@ async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
         results.append(Result(nb, out_dir / nb.name, why, time.monotonic() - t0, number))
 
 
-async def _run_all(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
+async def _run_all(notebooks: list[Path], out_dir: Path, parameters: Parameters, cwd: Path,
                    env: dict, log: bool, timeout: float | None, after: str | None,
                    setting: str | None, on_start, stopping) -> tuple[list[Result], str | None]:
     p = plan(notebooks, setting, last_seconds(out_dir))
@@ -299,11 +319,12 @@ def _keep_seconds(out_dir: Path, results: list[Result]) -> None:
     os.replace(part, path)
 
 
-def run(notebooks: list[Path], out_dir: Path, parameters: dict, cwd: Path,
+def run(notebooks: list[Path], out_dir: Path, parameters: Parameters, cwd: Path,
         env: dict | None = None, log: bool = False, timeout: float | None = None,
         after: str | None = None, setting: str | None = None,
         on_start=lambda nb, kernel: None) -> tuple[list[Result], str | None]:
-    """Execute `notebooks` with `parameters` into `out_dir`, `cwd` as the kernels' working
+    """Execute `notebooks` into `out_dir`, each with what `parameters(notebook)` gives (its
+    parameters cell as committed, and every value injected after it), `cwd` as the kernels' working
     folder and `env` their environment (default: this process's); then, when given, run the
     code `after` in one of the kernels still up (None when it ran, else why not).
 

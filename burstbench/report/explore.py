@@ -94,6 +94,39 @@ def load_runs(*folders: str | Path, benchmarks: Iterable[str] | None = None,
                 problems)
 
 
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs as the notebook shows them, narrow enough to read without scrolling: one row
+    per run and benchmark, its status, whether it is a test, the date, the CPU (model,
+    sockets x cores), the MPI libraries by name and version only, the commit (`*`: the tree
+    was dirty)."""
+    if runs.empty:
+        return runs.drop(columns=["folder"], errors="ignore")
+    def mpi(text: str) -> str:
+        names = [part.split(",")[0].replace("Version:", "").strip() for part in
+                 str(text or "").split(";") if part.strip()]
+        return "; ".join(" ".join(n.split()) for n in names)
+
+    return pd.DataFrame({
+        "vm": runs["vm"], "run_id": runs["run_id"], "benchmark": runs["benchmark"],
+        "status": runs["status"], "test": runs["test"], "date": runs["date"],
+        "cpu": [f"{m} ({s} x {c} cores)" for m, s, c in
+                zip(runs["cpu_model"], runs["sockets"], runs["cores"])],
+        "mpi": runs["mpi_library"].map(mpi),
+        "commit": [f"{c}{'*' if d else ''}" for c, d in zip(runs["git_commit"], runs["git_dirty"])],
+    })
+
+
+def rounded(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """`df` with each float rounded to `digits` significant digits, as a table is read (not
+    six decimals of a ratio)."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            out[c] = out[c].map(lambda x: x if not math.isfinite(x) or x == 0
+                                else round(x, digits - 1 - int(math.floor(math.log10(abs(x))))))
+    return out
+
+
 def pick(table: pd.DataFrame, vms: Iterable[str] | None = None,
          benchmarks: Iterable[str] | None = None,
          run_ids: Iterable[str] | None = None) -> pd.DataFrame:
@@ -193,7 +226,9 @@ def plot_comparison(cmp: pd.DataFrame, title: str = ""):
     groups = list(cmp.groupby(["benchmark", "quantity"], sort=True))
     cols = min(2, len(groups))
     rows = -(-len(groups) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.6 * rows), squeeze=False)
+    # JupyterLab shows it about 900 px wide: 13 inches at 100 dpi would shrink 10-pt labels
+    # to 7 px; 9 inches keeps them near 10 px
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     for ax, ((bench, quantity), d) in zip(axes.flat, groups):
@@ -204,7 +239,7 @@ def plot_comparison(cmp: pd.DataFrame, title: str = ""):
             ax.errorbar(range(len(d)), d["ratio"], yerr=[d["ratio"] - d["ratio_low"],
                                                           d["ratio_high"] - d["ratio"]],
                         fmt="o", ms=4, capsize=2)
-            ax.set_xticks(range(len(d)), names, rotation=60, ha="right", fontsize=7)
+            ax.set_xticks(range(len(d)), names, rotation=45, ha="right", fontsize=10)
         else:
             by = d.groupby("x")["ratio"].agg(["median", "min", "max"]).reset_index()
             ax.plot(by["x"], by["median"], "o-", ms=3, label="median over configurations")
@@ -212,7 +247,7 @@ def plot_comparison(cmp: pd.DataFrame, title: str = ""):
             if d["x_name"].iloc[0] == "message_size":
                 ax.set_xscale("symlog", base=2, linthresh=1)  # 0 B stays on the axis
             ax.set_xlabel(d["x_name"].iloc[0].replace("_", " "))
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=10)
         ax.axhline(1.0, color="0.4", lw=0.8)
         better = "higher" if bool(d["higher_is_better"].iloc[0]) else "lower"
         ax.set(title=f"{bench}: {quantity} ({better} is better)", ylabel="ratio b / a")

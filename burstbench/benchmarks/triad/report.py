@@ -249,7 +249,8 @@ def _overview(table: pd.DataFrame, fig_dir: Path, show: bool) -> sections.Entry:
     ax.tick_params(axis="x", labelsize=9)
     ax.set_title("STREAM Triad: best bandwidth per VM, measured and published",
                  fontsize=12)
-    caption = ("Data: figures/triad_best.csv (newest run of each VM under data/runs; the "
+    caption = ("Data: triad_best.csv (newest run of each VM under "
+               "data/runs; the "
                "study's section 3.1 values from data/reference/triad_best.csv); theoretical "
                "bandwidth from data/reference/vm_memory_bandwidth.csv or the run's parameters. "
                "'incomplete sweep': the run stopped at its budget or was interrupted, its best "
@@ -307,3 +308,18 @@ def peak_for(vm: str, run_params: dict, peaks: pd.DataFrame) -> tuple[float, str
     if len(hit):
         return float(hit["theoretical_gbs_node"].iloc[0]), "data/reference/vm_memory_bandwidth.csv"
     return math.nan, ""
+
+
+def run_title(P: dict, run_id: str, table: pd.DataFrame) -> str:
+    """The measurement notebook's figure title: the VM and run, and what its numbers are not
+    where so: a test run's (`test`), or of arrays that fit in the cache (each under 4x the
+    last-level cache, STREAM's rule: 190 GB/s of cache is no memory bandwidth)."""
+    from kernels_ext.common import sysinfo
+
+    llc = sysinfo.last_level_cache_bytes()
+    sizes = pd.to_numeric(table.get("size", pd.Series(dtype=float)), errors="coerce").dropna()
+    cached = bool(llc) and len(sizes) > 0 and 8 * float(sizes.max()) < 4 * llc
+    marks = (["a test run"] if P.get("test") else []) + (
+        [f"arrays in cache ({8 * float(sizes.max()) / 2**20:.1f} MiB each, last-level cache "
+         f"{llc / 2**20:.0f} MiB): cache, not memory bandwidth"] if cached else [])
+    return f"{P['vm']}: STREAM Triad, run {run_id}" + "".join(f"\n{m}" for m in marks)

@@ -12,6 +12,7 @@ data/reference/ (their sources in data/reference/README.md).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from burstbench.core import paths
@@ -25,6 +26,20 @@ from burstbench.report.sections import Section
 
 #: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
 WAITS_H = (0.0, 10 / 60, 1.0, 4.0, 24.0)
+
+
+def in_region(result: burst.Decision, region: str, problems: list[str]) -> burst.Decision:
+    """The decision as the answer reads it: the options priced in `region` (the table keeps
+    every region), and those not priced anywhere (their reasons); where no option is priced
+    there, every region's, said in `problems`."""
+    rows = result.rows
+    here = rows["region"].fillna("").isin([region, ""]) if "region" in rows else None
+    if here is None or not (here & (rows["status"] == "priced")).any():
+        if here is not None:
+            problems.append(f"no burst option priced in {region}: the answer compares every "
+                            "region's")
+        return result
+    return dataclasses.replace(result, rows=rows[here])
 
 
 def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
@@ -42,8 +57,10 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                     mc_seed: int = 2023, show: bool = False) -> Section:
     """Every decision table and figure (see the module docstring).  `wan_mib_s` 0: bounded by
     the Gfarm-on-Azure slides' replication within a region and between two; a number, or
-    [low, high], or [low, mode, high], for this and the other ranged parameters.  ValueError,
-    one line, for anything given wrong."""
+    [low, high], or [low, mode, high], for this and the other ranged parameters.  The table
+    holds every region's options; the answer (the figure, the leading and the cheapest
+    option, the sensitivity) is `region`'s.  ValueError, one line, for anything given
+    wrong."""
     if not (isinstance(queue_wait_h, (int, float)) and queue_wait_h >= 0):
         raise ParamError(f"queue_wait_h must be 0 or more hours, not {queue_wait_h!r}")
     if not (isinstance(mc_draws, int) and mc_draws >= 100):
@@ -93,11 +110,12 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     vms = {k: m for k, m in machine_of.items() if k != flow_vm}  # Flow is not a VM to rent
     result = burst.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
-    rows = result.rows
     drawn_from = inputs.sources(merits, ref_dir, ranges)
     text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from)
     text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir,
                         drawn_from)
+    result = in_region(result, region, section.problems)  # the answer: this region's options
+    rows = result.rows
     priced = rows[rows["status"] == "priced"] if "status" in rows else rows.iloc[0:0]
     if priced.empty:
         why = "; ".join(rows["status"].dropna().unique()[:3]) if len(rows) else "no job"
@@ -118,7 +136,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         text.sensitivity_table(section, swings, fig_dir, drawn_from)
         section.entries.append(figures.tornado(swings, fig_dir, show))
         section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,
-                                            queue_wait_h, fig_dir))
+                                            queue_wait_h, fig_dir, region, ranges[u.WAN]))
         section.entries.append(text.numbers(rows, jobs, swings, flow_system, queue_wait_h,
                                             fig_dir))
     try:
@@ -129,3 +147,20 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.entries.append(text.study_table(section, check, study_check.agreement(check),
                                                 fig_dir, drawn_from))
     return section
+
+
+def show_answer(section: Section, figures_dir: Path | str = "") -> None:
+    """Notebook 190's last cell: per job the answer (burst_decision_choices.md: the verdict,
+    the job, its staging and the network rate with its source, the leading and cheapest
+    options), then where the files went (build/mine/ unless told otherwise)."""
+    from IPython.display import Markdown, display
+
+    fig_dir = paths.figures_dir(figures_dir)
+    choices = fig_dir / "burst_decision_choices.md"
+    if any(choices.name in e.files for e in section.entries):  # none where nothing was decided
+        display(Markdown(choices.read_text()))
+    else:
+        print("no answer: nothing was decided (see the notes above)")
+    mine = fig_dir == paths.figures_dir("")
+    print(f"written to {fig_dir}" + (" (build/mine/: yours, ignored by git; `make figures` "
+                                     "writes figures/)" if mine else ""))

@@ -96,7 +96,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
                    "error is unknown and the decision's tables carry none (measure BICCG's "
                    "other configurations; after a budget, the same command measures what "
                    "was left).")
-    caption = (f"Data: figures/biccg_model_validation.csv ({len(v)} measured solves: "
+    caption = (f"Data: biccg_model_validation.csv ({len(v)} measured "
+               "solves: "
                f"{', '.join(problems)}; runs under data/runs). The model (memory traffic at "
                f"{model.efficiency:.2f} x the Triad of the cores used, plus halo and "
                f"reductions priced by the ping-pong) was {checked} Not validated here: more "
@@ -161,13 +162,13 @@ def decision_figure(decision: Decision, names: list[str], flow_system: str,
         ax.set_visible(False)
     fig.suptitle(f"When bursting pays: P(the VM returns the result before {flow_system} "
                  "would), predicted", fontweight="bold", fontsize=11)
-    caption = ("Data: figures/burst_decision.csv (every option). Each curve: the share of "
-               "Monte Carlo draws of every uncertain input (figures/burst_inputs.md) in which "
+    caption = (f"Data: burst_decision.csv (every option). Each curve: the share of "
+               f"Monte Carlo draws of every uncertain input (burst_inputs.md) in which "
                "the VM, deployed, staged and computing, is done before Flow's queue wait plus "
                "Flow's computing. Dotted: 10% and 90%, between them undecided; dash-dotted: "
                f"the wait asked about ({hours(queue_wait_h)}). Costs are medians.")
     return figure_entry(fig, fig_dir, "burst_decision", "When bursting pays", caption,
-                        ["figures/burst_decision.csv"], show, caption_size=9)
+                        ["burst_decision.csv"], show, caption_size=9)
 
 
 def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
@@ -193,8 +194,10 @@ def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
         ax.set_xlabel("break-even queue wait (min)", fontsize=10)
     fig.suptitle("What decides the break-even wait: each input over its range, the others "
                  "at their modes", fontweight="bold", fontsize=11)
-    caption = ("Data: figures/burst_sensitivity.csv. Blue: the wait rises from the input's low "
+    caption = ("Data: burst_sensitivity.csv. Blue: the wait rises "
+               "from the input's low "
                "to its high end; orange: it falls. The black line: every input at its mode. "
                "Predicted, not measured.")
     return figure_entry(fig, fig_dir, "burst_sensitivity", "What decides the break-even wait",
-                        caption, ["figures/burst_sensitivity.csv"], show, caption_size=9)
+                        caption, ["burst_sensitivity.csv"], show,
+                        caption_size=9)

@@ -46,7 +46,7 @@ def decision_table(section: Section, decision: Decision, waits_h: tuple[float, .
                 "job, VM, region, billing and storage scenario",
                 "Predicted, none of it measured, each number the 10th, 50th or 90th percentile "
                 "of seeded Monte Carlo draws of every uncertain input "
-                "(figures/burst_inputs.md), the same draw on the VM's side and on "
+                f"(burst_inputs.md), the same draw on the VM's side and on "
                 f"{flow_system}'s where they share an input. p_sooner_at_<w>: the share of "
                 "draws in which the VM returns the result before Flow's queue wait w plus Flow's "
                 "computing; break_even_*: the wait above which the VM is sooner (negative: "
@@ -70,7 +70,8 @@ def inputs_table(section: Section, ranges: dict[str, u.Range], draws: int, seed:
                           for r in ranges.values()], fig_dir, "burst_inputs",
                 "The burst decision's uncertain inputs",
                 f"Each drawn {draws} times (seed {seed}) for every row of "
-                "figures/burst_decision.csv; a time predicted p stands for p / (1 + model "
+                f"burst_decision.csv; a time predicted p stands for "
+                "p / (1 + model "
                 "error); positions (iterations, published MPI latency) are fractions of each "
                 "machine's or layout's own range.", data)
 
@@ -127,12 +128,12 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
            "on HB120rs_v3 against 22 on HC44rs, and a network under a real job's load. "
            "Neither is measured here, and the model is not tuned to agree.")
     text = ("## The time model against the study's Figure 12\n\n" + "\n".join(lines) + why
-            + "\n\nWritten from figures/biccg_model_study.csv.\n")
+            + "\n\nWritten from biccg_model_study.csv.\n")
     return prose(fig_dir / "biccg_model_study_check.md", text,
                  "The model against the study's Figure 12",
                  "Whether the predicted ranking of HB120rs_v3 and HC44rs agrees with the study's "
                  "at small and large node counts, and the term that decides it.",
-                 "figures/biccg_model_study.csv")
+                 "biccg_model_study.csv")
 
 
 def prose(path: Path, text: str, title: str, caption: str, source: str) -> Entry:
@@ -150,11 +151,23 @@ def leading(rows: pd.DataFrame, name: str) -> pd.Series | None:
     return d.sort_values(["break_even_p50_h", "jpy"], kind="stable").iloc[0]
 
 
+def the_job(jc: JobClass, lead: pd.Series) -> str:
+    """What the answer is for: the job (solves, nodes, data in and out), and its staging
+    (time, rate and what limits it; the network rate's source follows the list)."""
+    work = (f"{jc.flow_node_hours:g} node-hours on Flow" if jc.problem is None
+            else f"{jc.solves:,} solve(s)")
+    return (f"  - The job: {work} on {jc.nodes} node(s), {jc.data.input_gb:g} GB in and "
+            f"{jc.data.output_gb:g} GB out; staging both ways takes "
+            f"{hours(lead['staging_h'])} at {lead['staging_mib_s']:.0f} MiB/s (medians), "
+            f"limited by {lead['staging_limit']}.\n")
+
+
 def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
-            model: Model, queue_wait_h: float, fig_dir: Path) -> Entry:
-    """Per job class: the one-line answer at the user's wait, then the leading and the
-    cheapest option with their cost breakdown, the break-even band and the two inputs that
-    decide it."""
+            model: Model, queue_wait_h: float, fig_dir: Path, region: str,
+            wan: u.Range) -> Entry:
+    """Per job class: the one-line answer at the user's wait, the job and its staging, then
+    the leading and the cheapest option in `region` with their cost breakdown, the
+    break-even band and the two inputs that decide it."""
     lines = []
     for jc in jobs:
         d = rows[(rows["job"] == jc.name) & (rows["status"] == "priced")]
@@ -188,6 +201,7 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
                          f"wait (P(sooner) {p:.0%}{by})"}[lead["verdict"]]
         lines.append(
             f"- **{jc.name}**: {answer}.\n"
+            + the_job(jc, lead) +
             f"  - Time and cost: {hours(lead['time_h'])} to the result for "
             f"{lead['jpy']:,.0f} JPY ({lead['jpy_low']:,.0f}-{lead['jpy_high']:,.0f}): "
             f"node-hours {lead['compute_jpy']:,.0f}, storage {lead['storage_jpy']:,.0f} "
@@ -206,15 +220,21 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
              "The time model's error is unknown (no solve but the one it was fitted on "
              "validates it) and is not drawn: these answers are surer than their data; every "
              "other input is drawn")
-    text = ("## What would have been chosen\n\n" + "\n".join(lines) + "\n\nPredicted, none of "
-            f"it measured. {error} (figures/burst_inputs.md), the inputs that decide each "
-            "job's break-even ranked in figures/burst_sensitivity.md. Written from "
-            "figures/burst_decision.csv.\n")
+    negative = (rows.get("break_even_p10_h", pd.Series(dtype=float)) < 0).any()
+    text = (f"## What would have been chosen in {region}\n\n" + "\n".join(lines)
+            + f"\n\nThe network rate assumed for staging: {wan.low:.0f}-{wan.high:.0f} MiB/s "
+            f"(most likely {wan.mode:.0f}), {wan.source}.\n\nPredicted, none of "
+            f"it measured. {error} (burst_inputs.md), the inputs that decide each "
+            f"job's break-even ranked in burst_sensitivity.md. "
+            + ("A negative break-even: the VM is sooner even with no queue on Flow. "
+               if negative else "")
+            + f"Options in {region} (region); every region's are in burst_decision.csv."
+            "\n")
     return prose(fig_dir / "burst_decision_choices.md", text,
                  "What would have been chosen, and why",
                  "Per job class, from the decision table: the answer at the wait asked about, "
                  "the leading and the cheapest option, and the inputs that decide it.",
-                 "figures/burst_decision.csv")
+                 "burst_decision.csv")
 
 
 def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
@@ -241,4 +261,4 @@ def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             "every input drawn): " + "; ".join(parts) + ".\n")
     return prose(fig_dir / "burst_decision_numbers.md", text, "The decision in numbers",
                  "The README's paragraph on the decision, from the table.",
-                 "figures/burst_decision.csv")
+                 "burst_decision.csv")
