@@ -93,6 +93,19 @@ def _increasing(name: str, unit: str) -> Callable[[Any], list]:
     return check
 
 
+def _probabilities(name: str) -> Callable[[Any], list]:
+    """A non-empty list of probabilities, each strictly between 0 and 1, increasing."""
+    def check(v: Any) -> list:
+        out = _numbers(name)(v) if isinstance(v, list) and v else None
+        if out is None or any(not 0 < float(x) < 1 for x in out) or any(
+                float(a) >= float(b) for a, b in zip(out, out[1:])):
+            raise ParamError(f"{name} must be probabilities, each between 0 and 1 (not 0 or "
+                             f"1), increasing, not {v!r}")
+        return out
+
+    return check
+
+
 def _range(name: str, unit: str, zero_means: str = "") -> Callable[[Any], Any]:
     """A number, [low, high] or [low, mode, high], each 0 or more, low <= mode <= high;
     with `zero_means`, 0 stands for that (said in the message)."""
@@ -272,9 +285,16 @@ REPLAY = FOLDERS + (
           "(MaxProcs / MaxNodes)", _integer("replay_procs_per_node", 0)),
     Param("replay_machine_nodes", 0, "nodes of the log's machine; 0: its header's MaxNodes, "
           "else the most its jobs held at once", _integer("replay_machine_nodes", 0)),
-    Param("replay_thresholds_h", [0.1667, 1.0, 4.0, 12.0, 24.0, 48.0, 96.0, 192.0],
-          "predicted waits a job bursts above (hours, increasing)",
-          _increasing("replay_thresholds_h", "hours")),
+    Param("replay_shared_nodes", False, "jobs shared nodes: the queue counts processors, a "
+          "burst job takes whole VM nodes", _flag("replay_shared_nodes")),
+    Param("replay_p_sooner", [0.5, 0.8, 0.9, 0.95], "a job bursts when P(the VM returns it "
+          "sooner) is at least this (each between 0 and 1, increasing)",
+          _probabilities("replay_p_sooner")),
+    Param("replay_thresholds_h", [0.1667, 1.0, 4.0, 12.0, 24.0, 48.0],
+          "predicted median waits (and queue-state waits) a job bursts above (hours, "
+          "increasing)", _increasing("replay_thresholds_h", "hours")),
+    Param("replay_learn", True, "the learned model (LightGBM) on top of the history; False: "
+          "the history alone", _flag("replay_learn")),
     Param("region", "East US", "region of the prices (East US or Japan East)", _text("region")),
     Param("replay_billing", "payg", "payg or spot (spot: its price; evictions are not "
           "replayed)", _choice("replay_billing", ("payg", "spot"))),
