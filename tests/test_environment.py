@@ -1,4 +1,5 @@
-"""environment.yml (conda-forge, clusters) names the same packages as pyproject.toml."""
+"""environment.yml (conda-forge, clusters) names the same packages as pyproject.toml (from
+pip where conda-forge has none)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def test_environment_matches_pyproject():
     deps |= {name(d) for d in project["build-system"]["requires"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = {name(d) for d in env["dependencies"] if isinstance(d, str)}
+    conda |= {name(d) for sub in env["dependencies"] if isinstance(sub, dict)
+              for d in sub.get("pip", [])}
     assert conda - CONDA_ONLY == deps, (
         f"only in environment.yml: {sorted(conda - CONDA_ONLY - deps)}; "
         f"only in pyproject.toml: {sorted(deps - conda)}")
