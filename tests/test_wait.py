@@ -245,3 +245,7 @@ def test_the_calibration_counts_a_pile_at_zero_as_ties():
     q = np.tile(np.where(history.LEVELS <= 0.6, 0.0, 600.0), (3000, 1))
     cal = score.calibration(q, np.zeros(3000), seed=0, levels=(0.3, 0.5, 0.9))
     assert cal["coverage"].round(1).tolist() == [0.5, 0.8, 1.0]
+    # P(wait > t) of the same distribution: 0.4 past the pile, linear between the quantiles
+    # 0 (level 0.6) and 600 s (level 0.625), none from 10 min on
+    assert history.survival(q[:1], np.array([[0.0, 300.0, 600.0, 900.0]]))[0] == \
+        pytest.approx([0.4, 0.3875, 0.0, 0.0])

@@ -5,9 +5,9 @@ The policies (a job the VM cannot take always stays):
 
 - ``probability``: burst when P(the VM returns it sooner) >= p, the decision's own question:
   the wait drawn from its predicted distribution (burstbench.wait.predict), the VM's time
-  from the decision's draws (deployment, staging, speed), the run time from what the
-  scheduler knew (the requested time x the run-to-request ratios of the last jobs of its
-  class that ended; their run times alone where the log has no requested times);
+  from the decision's draws (deployment, staging, speed), the run time guessed from what
+  was known at the submit (burstbench.replay.run: the requested time x the run-to-request
+  ratios of the user's, else the class's, last jobs that had ended, recalibrated);
 - ``threshold``: burst when the predicted median wait passes a threshold;
 - ``queue state``: the old baseline, the node-seconds ahead / the machine's nodes
   (burstbench.wait.state) past a threshold;
@@ -71,9 +71,10 @@ def job_classes(given: list[dict] | None, input_gb: float, output_gb: float) -> 
             raise ParamError(f"classes: speed must be 'memory', 'biccg' or a positive ratio "
                              f"(VM time / on-premise time), not {speed!r}")
         out.append(LoggedClass(str(c.get("name", f"class {len(out) + 1}")),
-                            job.Data(c.get("input_gb", input_gb), c.get("output_gb", output_gb),
-                                     c.get("keep_months", 0.0)),
-                            int(c.get("max_nodes", 0)), int(c.get("queue", -1)), speed))
+                               job.Data(c.get("input_gb", input_gb),
+                                        c.get("output_gb", output_gb),
+                                        c.get("keep_months", 0.0)),
+                               int(c.get("max_nodes", 0)), int(c.get("queue", -1)), speed))
     return out
 
 
@@ -174,9 +175,10 @@ def check_thresholds(thresholds_h) -> list[float]:
                        " h")
 
 
-def check_p_sooner(levels) -> list[float]:
-    """P(sooner) levels, each strictly between 0 and 1, increasing; ParamError otherwise."""
-    return _increasing(levels, "p_sooner", lambda v: 0 < v < 1,
+def check_p_sooner(levels, name: str = "p_sooner") -> list[float]:
+    """P(sooner) levels, each strictly between 0 and 1, increasing; ParamError, naming
+    `name`, otherwise."""
+    return _increasing(levels, name, lambda v: 0 < v < 1,
                        "probabilities, each between 0 and 1 (not 0 or 1)")
 
 

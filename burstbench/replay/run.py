@@ -163,11 +163,11 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     # the queue: of nodes, or of processors where jobs share nodes
     queue_n = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
     unit = "processors" if shared_nodes else "nodes"
-    capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, start, end, queue_n)
+    peak = peak_nodes(start, end, queue_n)
+    capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, peak)
     if queue_n.max() > capacity:
         raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
                          f"largest job's {int(queue_n.max()):,} (give --machine-nodes)")
-    peak = peak_nodes(start, end, queue_n)
     if peak > capacity:
         problems.append(f"the log's jobs held up to {peak:,} {unit} at once, more than the "
                         f"machine's {capacity:,} ({cap_how}): the scheduler's estimate and "
@@ -177,9 +177,9 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         + (", a learned model" if learn else "") + ")")
     pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed)
     problems += pred.notes
-    guess_h = _run_guess(submit, end, run, req, queue_n / capacity, user) / 3600
-    qs_h = predicted_wait(submit, start, end, queue_n.astype(float),
-                          np.where(np.isnan(req), run, req), capacity) / 3600
+    guess_h = _run_guess(submit, start, run, req, queue_n / capacity, user) / 3600
+    plan = np.where(np.isnan(req), run, req)  # the old baseline's and the re-simulation's
+    qs_h = predicted_wait(submit, start, end, queue_n.astype(float), plan, capacity) / 3600
     run_h, wait_h = run / 3600, wait / 3600
     turnaround_h = wait_h + run_h
     flow_jpy = nodes * run_h * fee
@@ -187,7 +187,6 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     cls = policy.assign(nodes, j["queue"].to_numpy(), cls_list)
     if (cls < 0).any():
         problems.append(f"{int((cls < 0).sum())} job(s) in no class: they stay on premise")
-    plan = np.where(np.isnan(req), run, req)
     if np.isnan(req).any():
         problems.append("the re-simulation plans the jobs without a requested time by their "
                         "run time")
@@ -227,7 +226,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         vm_rows = []
         decided = policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h, turnaround_h,
                                    costed)
-        stays.prepare([m for _, m in decided])
+        stays.prepare([mask for _, mask in decided])
         for keys, burst_mask in decided:
             vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
                                                         flow_jpy)
@@ -248,9 +247,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                     ppn_how, unit, left, problems)
 
 
-def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool, start: np.ndarray,
-              end: np.ndarray, queue_n: np.ndarray) -> tuple[int, str]:
-    """The machine's size in the queue's units, and where it came from."""
+def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool,
+              peak: int) -> tuple[int, str]:
+    """The machine's size in the queue's units, and where it came from (`peak`: the most its
+    jobs held at once)."""
     if machine_nodes:
         return (int(round(machine_nodes * ppn)), f"--machine-nodes x {ppn:g} processors a "
                 "node") if shared else (int(machine_nodes), "given")
@@ -258,10 +258,10 @@ def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool, start: np.
         return int(log.max_procs), "the log's MaxProcs"
     if not shared and log.max_nodes:
         return int(log.max_nodes), "the log's MaxNodes"
-    return max(peak_nodes(start, end, queue_n), 1), "the most its jobs held at once"
+    return max(peak, 1), "the most its jobs held at once"
 
 
-def _run_guess(submit: np.ndarray, end: np.ndarray, run: np.ndarray, req: np.ndarray,
+def _run_guess(submit: np.ndarray, start: np.ndarray, run: np.ndarray, req: np.ndarray,
                share: np.ndarray, user: np.ndarray) -> np.ndarray:
     """Each job's run time guessed at its submit, s, at RUN_LEVELS (jobs x levels): its
     requested time x the run-to-request ratios of its user's last USER_RUNS jobs that had
@@ -270,11 +270,12 @@ def _run_guess(submit: np.ndarray, end: np.ndarray, run: np.ndarray, req: np.nda
     the last jobs' run times fell (burstbench.wait.calibrate.recalibrate_censored, those
     still running censored).  Where nothing had ended: the requested time, else NaN (the
     job stays)."""
-    from burstbench.wait.predict import REQUEST_EDGES, SIZE_EDGES, _buckets
+    from burstbench.wait.predict import REQUEST_EDGES, SIZE_EDGES, buckets
 
+    end = start + run
     cols = [int(np.flatnonzero(np.isclose(history.LEVELS, lv))[0]) for lv in RUN_LEVELS]
     has = ~np.isnan(req)
-    cls = _buckets(share, SIZE_EDGES) * 5 + np.where(has, _buckets(req, REQUEST_EDGES), 4)
+    cls = buckets(share, SIZE_EDGES) * 5 + np.where(has, buckets(req, REQUEST_EDGES), 4)
     value = np.where(has, run / np.where(has & (req > 0), req, 1.0), run)
     q, _ = history.window_quantiles(value, end, submit, cls, 4 * 5, 1000, 50)
     if (user >= 0).any():
@@ -283,7 +284,6 @@ def _run_guess(submit: np.ndarray, end: np.ndarray, run: np.ndarray, req: np.nda
         q = np.where((own >= USER_MIN)[:, None], qu, q)
     guess = np.where(has[:, None], q * req[:, None], q)
     guess = np.where(np.isnan(guess) & has[:, None], req[:, None], guess)
-    start = end - run
     return calibrate.recalibrate_censored(guess, run, start, end, submit)[:, cols]
 
 

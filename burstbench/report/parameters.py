@@ -94,14 +94,12 @@ def _increasing(name: str, unit: str) -> Callable[[Any], list]:
 
 
 def _probabilities(name: str) -> Callable[[Any], list]:
-    """A non-empty list of probabilities, each strictly between 0 and 1, increasing."""
+    """A non-empty list of probabilities, each strictly between 0 and 1, increasing: the
+    replay's own check (burstbench.replay.policy.check_p_sooner)."""
     def check(v: Any) -> list:
-        out = _numbers(name)(v) if isinstance(v, list) and v else None
-        if out is None or any(not 0 < float(x) < 1 for x in out) or any(
-                float(a) >= float(b) for a, b in zip(out, out[1:])):
-            raise ParamError(f"{name} must be probabilities, each between 0 and 1 (not 0 or "
-                             f"1), increasing, not {v!r}")
-        return out
+        from burstbench.replay.policy import check_p_sooner
+
+        return check_p_sooner(v, name)
 
     return check
 

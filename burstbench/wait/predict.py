@@ -129,7 +129,8 @@ def _known_requests(req: np.ndarray, user: np.ndarray) -> np.ndarray:
     return out
 
 
-def _buckets(x: np.ndarray, edges) -> np.ndarray:
+def buckets(x: np.ndarray, edges) -> np.ndarray:
+    """Each value's bucket among `edges` (0 below the first; NaN as 0)."""
     return np.digitize(np.nan_to_num(x, nan=0.0), edges).astype(np.int64)
 
 
@@ -214,7 +215,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         est = np.minimum(easy.estimates(submit, nodes, start, start + run, req_k, capacity,
                                         horizon_s), horizon_s)
         ratio = (wait + OFFSET_S) / (est + OFFSET_S)
-        cls = _buckets(est, ESTIMATE_EDGES) * 4 + _buckets(nodes / capacity, SIZE_EDGES)
+        cls = buckets(est, ESTIMATE_EDGES) * 4 + buckets(nodes / capacity, SIZE_EDGES)
         q_r, _ = history.window_quantiles(ratio, start, submit, cls, 7 * 4, window,
                                           min_count)
         hist = np.maximum(q_r * (est[:, None] + OFFSET_S) - OFFSET_S, 0.0)
@@ -227,7 +228,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         est = np.full(n, np.nan)
         notes.append("the log has no requested times: no scheduler's estimate; the wait is "
                      "predicted from history alone")
-        cls = _buckets(nodes / capacity, SIZE_EDGES)
+        cls = buckets(nodes / capacity, SIZE_EDGES)
         hist, _ = history.window_quantiles(wait, start, submit, cls, 4, window, min_count)
         how = f"the waits of the last {window:,} started jobs of its size class"
     queued, _left, running = queue_state(submit, start, start + run, nodes.astype(float),
@@ -250,7 +251,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         if fits:
             resid = y - point
             q_e, _ = history.window_quantiles(resid, start, submit,
-                                              _buckets(np.expm1(point), POINT_EDGES),
+                                              buckets(np.expm1(point), POINT_EDGES),
                                               len(POINT_EDGES) + 1, window, min_count)
             learned = np.maximum(np.expm1(point[:, None] + q_e), 0.0)
             del q_e
