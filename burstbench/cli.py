@@ -297,6 +297,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return replay_command(args)
 
 
+def cmd_advise(args: argparse.Namespace) -> int:
+    """Burst advice on a live Slurm or PBS queue (burstbench.advise)."""
+    from burstbench.advise.command import advise_command
+
+    return advise_command(args)
+
+
 def _index_code(fig_dir: Path) -> str:
     """figures/README.md written by a kernel that has the report's modules imported already."""
     return f"from burstbench.report import index as _index\n_index.write_index({str(fig_dir)!r})\n"
@@ -438,6 +445,20 @@ def build_parser() -> argparse.ArgumentParser:
         "each submit from the rebuilt queue state whether the job bursts, for thresholds "
         "from minutes to days and for the oracle; print the leading VM's table.",
         "burstbench replay --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"))
+
+    from burstbench.advise.command import add_arguments as _advise_arguments
+
+    _advise_arguments(_command(
+        sub, "advise", cmd_advise, "which pending jobs of a Slurm or PBS queue to send to the "
+        "cloud now, at what price, how sure; --apply moves them", "Read the pending jobs and "
+        "the scheduler's estimate of each start (squeue --json or squeue's %%S; qstat -f -F "
+        "json's estimated.start_time) and the centre's history (sacct, the job completion "
+        "log, PBS accounting); predict each wait from now as a distribution (the estimate "
+        "calibrated on the history), price each VM (deployment, staging, computing), and "
+        "give P(VM sooner), the whole cost and a verdict. Read-only unless --apply.",
+        "burstbench advise --scheduler slurm --cloud cloud\n"
+        "  burstbench advise --scheduler slurm --cloud cloud --vm HB120-16rs_v3 --apply "
+        "--max-jpy 20000 --budget-jpy 200000 --watch 300"))
 
     pc = _command(sub, "params", cmd_params, "check parameter files",
                   "Check a measurement file (burstbench run --params) or a file of report "

@@ -21,17 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from burstbench.core import paths
 from burstbench.core.checks import ParamError
-from burstbench.core.reference import vm_key
-from burstbench.cost import burst, machines, model
-from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
-from burstbench.cost.predict import STUDY_GRID, MatrixModel
 from burstbench.replay import policy
 from burstbench.replay.logs import Log
+from burstbench.replay.pricing import pricing
 from burstbench.replay.stays import Stays
-from burstbench.report.decision import inputs
 from burstbench.wait import calibrate, history, score
 from burstbench.wait.predict import Predicted, predict
 from burstbench.wait.state import predicted_wait
@@ -76,13 +71,6 @@ class Replayed:
     problems: list[str] = field(default_factory=list)
 
 
-class _Unfitted:
-    """The time model where none could be fitted: no error range (memory-bound jobs only)."""
-
-    def error(self) -> u.Range:
-        return u.Range.known(u.ERROR, 0.0, "", "no BICCG model fitted (not used)")
-
-
 def peak_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
     """The most nodes the log's jobs held at once."""
     t = np.concatenate([start, end])
@@ -110,45 +98,16 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         thresholds_h, (list, tuple)) else thresholds_h)
     p_levels = policy.check_p_sooner(list(p_sooner) if isinstance(
         p_sooner, (list, tuple)) else p_sooner)
-    if not (isinstance(draws, int) and draws >= 10):
-        raise ParamError(f"draws must be an integer of at least 10, not {draws!r}")
-    if storage not in ("pool per job", "shared pool"):
-        raise ParamError(f"storage must be 'pool per job' or 'shared pool', not {storage!r}")
-    problems: list[str] = []
-    ref_dir = Path(reference_dir) if reference_dir else paths.reference_dir()
-    if merits is None:
-        from burstbench.registry import all_merits
-        merits = all_merits(paths.runs_dir(runs_dir), ref_dir, problems)
-    mode = flow_fraction[1] if isinstance(flow_fraction, (list, tuple)) and \
-        len(flow_fraction) == 3 else sum(flow_fraction) / 2 if isinstance(
-            flow_fraction, (list, tuple)) else flow_fraction
-    machine_of = machines.machines(merits, ref_dir, float(mode), problems)
-    if system not in machine_of or not system.startswith("Flow"):
-        known = sorted(m for m in machine_of if m.startswith("Flow"))
-        raise ParamError(f"system: no on-premise system {system!r} (known: "
-                         f"{', '.join(known)})")
-    flow, flow_measured = machines.flow_machine(machine_of, system, flow_vm, problems)
-    try:
-        fitted = model.fit(merits, machine_of, {"vm": "local", "problem": "poisson128x128x128",
-                                                "layout": "2x1"})
-    except ValueError as exc:
-        fitted = None
-        why_unfitted = str(exc)
     cls_list = policy.job_classes(classes, job_input_gb, job_output_gb)
-    if fitted is None and any(c.speed == "biccg" for c in cls_list):
-        raise ParamError(f"a class is mapped to the BICCG model, and none could be fitted: "
-                         f"{why_unfitted}")
-    ranges = inputs.ranges(fitted or _Unfitted(), flow_fraction, flow_measured, ref_dir,
-                           wan_mib_s, deploy_minutes, 0.0, problems,
-                           machines.merit(merits, "wan_mib_s"))
-    x = {k: np.concatenate([[r.mode], r.draw(draws, seed)]) for k, r in ranges.items()}
-    scale = np.ones(draws + 1) if flow_measured else x[u.FLOW_FRACTION] / ranges[
-        u.FLOW_FRACTION].mode  # Flow's bandwidth drawn / nominal: the VM's time scales by it
-    prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
-    fee = prices.lookup(system, "onprem_fee")
-    tiers, egress, _ = inputs.storage_prices(ref_dir, problems)
-    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
-                                pool_min_tib, pool_jobs_per_month)
+    pr = pricing(cls_list, runs_dir=runs_dir, reference_dir=reference_dir, system=system,
+                 region=region, billing=billing, storage=storage,
+                 deploy_minutes=deploy_minutes, wan_mib_s=wan_mib_s,
+                 flow_fraction=flow_fraction, flow_vm=flow_vm, draws=draws, seed=seed,
+                 usd_jpy=usd_jpy, pool_min_tib=pool_min_tib,
+                 pool_jobs_per_month=pool_jobs_per_month, egress_free_gb=egress_free_gb,
+                 merits=merits)
+    problems = list(pr.problems)
+    fee = pr.fee
 
     j = log.jobs
     ppn = float(procs_per_node or log.procs_per_node or 1)
@@ -177,7 +136,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         + (", a learned model" if learn else "") + ")")
     pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed)
     problems += pred.notes
-    guess_h = _run_guess(submit, start, run, req, queue_n / capacity, user) / 3600
+    guess_h = run_guess(submit, start, run, req, queue_n / capacity, user) / 3600
     plan = np.where(np.isnan(req), run, req)  # the old baseline's and the re-simulation's
     qs_h = predicted_wait(submit, start, end, queue_n.astype(float), plan, capacity) / 3600
     run_h, wait_h = run / 3600, wait / 3600
@@ -192,33 +151,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                         "run time")
     say("re-simulating the queue with every job")
     stays = Stays(submit, queue_n, run, plan, capacity)
-    flow_bw = flow.bandwidth(flow.cores)
     rows, left = [], {}
-    vms = sorted(m for m in machine_of if not m.startswith("Flow") and m != flow_vm)
-    table = prices.table[(prices.table["kind"] == "cloud") & (prices.table["billing"] == billing)
-                         & (prices.table["region"] == region)]
-    for vm in vms:
-        m = machine_of[vm]
-        pr = table[table["key"] == vm_key(vm)]
-        if pr.empty:
-            continue
-        cache: dict[tuple, np.ndarray | None] = {}
-
-        def ratio_of(c: policy.LoggedClass, k: int, m=m, cache=cache) -> np.ndarray | None:
-            if (c.name, k) not in cache:
-                cache[(c.name, k)] = _ratio(c, k, m, flow, fitted, x, scale, flow_bw)
-            return cache[(c.name, k)]
-
-        p = next(pr.itertuples())
-
-        def option_of(c: policy.LoggedClass, vm=vm, p=p) -> burst.Option:
-            opts = options_of(vm, p, c)
-            if isinstance(opts, str):
-                raise ParamError(f"{vm} in {region}: {opts}")
-            return next(o for o in opts if o.pool.scenario == storage)
+    for vm, p in pr.vms():
         say(f"{vm}: pricing every job, P(sooner), the policies")
-        costed = policy.cost_option(nodes, run_h, cls, cls_list, ratio_of, option_of,
-                                    m.max_nodes, x[u.WAN], x[u.DEPLOY] / 60, egress_free_gb)
+        costed = pr.costed(vm, p, nodes, run_h, cls, cls_list)
         left[vm] = int((~costed.takes).sum())
         p_vm = policy.p_sooner(pred.q, costed, run_h, guess_h)
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
@@ -235,13 +171,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
     if not rows:
         problems.append(f"no VM priced for {billing} in {region}: nothing replayed")
-    if fitted is None:
-        problems.append(f"replay: no BICCG model fitted ({why_unfitted}); memory-bound "
-                        "classes only")
     out = pd.DataFrame(rows)
     if len(out):
         out = out[list(COLUMNS) + [c for c in out.columns if c not in COLUMNS]]
-    return Replayed(out, log, system, fee, capacity, cap_how, ppn, pred, draws, ranges,
+    return Replayed(out, log, system, fee, capacity, cap_how, ppn, pred, draws, pr.ranges,
                     cls_list, score.calibration(pred.q, wait, seed),
                     predictors(pred, qs_h * 3600, wait, seed), stays.validation(wait),
                     ppn_how, unit, left, problems)
@@ -261,7 +194,7 @@ def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool,
     return max(peak, 1), "the most its jobs held at once"
 
 
-def _run_guess(submit: np.ndarray, start: np.ndarray, run: np.ndarray, req: np.ndarray,
+def run_guess(submit: np.ndarray, start: np.ndarray, run: np.ndarray, req: np.ndarray,
                share: np.ndarray, user: np.ndarray) -> np.ndarray:
     """Each job's run time guessed at its submit, s, at RUN_LEVELS (jobs x levels): its
     requested time x the run-to-request ratios of its user's last USER_RUNS jobs that had
@@ -310,25 +243,6 @@ def predictors(pred: Predicted, queue_state_s: np.ndarray, wait: np.ndarray,
                    | {f"coverage_q{int(lv * 100)}": c
                       for lv, c in zip(cal["quantile"], cal["coverage"])})
     return pd.DataFrame(out)
-
-
-def _ratio(c: policy.LoggedClass, k: int, m, flow, fitted, x: dict[str, np.ndarray],
-           scale: np.ndarray, flow_bw: float) -> np.ndarray | None:
-    """A class's VM time / on-premise time on `k` nodes, per draw: its own number; the node
-    Triad ratio (memory-bound: Flow's node bandwidth / the VM's, Flow's drawn); the BICCG
-    model's predicted solve on each (None where the model cannot price it)."""
-    if isinstance(c.speed, (int, float)):
-        return np.full(len(scale), float(c.speed))
-    if c.speed == "memory":
-        return flow_bw / m.bandwidth(m.cores) * scale
-    # the BICCG model's stand-in for a class mapped to it: the study's Poisson job
-    jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*STUDY_GRID))
-    try:
-        vp, fp = burst.parts(jc, m, fitted, flow), burst.parts(jc, flow, fitted, flow)
-    except ValueError:
-        return None
-    flow_h = fp.hours(x, 1 / scale)
-    return vp.hours(x) / flow_h if np.all(flow_h > 0) else None
 
 
 def hours_label(h: float) -> str:

@@ -191,12 +191,15 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
 def predict(submit, nodes, wait, run, req, user, capacity: int, *,
             horizon_s: float = 86400.0, window: int = 1000, min_count: int = 50,
             learn: bool = True, first_fit: int = 2000, retrain_every: int = 32000,
-            train_window: int = 30000, recal_window: int = 3000, seed: int = 2023
-            ) -> Predicted:
+            train_window: int = 30000, recal_window: int = 3000, seed: int = 2023,
+            estimate: np.ndarray | None = None) -> Predicted:
     """Every job's wait distribution at its submit (see the module docstring).  Arrays in
     submit order, one entry per job: submit, wait and run time (s), nodes (of a machine
     of `capacity`), requested time (s; NaN where unknown), user (-1: unknown).  A log
-    shorter than the windows is predicted from what exists, and said in `notes`."""
+    shorter than the windows is predicted from what exists, and said in `notes`.
+    `estimate`, where given, is the scheduler's own estimate of the wait (s from the
+    submit) in place of the simulated one where it is not NaN: a live queue's pending jobs
+    (burstbench.advise), whose estimate ``squeue --start`` or PBS reports."""
     submit = np.asarray(submit, float)
     nodes = np.asarray(nodes, np.int64)
     wait = np.asarray(wait, float)
@@ -214,6 +217,9 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
                          "scheduler's estimate takes their user's last requested time")
         est = np.minimum(easy.estimates(submit, nodes, start, start + run, req_k, capacity,
                                         horizon_s), horizon_s)
+        if estimate is not None:
+            given = np.asarray(estimate, float)
+            est = np.where(np.isnan(given), est, np.minimum(np.maximum(given, 0.0), horizon_s))
         ratio = (wait + OFFSET_S) / (est + OFFSET_S)
         cls = buckets(est, ESTIMATE_EDGES) * 4 + buckets(nodes / capacity, SIZE_EDGES)
         q_r, _ = history.window_quantiles(ratio, start, submit, cls, 7 * 4, window,

@@ -1,0 +1,259 @@
+"""The advice for a queue's pending jobs: each one's wait as a distribution, its time and whole
+cost on each priced VM, P(the VM returns it sooner), and a verdict.
+
+- **The wait** (from now): burstbench.wait.predict fed with this centre's history (the
+  finished jobs, the running ones, then the pending ones, submitted now) and, for each
+  pending job, the scheduler's own estimate of its start (``squeue``'s expected start,
+  PBS's ``estimated.start_time``) in place of the simulated one; the history's jobs have
+  the simulated estimate (EASY with requested times, what the scheduler would have said).
+  Where the history has fewer finished jobs than `min_history`, nothing is calibrated: the
+  wait is the estimate alone, labelled so.
+- **The run time**: the requested time x the run-to-request ratios of the user's (else the
+  class's) last finished jobs (burstbench.replay.run.run_guess), at five levels.
+- **The VM**: the decision's machines and prices (burstbench.replay.pricing): deployment,
+  staging of the class's data, the computing at the class's speed; P(sooner) over the
+  inputs' draws and the run-time guesses (burstbench.replay.policy.p_sooner).
+- **The verdict**: burst where P(sooner) >= `p_sooner` on the VM (the one asked for, else
+  the likeliest to be sooner) and its cost at the requested time stays within `max_jpy`;
+  a job its owner pinned, or one no VM takes, stays.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from burstbench.advise.queue import Job, Snapshot
+from burstbench.core.checks import ParamError, strict_keys
+from burstbench.cost import job
+from burstbench.replay import policy
+from burstbench.replay.pricing import Pricing
+from burstbench.replay.run import RUN_LEVELS, run_guess
+from burstbench.wait.history import LEVELS
+from burstbench.wait.predict import predict
+
+#: The P(sooner) a job bursts at by default: the KTH replay's pick (docs/replay.md).
+P_SOONER = 0.8
+#: Fewer finished jobs than this: the scheduler's estimate alone, uncalibrated.
+MIN_HISTORY = 50
+#: A pending job's wait stands in the arrays as this (s): it starts after every event read.
+NOT_YET_S = 1e9
+MATCH_KEYS = ("partition", "account", "name")
+CLASS_KEYS = MATCH_KEYS + ("class", "max_nodes", "input_gb", "output_gb", "keep_months",
+                           "speed")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A pending job's class by its partition, account and name (shell patterns; empty:
+    any) and its node count (0: any)."""
+
+    cls: policy.LoggedClass
+    partition: str = ""
+    account: str = ""
+    name: str = ""
+    max_nodes: int = 0
+
+    def matches(self, job: Job) -> bool:
+        return all(not pat or fnmatch.fnmatchcase(val, pat) for pat, val in
+                   ((self.partition, job.partition), (self.account, job.account),
+                    (self.name, job.name))) and (not self.max_nodes or job.nodes <= self.max_nodes)
+
+
+def rules(given: list | None, input_gb: float, output_gb: float) -> list[Rule]:
+    """The classes of a ``--classes`` file: a list of mappings, each with what it matches
+    (partition, account, name: shell patterns; max_nodes) and the class (its name, data
+    and speed, as the replay's classes); jobs go to the first that matches.  None: one
+    class of every job, memory-bound, with the data given."""
+    if not given:
+        return [Rule(policy.LoggedClass("every job (memory-bound)",
+                                        job.Data(input_gb, output_gb)))]
+    if not isinstance(given, list):
+        raise ParamError(f"classes must be a list of mappings, not {given!r}")
+    out: list[Rule] = []
+    for c in given:
+        if not isinstance(c, dict):
+            raise ParamError(f"classes: each class must be a mapping, not {c!r}")
+        strict_keys("classes", c, CLASS_KEYS)
+        logged = policy.job_classes([{"name": c.get("class", f"class {len(out) + 1}")}
+                                     | {k: c[k] for k in ("input_gb", "output_gb",
+                                                          "keep_months", "speed") if k in c}],
+                                    input_gb, output_gb)[0]
+        out.append(Rule(logged, str(c.get("partition", "")), str(c.get("account", "")),
+                        str(c.get("name", "")), int(c.get("max_nodes", 0))))
+    return out
+
+
+@dataclass
+class Advice:
+    """One row a pending job (`table`), every VM's numbers for each (`per_vm`), each job's
+    predicted wait (`q`: jobs x LEVELS, s from now), what it rests on (`basis`), and the
+    notes."""
+
+    table: pd.DataFrame
+    per_vm: pd.DataFrame
+    q: np.ndarray
+    basis: dict
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (NaN as None)."""
+        def clean(df: pd.DataFrame) -> list[dict]:
+            return [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                     for k, v in r.items()} for r in df.to_dict("records")]
+        return {"basis": self.basis, "notes": self.notes, "jobs": clean(self.table),
+                "per_vm": clean(self.per_vm), "levels": LEVELS.tolist(),
+                "wait_quantiles_s": [[None if math.isnan(v) else round(float(v), 1)
+                                      for v in row] for row in self.q]}
+
+
+def onprem_nodes(snap: Snapshot, cloud: str) -> list[str]:
+    """The nodes of every partition (queue) but the cloud's."""
+    cloud_nodes = set(snap.partitions.get(cloud, []))
+    return sorted({n for p, ns in snap.partitions.items() if p != cloud for n in ns}
+                  - cloud_nodes)
+
+
+def _span(jobs: list[Job]) -> str:
+    if not jobs:
+        return "none"
+    from datetime import datetime
+    lo, hi = min(j.end for j in jobs), max(j.end for j in jobs)
+    return (f"{len(jobs):,} finished jobs, ended {datetime.fromtimestamp(lo):%Y-%m-%d %H:%M}"
+            f" to {datetime.fromtimestamp(hi):%Y-%m-%d %H:%M}")
+
+
+def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "",
+           vm: str = "", p_sooner: float = P_SOONER, max_jpy: float = math.inf,
+           min_history: int = MIN_HISTORY, learn: bool = True, seed: int = 2023) -> Advice:
+    """The advice for every pending job of `snap` outside partition `cloud` (see the module
+    docstring); ParamError, one line, for an unknown `vm` or a P(sooner) not in (0, 1)."""
+    if not 0 < p_sooner < 1:
+        raise ParamError(f"--p-sooner must be between 0 and 1 (not 0 or 1), not {p_sooner!r}")
+    vms = pr.vms()
+    if vm and vm not in dict(vms):
+        raise ParamError(f"--vm: {vm!r} is not priced for {pr.billing} in {pr.region} "
+                         f"(priced: {', '.join(v for v, _ in vms)})")
+    notes = list(snap.skipped)
+    onprem = onprem_nodes(snap, cloud)
+    hist = sorted((j for j in snap.history if j.partition != cloud and j.nodes > 0
+                   and j.start >= j.submit and j.end >= j.start), key=lambda j: j.submit)
+    running = sorted((j for j in snap.jobs if j.state == "running" and j.partition != cloud),
+                     key=lambda j: j.submit)
+    pend = [j for j in snap.pending() if j.partition != cloud]
+    bad = [j for j in pend if j.nodes < 1]
+    for j in bad:
+        notes.append(f"job {j.id}: no node count, skipped")
+    pend = [j for j in pend if j.nodes >= 1]
+    capacity = max([len(onprem)] + [j.nodes for j in hist + running + pend] + [1])
+    if len(onprem) < capacity:
+        notes.append(f"the on-premise partitions list {len(onprem)} node(s), fewer than a "
+                     f"job's {capacity}: the queue is taken to have {capacity}")
+    basis = {"scheduler": snap.version, "read_at": snap.now, "estimate": snap.estimate_source,
+             "history": snap.history_source, "history_span": _span(hist),
+             "on_premise_nodes": capacity, "cloud": cloud or "(none given)",
+             "p_sooner": p_sooner, "region": pr.region, "billing": pr.billing,
+             "classes": [{"class": r.cls.name, "partition": r.partition, "account": r.account,
+                          "name": r.name, "max_nodes": r.max_nodes,
+                          "input_gb": r.cls.data.input_gb, "output_gb": r.cls.data.output_gb,
+                          "speed": r.cls.speed} for r in rule_list]}
+    if not pend:
+        return Advice(pd.DataFrame(columns=["job"]), pd.DataFrame(), np.zeros((0, len(LEVELS))),
+                      basis | {"wait": "no pending job"}, notes)
+
+    every = hist + running + pend
+    t0 = min(j.submit for j in every)
+    n_h, n_r = len(hist), len(running)
+    now = snap.now - t0
+    submit = np.array([j.submit - t0 for j in hist + running] + [now] * len(pend))
+    wait = np.array([j.start - j.submit for j in hist + running] + [NOT_YET_S] * len(pend))
+    limit = np.array([j.limit_s for j in every], float)
+    run = np.array([j.end - j.start for j in hist]
+                   + [max(j.limit_s if j.limit_s == j.limit_s else 3600.0, now - (j.start - t0))
+                      + 1.0 for j in running] + [0.0] * len(pend))
+    nodes = np.array([j.nodes for j in every], np.int64)
+    users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)
+    given = np.full(len(every), np.nan)
+    given[n_h + n_r:] = [j.estimate - snap.now for j in pend]
+    calibrated = n_h >= min_history
+    pred = predict(submit, nodes, wait, run, limit, users, capacity,
+                   learn=learn and calibrated, min_count=max(1, min(50, min_history)),
+                   estimate=given, seed=seed)
+    rows = slice(n_h + n_r, None)
+    est = pred.estimate[rows]
+    if calibrated:
+        q = pred.q[rows]
+        how = pred.how
+        notes += pred.notes
+    else:
+        q = np.repeat(est[:, None], len(LEVELS), axis=1)
+        how = (f"UNCALIBRATED: the estimate alone (the history has {n_h} finished job(s), "
+               f"fewer than {min_history} to calibrate with)")
+        notes.append(f"the history has {n_h} finished job(s), fewer than {min_history}: the "
+                     "wait is the estimate alone, uncalibrated")
+    basis["wait"] = how
+    basis["jobs_used"] = {"finished": n_h, "running": n_r, "pending": len(pend)}
+    start = submit + wait
+    guess_h = run_guess(submit, start, run, limit, nodes / capacity, users)[rows] / 3600
+    med_h = guess_h[:, RUN_LEVELS.index(0.5)]
+    limit_h = limit[rows] / 3600
+    cls = np.array([next((i for i, r in enumerate(rule_list) if r.matches(j)), -1)
+                    for j in pend], np.int64)
+    cls_list = [r.cls for r in rule_list]
+    pn = nodes[rows]
+    priced = []
+    for name, price in vms:
+        at_med = pr.costed(name, price, pn, np.nan_to_num(med_h), cls, cls_list)
+        at_limit = pr.costed(name, price, pn, np.where(np.isnan(limit_h), med_h, limit_h),
+                             cls, cls_list)
+        ok = at_med.takes & ~np.isnan(med_h)
+        at_med.takes = ok
+        p = policy.p_sooner(q, at_med, np.nan_to_num(med_h), guess_h)
+        for i in range(len(pend)):
+            priced.append({"job": pend[i].id, "vm": name, "takes": bool(ok[i]),
+                           "p_sooner": float(p[i]) if ok[i] else math.nan,
+                           "vm_hours": float(at_med.hours[i, 0]) if ok[i] else math.nan,
+                           "jpy": float(at_med.jpy[i, 0]) if ok[i] else math.nan,
+                           "jpy_at_limit": float(at_limit.jpy[i, 0]) if ok[i] else math.nan,
+                           "break_even_wait_h": float(at_med.hours[i, 0] - med_h[i])
+                           if ok[i] else math.nan})
+    per_vm = pd.DataFrame(priced)
+    table = []
+    for i, j in enumerate(pend):
+        mine = per_vm[(per_vm["job"] == j.id) & per_vm["takes"]]
+        if vm:
+            mine = mine[mine["vm"] == vm]
+        best = (mine.sort_values(["p_sooner", "jpy"], ascending=[False, True]).iloc[0]
+                if len(mine) else None)
+        row = {"job": j.id, "user": j.user, "partition": j.partition, "nodes": j.nodes,
+               "limit_h": limit_h[i], "waited_h": (snap.now - j.submit) / 3600,
+               "estimate_h": est[i] / 3600,
+               "estimate_from": "scheduler" if given[n_h + n_r + i] == given[n_h + n_r + i]
+               else "simulated (the scheduler gave none)",
+               "wait_q10_h": q[i, 4] / 3600, "wait_q50_h": q[i, 20] / 3600,
+               "wait_q90_h": q[i, 36] / 3600, "run_guess_h": med_h[i],
+               "class": rule_list[cls[i]].cls.name if cls[i] >= 0 else "",
+               "pinned": j.pinned}
+        if best is None:
+            verdict, why = "stay", ("no class matches it" if cls[i] < 0 else
+                                    "no VM takes it" + (f" ({vm})" if vm else "")
+                                    if not np.isnan(med_h[i]) else "no run time to guess from")
+            row |= {"vm": vm, "p_sooner": math.nan, "vm_hours": math.nan, "jpy": math.nan,
+                    "jpy_at_limit": math.nan}
+        else:
+            row |= {k: best[k] for k in ("vm", "p_sooner", "vm_hours", "jpy", "jpy_at_limit")}
+            if j.pinned:
+                verdict, why = "stay", "pinned by its owner"
+            elif best["p_sooner"] < p_sooner:
+                verdict, why = "stay", f"P(sooner) {best['p_sooner']:.2f} < {p_sooner:g}"
+            elif best["jpy_at_limit"] > max_jpy:
+                verdict, why = "stay", (f"up to {best['jpy_at_limit']:,.0f} JPY at its limit, "
+                                        f"over --max-jpy {max_jpy:,.0f}")
+            else:
+                verdict, why = "burst", (f"P(sooner) {best['p_sooner']:.2f} >= {p_sooner:g}")
+        table.append(row | {"verdict": verdict, "why": why})
+    return Advice(pd.DataFrame(table), per_vm, q, basis, notes)

@@ -1,0 +1,210 @@
+"""PBS Professional's (OpenPBS's) queue read for the advice, and a queued job moved to the
+cloud queue.
+
+The jobs: ``qstat -f -F json`` (PBS Pro 18 and later); a queued job's
+``estimated.start_time`` is the scheduler's expected start, filled where the scheduler
+estimates (``strict_ordering`` with ``backfill_depth``, or ``est_start_time_freq``).  The
+queues: ``qstat -Q -f -F json``; their nodes: ``pbsnodes -a -F json`` (a node with a
+``queue`` attribute serves that queue alone).  The history: the server's accounting ``E``
+records (``$PBS_HOME/server_priv/accounting/``, readable by root or where the site allows),
+else the finished jobs the server keeps (``qstat -x -f -F json``, where job history is
+enabled), else a file given (``--history``).  Every command is an argument list, never a
+shell line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+from burstbench.advise.queue import PIN_VARIABLE, Job, Runner, SchedulerError, Snapshot, first_line
+
+#: The job ids this advice acts on: sequence number[.server], or an array's number[].server.
+JOB_ID = re.compile(r"^\d+(\[\d*\])?(\.[A-Za-z0-9_.\-]+)?$")
+QUEUE = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+
+def _clock(text) -> float:
+    """PBS's time ("Sat Nov 28 05:17:50 2026", local) as Unix s; NaN where absent."""
+    if not isinstance(text, str) or not text.strip():
+        return math.nan
+    try:
+        return time.mktime(time.strptime(text.strip(), "%a %b %d %H:%M:%S %Y"))
+    except ValueError:
+        return math.nan
+
+
+def walltime_seconds(text) -> float:
+    """PBS's walltime ([[hh:]mm:]ss, or seconds) in s; NaN where absent."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    if not isinstance(text, str) or not text.strip():
+        return math.nan
+    parts = text.strip().split(":")
+    if not all(p.isdigit() for p in parts) or len(parts) > 3:
+        return math.nan
+    s = 0.0
+    for p in parts:
+        s = s * 60 + int(p)
+    return s
+
+
+def _kind(state: str) -> str | None:
+    return {"Q": "pending", "R": "running", "E": "running", "F": "finished"}.get(state)
+
+
+def _from_json(jid: str, j: dict, now: float) -> Job | None:
+    """One job of qstat -f -F json; None for a state the advice ignores (held, waiting,
+    ...); ValueError or KeyError naming the field that does not parse."""
+    kind = _kind(str(j["job_state"]))
+    if kind is None:
+        return None
+    rl = j["Resource_List"]
+    est = _clock((j.get("estimated") or {}).get("start_time"))
+    nodes = int(rl.get("nodect", 1))
+    ncpus = int(rl["ncpus"])
+    start = _clock(j.get("stime"))
+    end = _clock(j.get("obittime")) if kind == "finished" else math.nan
+    var = j.get("Variable_List") or {}
+    return Job(id=jid, state=kind, user=str(j["Job_Owner"]).split("@")[0],
+               partition=str(j["queue"]), nodes=nodes, cpus=ncpus,
+               limit_s=walltime_seconds(rl.get("walltime")), submit=_clock(j["qtime"]),
+               start=start if kind != "pending" else math.nan, end=end,
+               estimate=max(est, now) if kind == "pending" and est == est else math.nan,
+               account=str(j.get("Account_Name") or j.get("project") or ""),
+               name=str(j.get("Job_Name") or ""),
+               pinned=str(var.get(PIN_VARIABLE, "")).strip().lower() in ("no", "0", "false"))
+
+
+def version(run: Runner) -> str:
+    """The installed PBS's version (qstat --version); SchedulerError where there is none."""
+    rc, out, err = run(["qstat", "--version"])
+    if rc != 0 or "pbs_version" not in out:
+        raise SchedulerError(f"no PBS reachable: tried qstat --version: "
+                             f"{first_line(err or out) or f'exit {rc}'}")
+    return "PBS " + out.split("=", 1)[-1].strip()
+
+
+def _json(run: Runner, argv: list[str], ver: str, key: str) -> dict:
+    rc, out, err = run(argv)
+    if rc != 0:
+        raise SchedulerError(f"{' '.join(argv)} failed ({ver}): "
+                             f"{first_line(err or out) or f'exit {rc}'}")
+    try:
+        data = json.loads(out) if out.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise SchedulerError(f"{' '.join(argv)} of {ver} is not JSON ({exc}): a version this "
+                             "advice does not parse") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
+        raise SchedulerError(f"{' '.join(argv)} of {ver} has no {key!r} mapping: a version "
+                             "this advice does not parse")
+    return data.get(key, {})
+
+
+def _jobs(found: dict, now: float, kinds: tuple[str, ...]) -> tuple[list[Job], list[str]]:
+    out, skipped = [], []
+    for jid, j in found.items():
+        try:
+            job = _from_json(str(jid), j, now)
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            skipped.append(f"job {jid}: skipped, a field does not parse ({exc!r})")
+            continue
+        if job is not None and job.state in kinds:
+            out.append(job)
+    return out, skipped
+
+
+def queues(run: Runner, ver: str) -> dict[str, list[str]]:
+    """Each queue's nodes: those whose ``queue`` attribute names it, and for a queue no
+    node names, every node no queue claims."""
+    names = list(_json(run, ["qstat", "-Q", "-f", "-F", "json"], ver, "Queue"))
+    nodes = _json(run, ["pbsnodes", "-a", "-F", "json"], ver, "nodes")
+    claimed: dict[str, list[str]] = {}
+    free: list[str] = []
+    for n, attrs in nodes.items():
+        q = attrs.get("queue") if isinstance(attrs, dict) else None
+        (claimed.setdefault(q, []) if q else free).append(n)
+    return {q: claimed.get(q, free) for q in names}
+
+
+def parse_accounting(text: str) -> list[Job]:
+    """Finished jobs of PBS accounting's ``E`` records."""
+    out = []
+    for line in text.splitlines():
+        f = line.strip().split(";", 3)
+        if len(f) != 4 or f[1] != "E":
+            continue
+        kv = dict(p.split("=", 1) for p in f[3].split() if "=" in p)
+        try:
+            start, end = float(kv["start"]), float(kv["end"])
+            out.append(Job(id=f[2], state="finished", user=kv.get("user", ""),
+                           partition=kv.get("queue", ""),
+                           nodes=int(kv.get("Resource_List.nodect", 1)),
+                           cpus=int(kv.get("Resource_List.ncpus", 0)),
+                           limit_s=walltime_seconds(kv.get("Resource_List.walltime")),
+                           submit=float(kv.get("qtime", kv.get("ctime", start))),
+                           start=start, end=end, account=kv.get("account", ""),
+                           name=kv.get("jobname", "")))
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def _pbs_home() -> Path | None:
+    conf = Path(os.environ.get("PBS_CONF_FILE", "/etc/pbs.conf"))
+    try:
+        for line in conf.read_text().splitlines():
+            if line.startswith("PBS_HOME="):
+                return Path(line.split("=", 1)[1].strip())
+    except OSError:
+        return None
+    return None
+
+
+def history(run: Runner, ver: str, now: float, days: float) -> tuple[list[Job], str]:
+    """The finished jobs of the last `days` days and where they came from."""
+    tried = []
+    home = _pbs_home()
+    folder = home / "server_priv" / "accounting" if home else None
+    if folder is not None:
+        first = time.strftime("%Y%m%d", time.localtime(now - days * 86400))
+        try:
+            files = sorted(f for f in folder.iterdir() if f.name >= first)
+            jobs = [j for f in files for j in parse_accounting(f.read_text(errors="replace"))]
+            return jobs, f"PBS accounting ({folder}, {len(files)} day file(s))"
+        except OSError as exc:
+            tried.append(f"PBS accounting {folder}: {exc.strerror}")
+    else:
+        tried.append("no PBS_HOME in the PBS configuration")
+    try:
+        found = _json(run, ["qstat", "-x", "-f", "-F", "json"], ver, "Jobs")
+    except SchedulerError as exc:
+        tried.append(str(exc))
+        return [], "none: " + "; ".join(tried)
+    jobs, _ = _jobs(found, now, ("finished",))
+    jobs = [j for j in jobs if j.end == j.end and j.end >= now - days * 86400]
+    return jobs, "the server's job history (qstat -x)"
+
+
+def read(run: Runner, history_days: float = 30.0, now: float | None = None) -> Snapshot:
+    """PBS's queue now (see the module docstring)."""
+    ver = version(run)
+    now = time.time() if now is None else now
+    found = _json(run, ["qstat", "-f", "-F", "json"], ver, "Jobs")
+    js, skipped = _jobs(found, now, ("pending", "running"))
+    hist, hist_source = history(run, ver, now, history_days)
+    return Snapshot("pbs", ver, now, js, hist, queues(run, ver),
+                    "qstat -f -F json (estimated.start_time: the scheduler's expected start)",
+                    hist_source, skipped)
+
+
+def move(run: Runner, job: str, queue: str) -> tuple[bool, str]:
+    """``qmove <queue> <job>``: (done, PBS's message)."""
+    if not JOB_ID.match(job) or not QUEUE.match(queue):
+        return False, f"refused: job {job!r} or queue {queue!r} is not a PBS name"
+    rc, out, err = run(["qmove", queue, job])
+    return rc == 0, first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")

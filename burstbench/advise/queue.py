@@ -1,0 +1,118 @@
+"""A scheduler's queue at one moment, as the advice reads it: the jobs pending and running
+with the scheduler's own estimate of each pending job's start, the partitions (or queues)
+and their nodes, and the finished jobs of the centre's history.
+
+A :class:`Snapshot` is plain data: ``advise --json --save`` writes it, and the notebook
+``210_advise.ipynb`` reads it back offline (:func:`load`).  The readers of Slurm and PBS
+(burstbench.advise.slurm, burstbench.advise.pbs) fill it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from burstbench.core.checks import ParamError
+
+#: The owner's opt-out: a pending job so marked is never moved (Slurm: its comment holds
+#: it, ``sbatch --comment=burst:no``; PBS: ``qsub -v BURSTBENCH_BURST=no``).
+PIN_COMMENT = "burst:no"
+PIN_VARIABLE = "BURSTBENCH_BURST"
+
+
+class SchedulerError(ParamError):
+    """The scheduler could not be read or told (one line: what was tried, what it said)."""
+
+
+@dataclass
+class Job:
+    """One job of the queue, or of the history.  Times are Unix seconds; `limit_s` is the
+    requested time (NaN: none); `estimate` the scheduler's expected start of a pending job
+    (NaN: it gave none); `start`/`end` NaN where not yet."""
+
+    id: str
+    state: str  # "pending", "running" or "finished"
+    user: str
+    partition: str
+    nodes: int
+    cpus: int
+    limit_s: float
+    submit: float
+    start: float = math.nan
+    end: float = math.nan
+    estimate: float = math.nan
+    account: str = ""
+    name: str = ""
+    pinned: bool = False
+
+
+@dataclass
+class Snapshot:
+    """A queue read at `now` (Unix s): its jobs (pending and running), the finished jobs
+    of the history, the partitions' nodes, and where each came from."""
+
+    scheduler: str
+    version: str
+    now: float
+    jobs: list[Job]
+    history: list[Job]
+    partitions: dict[str, list[str]]
+    estimate_source: str
+    history_source: str
+    skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def pending(self) -> list[Job]:
+        return [j for j in self.jobs if j.state == "pending"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Snapshot:
+        """The snapshot of ``to_dict`` (a saved one); ParamError, one line, where it is not
+        one."""
+        try:
+            return cls(**(d | {"jobs": [Job(**j) for j in d["jobs"]],
+                                "history": [Job(**j) for j in d["history"]]}))
+        except (KeyError, TypeError) as exc:
+            raise ParamError(f"not an advise snapshot (advise --json --save writes one): "
+                             f"{exc}") from None
+
+
+def load(path: Path | str) -> tuple[Snapshot, dict]:
+    """A snapshot saved by ``advise --json --save`` and the advice beside it."""
+    try:
+        d = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParamError(f"{path}: cannot read the snapshot: {exc}") from None
+    if not isinstance(d, dict) or "snapshot" not in d:
+        raise ParamError(f"{path}: not an advise snapshot (no 'snapshot' key)")
+    return Snapshot.from_dict(d["snapshot"]), d.get("advice", {})
+
+
+#: A command runner: the argument list, run without a shell; (status, stdout, stderr).
+Runner = Callable[[Sequence[str]], tuple[int, str, str]]
+
+
+def run_command(argv: Sequence[str], timeout: float = 60) -> tuple[int, str, str]:
+    """Run `argv` (never through a shell); status 127 and the reason where it cannot start,
+    124 where it ran past `timeout` s."""
+    try:
+        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: command not found"
+    except OSError as exc:
+        return 127, "", f"{argv[0]}: {exc}"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]}: no answer within {timeout:g} s"
+    return p.returncode, p.stdout, p.stderr
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of a command's message."""
+    return next((s.strip() for s in text.splitlines() if s.strip()), "")

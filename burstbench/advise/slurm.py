@@ -1,0 +1,271 @@
+"""Slurm's queue read for the advice, and a pending job moved to the cloud partition.
+
+What the installed Slurm offers is found by using it: ``squeue --json`` where its data
+parser is there (Slurm 21.08 and later), else ``squeue``'s formatted output, whose ``%S`` of
+a pending job is the backfill scheduler's expected start (what ``squeue --start`` shows).
+The history: ``sacct`` (the accounting database), else the job completion log where Slurm
+writes one (``JobCompType=jobcomp/filetxt``, found with ``scontrol show config``), else a
+file given (``--history``).  Every command is an argument list, never a shell line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+from burstbench.advise.queue import PIN_COMMENT, Job, Runner, SchedulerError, Snapshot, first_line
+
+#: The job ids this advice acts on: a number, or an array task's number_number.
+JOB_ID = re.compile(r"^\d+(_\d+)?$")
+#: A partition's name as Slurm allows it (no spaces, no shell characters).
+PARTITION = re.compile(r"^[A-Za-z0-9_.\-]+$")
+SACCT_FORMAT = ("JobID", "Submit", "Start", "End", "NNodes", "NCPUS", "State", "Timelimit",
+                "User", "Partition", "Account", "JobName")
+#: squeue's formatted fallback: the comment last (it may hold the separator).
+SQUEUE_FORMAT = "%i|%T|%u|%P|%a|%j|%D|%C|%l|%V|%S|%k"
+
+
+def _clock(text: str) -> float:
+    """Slurm's local time (2026-11-28T05:13:09) as Unix s; NaN for Unknown, None, N/A."""
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        return math.nan
+
+
+def limit_seconds(text: str) -> float:
+    """A Slurm time limit ([days-]hh:mm:ss, hh:mm:ss, mm:ss or minutes) in s; NaN for
+    UNLIMITED or anything else."""
+    from burstbench.replay.logs import _seconds
+    return _seconds(text)
+
+
+def _number(v) -> float:
+    """A number of squeue --json: a plain one, or (Slurm 23.02 and later) an object with
+    set, infinite and number; NaN where unset or infinite."""
+    if isinstance(v, bool):
+        raise ValueError(f"not a number: {v!r}")
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, dict) and "number" in v:
+        if not v.get("set", True) or v.get("infinite", False):
+            return math.nan
+        return float(v["number"])
+    raise ValueError(f"not a number: {v!r}")
+
+
+def _state(v) -> str:
+    """squeue --json's job_state: a string, or (23.02 and later) a list of flags."""
+    if isinstance(v, list) and v and all(isinstance(s, str) for s in v):
+        return v[0]
+    if isinstance(v, str):
+        return v
+    raise ValueError(f"not a job state: {v!r}")
+
+
+def _kind(state: str) -> str | None:
+    return {"PENDING": "pending", "RUNNING": "running", "COMPLETING": "running",
+            "CONFIGURING": "running"}.get(state)
+
+
+def _pinned(comment: str) -> bool:
+    return PIN_COMMENT in (comment or "").replace(" ", "").lower()
+
+
+def _from_json(j: dict, now: float) -> Job | None:
+    """One job of squeue --json; None for a state the advice ignores; ValueError naming the
+    field that does not parse."""
+    kind = _kind(_state(j["job_state"]))
+    if kind is None:
+        return None
+    start = _number(j.get("start_time", 0))
+    limit_min = _number(j["time_limit"])
+    return Job(id=str(j["job_id"]), state=kind, user=str(j["user_name"]),
+               partition=str(j["partition"]), nodes=int(_number(j["node_count"])),
+               cpus=int(_number(j["cpus"])),
+               limit_s=limit_min * 60 if limit_min == limit_min else math.nan,
+               submit=_number(j["submit_time"]),
+               start=start if kind == "running" else math.nan,
+               estimate=max(start, now) if kind == "pending" and start > 0 else math.nan,
+               account=str(j.get("account") or ""), name=str(j.get("name") or ""),
+               pinned=_pinned(str(j.get("comment") or "")))
+
+
+def _from_line(line: str, now: float) -> Job | None:
+    f = line.split("|", 11)
+    if len(f) != 12:
+        raise ValueError(f"{len(f)} fields, not 12")
+    kind = _kind(f[1].strip())
+    if kind is None:
+        return None
+    start = _clock(f[10])
+    return Job(id=f[0].strip(), state=kind, user=f[2].strip(), partition=f[3].strip(),
+               nodes=int(f[6]), cpus=int(f[7]), limit_s=limit_seconds(f[8]),
+               submit=_clock(f[9]), start=start if kind == "running" else math.nan,
+               estimate=max(start, now) if kind == "pending" and start == start
+               else math.nan, account=f[4].strip(), name=f[5].strip(),
+               pinned=_pinned(f[11]))
+
+
+def version(run: Runner) -> str:
+    """The installed Slurm's version (squeue --version); SchedulerError, one line, where
+    there is none."""
+    rc, out, err = run(["squeue", "--version"])
+    if rc != 0:
+        raise SchedulerError(f"no Slurm reachable: tried squeue --version: "
+                             f"{first_line(err or out) or f'exit {rc}'}")
+    return out.strip()
+
+
+def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
+    """The pending and running jobs, the ones skipped (each said), and the estimate's
+    source."""
+    rc, out, err = run(["squeue", "--json"])
+    parsed: list[Job] = []
+    skipped: list[str] = []
+    if rc == 0 and out.lstrip().startswith("{"):
+        try:
+            data = json.loads(out)
+        except json.JSONDecodeError as exc:
+            raise SchedulerError(f"squeue --json of {ver} is not JSON ({exc}): a version "
+                                 "this advice does not parse") from None
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+            raise SchedulerError(f"squeue --json of {ver} has no list of jobs: a version this "
+                                 "advice does not parse")
+        for j in data["jobs"]:
+            try:
+                job = _from_json(j, now)
+            except (KeyError, ValueError, TypeError) as exc:
+                jid = j.get("job_id", "?") if isinstance(j, dict) else "?"
+                skipped.append(f"job {jid}: skipped, a field does not parse ({exc})")
+                continue
+            if job is not None:
+                parsed.append(job)
+        return parsed, skipped, ("squeue --json (start_time: the backfill scheduler's "
+                                 "expected start)")
+    rc, out, err = run(["squeue", "-h", "-a", "-t", "PENDING,RUNNING", "-o", SQUEUE_FORMAT])
+    if rc != 0:
+        raise SchedulerError(f"no Slurm queue: tried squeue --json and squeue -o: "
+                             f"{first_line(err or out) or f'exit {rc}'} ({ver})")
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        try:
+            job = _from_line(line, now)
+        except (ValueError, IndexError) as exc:
+            skipped.append(f"squeue line {line[:40]!r}: skipped, it does not parse ({exc})")
+            continue
+        if job is not None:
+            parsed.append(job)
+    return parsed, skipped, ("squeue -o %S (the backfill scheduler's expected start, as "
+                             "squeue --start)")
+
+
+def partitions(run: Runner) -> dict[str, list[str]]:
+    """Each partition's nodes (sinfo)."""
+    rc, out, err = run(["sinfo", "-h", "-a", "-N", "-o", "%N|%P"])
+    if rc != 0:
+        raise SchedulerError(f"sinfo failed: {first_line(err or out) or f'exit {rc}'}")
+    parts: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        node, _, part = line.strip().partition("|")
+        if node and part:
+            parts.setdefault(part.rstrip("*"), []).append(node)
+    return parts
+
+
+def parse_sacct(text: str) -> list[Job]:
+    """Finished jobs of ``sacct --parsable2`` with SACCT_FORMAT's columns (job steps and
+    jobs that never started left out)."""
+    lines = [s for s in text.splitlines() if s.strip()]
+    if not lines:
+        return []
+    head = lines[0].split("|")
+    need = [c for c in SACCT_FORMAT[:9] if c not in head]
+    if need:
+        raise ValueError(f"sacct output without the column(s) {', '.join(need)}")
+    out = []
+    for line in lines[1:]:
+        f = dict(zip(head, line.split("|")))
+        if "." in f.get("JobID", "."):
+            continue
+        start, end = _clock(f["Start"]), _clock(f["End"])
+        if not (start == start and end == end):
+            continue
+        out.append(_finished(f["JobID"], f["User"], f.get("Partition", ""), f["NNodes"],
+                             f["NCPUS"], limit_seconds(f["Timelimit"]), _clock(f["Submit"]),
+                             start, end, f.get("Account", ""), f.get("JobName", "")))
+    return out
+
+
+def parse_jobcomp(text: str) -> list[Job]:
+    """Finished jobs of Slurm's job completion log (jobcomp/filetxt: one line of key=value
+    a job)."""
+    out = []
+    for line in text.splitlines():
+        f = dict(re.findall(r"(\w+)=(\S*)", line))
+        if "JobId" not in f:
+            continue
+        start, end = _clock(f.get("StartTime", "")), _clock(f.get("EndTime", ""))
+        if not (start == start and end == end):
+            continue
+        out.append(_finished(f["JobId"], f.get("UserId", ""), f.get("Partition", ""),
+                             f.get("NodeCnt", "0"), f.get("ProcCnt", "0"),
+                             limit_seconds(f.get("TimeLimit", "")),
+                             _clock(f.get("SubmitTime", "")), start, end,
+                             f.get("Account", ""), f.get("Name", "")))
+    return out
+
+
+def _finished(jid, user, part, nodes, cpus, limit_s, submit, start, end, account,
+              name) -> Job:
+    return Job(id=str(jid), state="finished", user=re.sub(r"\(\d+\)$", "", user),
+               partition=part, nodes=int(nodes or 0), cpus=int(cpus or 0), limit_s=limit_s,
+               submit=submit, start=start, end=end, account=account, name=name)
+
+
+def history(run: Runner, now: float, days: float) -> tuple[list[Job], str]:
+    """The finished jobs of the last `days` days and where they came from: sacct, else the
+    job completion log; ([], why) where neither is there."""
+    since = datetime.fromtimestamp(now - days * 86400).strftime("%Y-%m-%dT%H:%M:%S")
+    rc, out, err = run(["sacct", "-a", "-X", "--parsable2", "-S", since, "-E", "now",
+                        "--format=" + ",".join(SACCT_FORMAT)])
+    tried = []
+    if rc == 0 and out.startswith("JobID|"):
+        return parse_sacct(out), f"sacct (the accounting database, since {since})"
+    tried.append(f"sacct: {first_line(err or out) or f'exit {rc}'}")
+    rc, out, err = run(["scontrol", "show", "config"])
+    conf = dict(re.findall(r"^(\w+)\s*=\s*(.*?)\s*$", out, re.M)) if rc == 0 else {}
+    if conf.get("JobCompType") == "jobcomp/filetxt" and conf.get("JobCompLoc"):
+        path = Path(conf["JobCompLoc"])
+        try:
+            jobs = [j for j in parse_jobcomp(path.read_text(errors="replace"))
+                    if j.end >= now - days * 86400]
+            return jobs, f"the job completion log {path} (jobcomp/filetxt)"
+        except OSError as exc:
+            tried.append(f"the job completion log {path}: {exc.strerror}")
+    else:
+        tried.append(f"no job completion log (JobCompType {conf.get('JobCompType', '?')})")
+    return [], "none: " + "; ".join(tried)
+
+
+def read(run: Runner, history_days: float = 30.0, now: float | None = None) -> Snapshot:
+    """Slurm's queue now (see the module docstring)."""
+    ver = version(run)
+    now = time.time() if now is None else now
+    js, skipped, source = jobs(run, ver, now)
+    hist, hist_source = history(run, now, history_days)
+    return Snapshot("slurm", ver, now, js, hist, partitions(run), source, hist_source,
+                    skipped)
+
+
+def move(run: Runner, job: str, partition: str) -> tuple[bool, str]:
+    """``scontrol update JobId=<job> Partition=<partition>``: (done, Slurm's message)."""
+    if not JOB_ID.match(job) or not PARTITION.match(partition):
+        return False, f"refused: job {job!r} or partition {partition!r} is not a Slurm name"
+    rc, out, err = run(["scontrol", "update", f"JobId={job}", f"Partition={partition}"])
+    return rc == 0, first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
