@@ -62,6 +62,7 @@ def _no_budget_left_behind():
 
 #: Markers a test gets from the fixtures it uses: what it starts decides how slow it is.
 FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "pbs": ("pbs", "slow"),
+                   "slurm_burst": ("slurm", "slow"), "pbs_burst": ("pbs", "slow"),
                    "lab": ("browser", "slow"), "gfarm": ("gfarm",), "smoke_run": ("slow",),
                    "vm_run": ("slow",)}
 

@@ -32,6 +32,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -328,6 +329,16 @@ PBS_TMPDIR={self.root / 'tmp'}
                    else "the namespace ended")
         self.times["start"] = time.monotonic() - t0
         return self
+
+    def estimate_starts(self) -> None:
+        """Have the scheduler estimate queued jobs' starts (``estimated.start_time``): strict
+        ordering with backfilling (sched_config), the scheduler told to re-read it."""
+        conf = self.root / "pbs_home" / "sched_priv" / "sched_config"
+        text = conf.read_text()
+        conf.write_text(re.sub(r"(?m)^strict_ordering:\s*false\s+ALL", "strict_ordering: true ALL",
+                               text))
+        self.qmgr("set server backfill_depth = 10")
+        self.run("pkill", "-HUP", "-x", "pbs_sched", user=False, check=True)
 
     def _start_mom(self, node: str, port: int) -> None:
         """A MoM named `node` on `port` (and port + 1), its home beside PBS_HOME's own."""

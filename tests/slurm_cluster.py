@@ -62,10 +62,16 @@ class SlurmCluster:
     """munged + slurmctld + ``len(nodes)`` slurmd on this host, configured under `root`."""
 
     def __init__(self, root: Path, nodes: tuple[str, ...] = ("n1", "n2"),
-                 partition: str = "debug"):
+                 partition: str = "debug", partitions: dict[str, tuple[str, ...]] | None = None,
+                 backfill_s: int = 30):
+        """`partitions` (name -> its nodes; the first the default) in place of one
+        `partition` of every node; `backfill_s`: the backfill scheduler's interval (it sets
+        pending jobs' expected starts)."""
         self.root = Path(root)
         self.nodes = nodes
         self.partition = partition
+        self.partitions = partitions or {partition: nodes}
+        self.backfill_s = backfill_s
         self.conf = self.root / "slurm.conf"
         self.munge_socket = self.root / "munge" / "munge.socket"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -103,6 +109,10 @@ class SlurmCluster:
         nodes = "\n".join(f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 "
                           f"Port={_free_port()} CPUs={cpus} RealMemory={mem} State=UNKNOWN"
                           for n in self.nodes)
+        parts = "\n".join(f"PartitionName={name} Nodes={','.join(ns)} "
+                          f"Default={'YES' if i == 0 else 'NO'} MaxTime=INFINITE State=UP "
+                          "OverSubscribe=NO"
+                          for i, (name, ns) in enumerate(self.partitions.items()))
         self.conf.write_text(f"""# Written by tests/slurm_cluster.py: {len(self.nodes)} nodes \
 on {self.host}
 ClusterName=burstbench
@@ -129,7 +139,7 @@ ReturnToService=2
 JobRequeue=1
 EnforcePartLimits=ALL
 SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=2
+SchedulerParameters=sched_interval=2,bf_interval={self.backfill_s}
 MessageTimeout=10
 SlurmdTimeout=60
 InactiveLimit=0
@@ -141,8 +151,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 PlugStackConfig={r}/plugstack.conf
 {nodes}
-PartitionName={self.partition} Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE \
-State=UP OverSubscribe=NO
+{parts}
 """)
         (r / "plugstack.conf").write_text("")
 

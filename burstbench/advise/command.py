@@ -186,10 +186,12 @@ def _pause(point: str) -> None:
         time.sleep(3600)
 
 
-def apply(args, snap, advice, ledger, stop) -> list[str]:
-    """Move the jobs the advice bursts (see add_arguments' --apply); the lines said."""
+def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
+    """Move the jobs the advice bursts (see add_arguments' --apply) with the command runner
+    `run` (default: burstbench.advise.queue.run_command); the lines said."""
     from burstbench.advise import queue
 
+    run = run or queue.run_command
     backend = _backend(snap.scheduler)
     said = []
     where = {j.id: (j.state, j.partition) for j in snap.jobs}
@@ -203,7 +205,7 @@ def apply(args, snap, advice, ledger, stop) -> list[str]:
         job = listed.get(r["job"])
         if job is None or job.state != "pending" or job.pinned:
             continue
-        if ledger.settled(job.id, snap.scheduler):
+        if ledger.settled(job.id, snap.scheduler) or job.partition == args.cloud:
             last = ledger.last(job.id, snap.scheduler) or {}
             said.append(f"job {job.id}: already in the ledger ({last.get('event')}): not "
                         "moved again")
@@ -217,7 +219,7 @@ def apply(args, snap, advice, ledger, stop) -> list[str]:
                        "from": job.partition, "to": args.cloud, "vm": r["vm"],
                        "jpy": round(float(cost), 1), "p_sooner": round(float(r["p_sooner"]), 4)})
         _pause("intent")
-        ok, msg = backend.move(queue.run_command, job.id, args.cloud)
+        ok, msg = backend.move(run, job.id, args.cloud)
         _pause("moved")
         ledger.append({"event": "done" if ok else "refused", "job": job.id,
                        "scheduler": snap.scheduler, "to": args.cloud, "message": msg})

@@ -70,15 +70,22 @@ class Snapshot:
         return [j for j in self.jobs if j.state == "pending"]
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready: a time not known (NaN) as null."""
+        d = asdict(self)
+        for key in ("jobs", "history"):
+            d[key] = [{k: None if isinstance(v, float) and math.isnan(v) else v
+                       for k, v in j.items()} for j in d[key]]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> Snapshot:
         """The snapshot of ``to_dict`` (a saved one); ParamError, one line, where it is not
         one."""
+        def job(j: dict) -> Job:
+            return Job(**{k: math.nan if v is None else v for k, v in j.items()})
         try:
-            return cls(**(d | {"jobs": [Job(**j) for j in d["jobs"]],
-                                "history": [Job(**j) for j in d["history"]]}))
+            return cls(**(d | {"jobs": [job(j) for j in d["jobs"]],
+                                "history": [job(j) for j in d["history"]]}))
         except (KeyError, TypeError) as exc:
             raise ParamError(f"not an advise snapshot (advise --json --save writes one): "
                              f"{exc}") from None

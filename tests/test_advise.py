@@ -1,0 +1,383 @@
+"""burstbench advise: the readers of Slurm's and PBS's listings (recorded outputs, as fast
+unit tests), the ledger, the advice and --apply with a scripted scheduler; then the real
+thing on this suite's own Slurm and PBS clusters (tests/test_advise_clusters.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from argparse import Namespace
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from burstbench.advise import advice as adv
+from burstbench.advise import command, ledger, pbs, queue, slurm
+from burstbench.core.checks import ParamError
+
+NOW = 1_795_843_000.0
+
+
+def runner(answers: dict):
+    """A scheduler that answers each argument list (its first words as the key) with
+    (status, stdout, stderr), and records the calls."""
+    calls: list[list[str]] = []
+
+    def run(argv):
+        calls.append(list(argv))
+        for key, ans in answers.items():
+            if tuple(argv[:len(key)]) == key:
+                return ans(argv) if callable(ans) else ans
+        return 127, "", f"{argv[0]}: command not found"
+    run.calls = calls  # type: ignore[attr-defined]
+    return run
+
+
+def squeue_22(jobs: list[dict]) -> str:
+    """squeue --json as Slurm 22.05 writes it (plain numbers)."""
+    return json.dumps({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "jobs": jobs})
+
+
+def sq_job(jid, state, start, limit_min=30, nodes=1, comment="", part="onprem", **kw) -> dict:
+    return {"job_id": jid, "job_state": state, "user_name": "alice", "partition": part,
+            "node_count": nodes, "cpus": 2 * nodes, "time_limit": limit_min,
+            "submit_time": NOW - 600, "start_time": start, "comment": comment,
+            "account": "phys", "name": "solve"} | kw
+
+
+def test_squeue_json_of_22_05_and_23_02_read_alike():
+    """The same queue in 22.05's plain numbers and 23.02's {set, infinite, number} objects
+    and state lists: one pending job with the backfill scheduler's expected start, one
+    running, one pinned by its comment, one completed (left out)."""
+    plain = [sq_job(11, "RUNNING", NOW - 300, 120, 2), sq_job(12, "PENDING", NOW + 7200),
+             sq_job(13, "PENDING", NOW + 9000, comment="please burst:no"),
+             sq_job(10, "COMPLETED", NOW - 900)]
+
+    def newer(j):
+        num = {"set": True, "infinite": False}
+        return j | {"job_state": [j["job_state"]], "time_limit": num | {"number": j["time_limit"]},
+                    "start_time": num | {"number": j["start_time"]},
+                    "submit_time": num | {"number": j["submit_time"]},
+                    "node_count": num | {"number": j["node_count"]},
+                    "cpus": num | {"number": j["cpus"]}}
+    for text in (squeue_22(plain), squeue_22([newer(j) for j in plain])):
+        jobs, skipped, source = slurm.jobs(runner({("squeue", "--json"): (0, text, "")}),
+                                           "slurm 22.05.8", NOW)
+        assert skipped == [] and "squeue --json" in source
+        assert [(j.id, j.state, j.pinned) for j in jobs] == [
+            ("11", "running", False), ("12", "pending", False), ("13", "pending", True)]
+        run, pend = jobs[0], jobs[1]
+        assert (run.start, run.limit_s, run.nodes, math.isnan(run.estimate)) == \
+            (NOW - 300, 7200.0, 2, True)
+        assert (pend.estimate, pend.limit_s, pend.submit, pend.partition, pend.account) == \
+            (NOW + 7200, 1800.0, NOW - 600, "onprem", "phys")
+
+
+def test_a_pending_job_without_an_estimate_and_an_unlimited_one_read_as_nan():
+    text = squeue_22([sq_job(12, "PENDING", 0),
+                      sq_job(14, "PENDING", NOW + 60, limit_min={"set": True,
+                                                                  "infinite": True,
+                                                                  "number": 0})])
+    jobs, _, _ = slurm.jobs(runner({("squeue", "--json"): (0, text, "")}), "v", NOW)
+    assert math.isnan(jobs[0].estimate) and math.isnan(jobs[1].limit_s)
+    # an estimate already past (the scheduler's cycle lags) is now
+    jobs, _, _ = slurm.jobs(runner({("squeue", "--json"): (0, squeue_22(
+        [sq_job(12, "PENDING", NOW - 5)]), "")}), "v", NOW)
+    assert jobs[0].estimate == NOW
+
+
+def test_a_job_whose_fields_do_not_parse_is_skipped_and_said():
+    text = squeue_22([sq_job(12, "PENDING", NOW + 60, nodes="two"),
+                      {"job_id": 15, "job_state": "PENDING"},
+                      sq_job(16, "PENDING", NOW + 60)])
+    jobs, skipped, _ = slurm.jobs(runner({("squeue", "--json"): (0, text, "")}), "v", NOW)
+    assert [j.id for j in jobs] == ["16"]
+    assert skipped == ["job 12: skipped, a field does not parse (not a number: 'two')",
+                       "job 15: skipped, a field does not parse ('time_limit')"]
+
+
+@pytest.mark.parametrize("out, said", [
+    ('{"meta": {}, "errors": []}', "squeue --json of slurm 99.1 has no list of jobs: a "
+     "version this advice does not parse"),
+    ('{"jobs": [', "squeue --json of slurm 99.1 is not JSON (Expecting value: line 1 column "
+     "11 (char 10)): a version this advice does not parse")])
+def test_a_listing_of_a_version_not_parsed_is_one_line_with_the_version(out, said):
+    with pytest.raises(queue.SchedulerError) as exc:
+        slurm.jobs(runner({("squeue", "--json"): (0, out, "")}), "slurm 99.1", NOW)
+    assert str(exc.value) == said
+
+
+def test_without_squeue_json_the_formatted_listing_is_read():
+    """An older Slurm (no data parser): squeue -o with %S, the expected start."""
+    start = datetime.fromtimestamp(NOW + 3600).strftime("%Y-%m-%dT%H:%M:%S")
+    sub = datetime.fromtimestamp(NOW - 60).strftime("%Y-%m-%dT%H:%M:%S")
+    lines = (f"21|PENDING|bob|onprem|proj|big|4|8|1-00:00:00|{sub}|{start}|burst:no, a|b\n"
+             f"22|PENDING|bob|onprem|proj|big|4|8|2:00:00|{sub}|N/A|\n"
+             f"23|RUNNING|bob|onprem|proj|big|x|8|2:00:00|{sub}|{sub}|\n")
+    run = runner({("squeue", "--json"): (1, "", "squeue: unrecognized option '--json'"),
+                  ("squeue", "-h"): (0, lines, "")})
+    jobs, skipped, source = slurm.jobs(run, "slurm 20.11", NOW)
+    assert "squeue -o %S" in source
+    assert [(j.id, j.limit_s, j.estimate, j.pinned, j.nodes) for j in jobs[:1]] == \
+        [("21", 86400.0, NOW + 3600, True, 4)]
+    assert jobs[1].id == "22" and math.isnan(jobs[1].estimate) and jobs[1].limit_s == 7200
+    assert skipped == ["squeue line '23|RUNNING|bob|onprem|proj|big|x|8|2:00:': skipped, it "
+                       "does not parse (invalid literal for int() with base 10: 'x')"]
+
+
+def test_no_slurm_and_no_pbs_are_one_line_naming_what_was_tried(cli, tmp_path):
+    for sched, said in (("slurm", "error: no Slurm reachable: tried squeue --version: squeue: "
+                         "command not found"),
+                        ("pbs", "error: no PBS reachable: tried qstat --version: qstat: "
+                         "command not found")):
+        p = cli("-m", "burstbench", "advise", "--scheduler", sched,
+                env={"PATH": str(tmp_path)})
+        assert (p.returncode, p.stderr.strip().splitlines()) == (2, [said]), p.stderr
+
+
+def test_the_history_from_sacct_the_job_completion_log_and_pbs_accounting():
+    t = [datetime.fromtimestamp(NOW + s).strftime("%Y-%m-%dT%H:%M:%S") for s in (0, 60, 660)]
+    sacct = ("JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit|User|Partition|Account|"
+             "JobName\n"
+             f"5|{t[0]}|{t[1]}|{t[2]}|2|4|COMPLETED|30|carol|onprem|phys|a\n"
+             f"5.batch|{t[0]}|{t[1]}|{t[2]}|2|4|COMPLETED||||\n"
+             f"6|{t[0]}|Unknown|Unknown|1|2|CANCELLED|30|carol|onprem|phys|b\n")
+    comp = (f"JobId=5 UserId=carol(1001) GroupId=c(1) Name=a JobState=COMPLETED "
+            f"Partition=onprem TimeLimit=30 StartTime={t[1]} EndTime={t[2]} NodeList=n1 "
+            f"NodeCnt=2 ProcCnt=4 SubmitTime={t[0]} Account=phys\n")
+    acct = (f"11/28/2026 05:17:50;E;5.vm;user=carol queue=workq qtime={NOW:.0f} "
+            f"start={NOW + 60:.0f} end={NOW + 660:.0f} Resource_List.nodect=2 "
+            "Resource_List.ncpus=4 Resource_List.walltime=00:30:00 account=phys\n"
+            "11/28/2026 05:17:50;Q;6.vm;user=carol queue=workq\n")
+    for jobs in (slurm.parse_sacct(sacct), slurm.parse_jobcomp(comp),
+                 pbs.parse_accounting(acct)):
+        assert len(jobs) == 1
+        j = jobs[0]
+        assert (j.user, j.nodes, j.cpus, j.limit_s, j.start - j.submit, j.end - j.start) == \
+            ("carol", 2, 4, 1800.0, 60.0, 600.0)
+
+
+def qstat_job(state, est="", var=None, queue_="workq", **kw) -> dict:
+    j = {"Job_Name": "solve", "Job_Owner": "dave@vm", "job_state": state, "queue": queue_,
+         "qtime": "Sat Nov 28 05:17:50 2026",
+         "Resource_List": {"ncpus": 4, "nodect": 2, "walltime": "01:30:00"},
+         "Variable_List": var or {"PBS_O_HOME": "/home/dave"}} | kw
+    if est:
+        j["estimated"] = {"start_time": est, "exec_vnode": "(n1:ncpus=2)"}
+    return j
+
+
+def test_qstat_json_read_with_the_estimated_start_and_the_owners_opt_out():
+    found = {"1.vm": qstat_job("R", stime="Sat Nov 28 05:17:55 2026"),
+             "2.vm": qstat_job("Q", est="Sat Nov 28 07:17:50 2026"),
+             "3.vm": qstat_job("Q", var={"BURSTBENCH_BURST": "no"}),
+             "4.vm": qstat_job("H"), "5.vm": qstat_job("Q", Resource_List={"nodect": 1})}
+    now = time.mktime(time.strptime("Sat Nov 28 05:20:00 2026", "%a %b %d %H:%M:%S %Y"))
+    jobs, skipped = pbs._jobs(found, now, ("pending", "running"))
+    assert [(j.id, j.state, j.pinned) for j in jobs] == [
+        ("1.vm", "running", False), ("2.vm", "pending", False), ("3.vm", "pending", True)]
+    assert jobs[0].start - jobs[0].submit == 5.0
+    assert (jobs[1].estimate - now, jobs[1].limit_s, jobs[1].nodes, jobs[1].user) == \
+        (7070.0, 5400.0, 2, "dave")
+    assert math.isnan(jobs[2].estimate)
+    assert skipped == ["job 5.vm: skipped, a field does not parse (KeyError('ncpus'))"]
+
+
+def test_pbs_queues_and_their_nodes():
+    run = runner({("qstat", "-Q"): (0, json.dumps({"Queue": {"workq": {}, "cloud": {}}}), ""),
+                  ("pbsnodes",): (0, json.dumps({"nodes": {"n1": {}, "n2": {"queue": "cloud"},
+                                                           "n3": {}}}), "")})
+    assert pbs.queues(run, "PBS 23") == {"workq": ["n1", "n3"], "cloud": ["n2"]}
+
+
+# -- the ledger ------------------------------------------------------------------------------
+
+def test_the_ledger_settles_what_a_killed_run_left_and_drops_a_torn_line(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    led = ledger.Ledger(path)
+    for job in ("1", "2", "3"):
+        led.append({"event": "intent", "job": job, "scheduler": "slurm", "to": "cloud",
+                    "jpy": 100.0})
+    led.append({"event": "done", "job": "1", "scheduler": "slurm", "to": "cloud"})
+    led.close()
+    with open(path, "a") as f:
+        f.write('{"event": "intent", "job": "9", "sch')  # killed mid-write
+    led = ledger.Ledger(path)
+    assert led.notes == [f"ledger {path}: its last line was torn (a run killed while "
+                         "writing it, before its move): dropped"]
+    assert path.read_text().endswith("}\n")
+    assert [r["job"] for r in led.open_intents("slurm")] == ["2", "3"]
+    day = time.strftime("%Y-%m-%d")
+    assert led.spent(day) == 300.0  # one done, two unsettled
+    said = led.settle("slurm", {"2": ("pending", "cloud"), "3": ("pending", "onprem")},
+                      "cloud")
+    assert said == ["job 2: found in cloud after an interrupted run: the move ran",
+                    "job 3: found pending in onprem after an interrupted run: the move "
+                    "never ran"]
+    assert (led.settled("2", "slurm"), led.settled("3", "slurm")) == (True, False)
+    assert led.spent(day) == 200.0 and led.open_intents("slurm") == []
+    # a second advise --apply on the same ledger is refused while this one holds it
+    with pytest.raises(ParamError, match="another advise --apply holds it"):
+        ledger.Ledger(path)
+    led.close()
+    # every line survives a re-read, the torn one gone
+    assert [json.loads(s)["event"] for s in path.read_text().splitlines()] == \
+        ["intent", "intent", "intent", "done", "done", "not done"]
+
+
+# -- the advice --------------------------------------------------------------------------
+
+def snapshot(pending: list[queue.Job], history: int = 0, now: float = NOW) -> queue.Snapshot:
+    """A queue of 4 on-premise nodes and 1 cloud node, `history` finished jobs (each waited
+    10 min then ran 20 of its 30), one running, and `pending`."""
+    hist = [queue.Job(str(100 + i), "finished", "u", "onprem", 1, 2, 1800.0,
+                      now - 86400 + i * 600, now - 86400 + i * 600 + 600,
+                      now - 86400 + i * 600 + 1800) for i in range(history)]
+    running = [queue.Job("50", "running", "u", "onprem", 4, 8, 7200.0, now - 700,
+                         now - 600)]
+    return queue.Snapshot("slurm", "slurm 22.05.8", now, running + pending, hist,
+                          {"onprem": ["n1", "n2", "n3", "n4"], "cloud": ["c1"]},
+                          "squeue --json", "test history")
+
+
+def pend(jid: str, estimate_s: float, nodes: int = 1, pinned: bool = False,
+         limit_s: float = 1800.0) -> queue.Job:
+    return queue.Job(jid, "pending", "u", "onprem", nodes, 2 * nodes, limit_s, NOW - 60,
+                     estimate=NOW + estimate_s if estimate_s == estimate_s else math.nan,
+                     pinned=pinned)
+
+
+@pytest.fixture(scope="module")
+def prices():
+    """The decision's prices, and one class of jobs with no data to stage that run as fast
+    on a VM as on premise: the VM is sooner exactly when the wait passes its deployment
+    (4-10 min)."""
+    from burstbench.replay.pricing import pricing
+    rules = adv.rules([{"class": "as fast", "speed": 1.0, "input_gb": 0, "output_gb": 0}],
+                      10.0, 30.0)
+    return pricing([r.cls for r in rules], draws=10), rules
+
+
+def test_the_advice_bursts_a_long_wait_and_keeps_a_short_one(prices):
+    """Uncalibrated (no history): the wait is the scheduler's estimate alone, labelled.  A
+    2-hour estimate against a VM ready in 4-10 minutes: P(sooner) 1, burst; 60 s: 0, stay;
+    pinned: stays whatever its odds; 2 nodes on D96s_v5 (no InfiniBand: one node): the VM
+    does not take it."""
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200), pend("2", 60), pend("3", 7200, pinned=True),
+                     pend("4", 7200, nodes=2)])
+    a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    t = a.table.set_index("job")
+    assert a.basis["wait"].startswith("UNCALIBRATED: the estimate alone (the history has 0 "
+                                      "finished job(s), fewer than 50")
+    assert t.loc["1", "wait_q10_h"] == t.loc["1", "wait_q90_h"] == pytest.approx(2.0)
+    assert (t.loc["1", "verdict"], t.loc["1", "p_sooner"]) == ("burst", 1.0)
+    assert (t.loc["2", "verdict"], t.loc["2", "p_sooner"], t.loc["2", "why"]) == \
+        ("stay", 0.0, "P(sooner) 0.00 < 0.8")
+    assert (t.loc["3", "verdict"], t.loc["3", "why"]) == ("stay", "pinned by its owner")
+    assert t.loc["4", "verdict"] == "burst"
+    one = adv.advise(snap, pr, rules, cloud="cloud", vm="D96s_v5").table.set_index("job")
+    assert (one.loc["4", "verdict"], one.loc["4", "why"]) == ("stay", "no VM takes it "
+                                                              "(D96s_v5)")
+    assert one.loc["1", "verdict"] == "burst"
+    # the whole cost: at the guessed run (the requested time, with nothing finished to
+    # learn from) it is the cost at the limit; a --max-jpy below it keeps the job
+    assert t.loc["1", "jpy"] == pytest.approx(t.loc["1", "jpy_at_limit"]) and \
+        t.loc["1", "jpy"] > 0
+    cap = t.loc["1", "jpy_at_limit"] * 0.99
+    a2 = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3", max_jpy=cap)
+    assert a2.table.set_index("job").loc["1", "why"] == (
+        f"up to {t.loc['1', 'jpy_at_limit']:,.0f} JPY at its limit, over --max-jpy {cap:,.0f}")
+
+
+def test_a_calibrated_wait_reads_the_history(prices):
+    """60 finished jobs that each waited 10 min with nothing ahead: the calibrated wait of a
+    job the scheduler starts in 10 min stays near 10 min, the run time guessed from their
+    20-of-30 minutes."""
+    pr, rules = prices
+    snap = snapshot([pend("1", 600)], history=60)
+    a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False)
+    assert a.basis["jobs_used"] == {"finished": 60, "running": 1, "pending": 1}
+    assert "UNCALIBRATED" not in a.basis["wait"]
+    r = a.table.iloc[0]
+    assert r["run_guess_h"] == pytest.approx(20 / 60, rel=0.05)
+    assert 0 < r["wait_q10_h"] <= r["wait_q50_h"] <= r["wait_q90_h"]
+
+
+def test_a_snapshot_saved_reads_back_whole(tmp_path, prices):
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200)])
+    a = adv.advise(snap, pr, rules, cloud="cloud")
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps({"snapshot": snap.to_dict(), "advice": a.to_dict()}))
+    back, advice = queue.load(f)
+    assert back.to_dict() == snap.to_dict() and advice["jobs"][0]["job"] == "1"
+    assert math.isnan(back.jobs[1].start) and back.jobs[1].estimate == NOW + 7200
+    assert len(advice["wait_quantiles_s"][0]) == len(advice["levels"]) == 41
+    f.write_text("{}")
+    with pytest.raises(ParamError, match="not an advise snapshot"):
+        queue.load(f)
+
+
+def args(tmp_path: Path, **kw) -> Namespace:
+    return Namespace(**({"cloud": "cloud", "budget_jpy": math.inf, "max_jpy": math.inf,
+                         "ledger": str(tmp_path / "ledger.jsonl")} | kw))
+
+
+class Stop:
+    class event:  # noqa: N801 (the shape of threading.Event)
+        @staticmethod
+        def is_set() -> bool:
+            return False
+
+
+def test_apply_moves_each_job_once_within_the_budget(tmp_path, prices):
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200), pend("2", 9000), pend("3", 7200, pinned=True),
+                     pend("4", 60)])
+    a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    cost = a.table.set_index("job").loc["1", "jpy_at_limit"]
+    moved = runner({("scontrol", "update"): (0, "", "")})
+    led = ledger.Ledger(tmp_path / "ledger.jsonl")
+    # a day's budget that holds one job: the likelier first, then nothing more, said
+    said = command.apply(args(tmp_path, budget_jpy=cost * 1.5), snap, a, led, Stop, moved)
+    first = "2" if a.table.set_index("job").loc["2", "p_sooner"] > \
+        a.table.set_index("job").loc["1", "p_sooner"] else "1"
+    assert moved.calls == [["scontrol", "update", f"JobId={first}", "Partition=cloud"]]
+    assert said[0].startswith(f"job {first}: moved to cloud (HB120-16rs_v3, P(sooner) 1.00")
+    assert said[1].startswith("budget exhausted: ")
+    # again, with budget: the job moved is never moved again, the pinned and the short stay
+    said = command.apply(args(tmp_path), snap, a, led, Stop, moved)
+    assert [c[2] for c in moved.calls] == [f"JobId={first}", f"JobId={3 - int(first)}"]
+    assert said[0] == f"job {first}: already in the ledger (done): not moved again"
+    events = [(r["event"], r["job"]) for r in led.records]
+    assert events == [("intent", first), ("done", first), ("intent", str(3 - int(first))),
+                      ("done", str(3 - int(first)))]
+    led.close()
+
+
+def test_a_refused_move_is_one_line_and_changes_nothing_else(tmp_path, prices):
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200)])
+    a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    refused = runner({("scontrol", "update"): (
+        1, "", "slurm_update error: Requested partition configuration not available now\n")})
+    led = ledger.Ledger(tmp_path / "ledger.jsonl")
+    said = command.apply(args(tmp_path), snap, a, led, Stop, refused)
+    assert said == ["job 1: the scheduler refused the move: slurm_update error: Requested "
+                    "partition configuration not available now"]
+    assert [r["event"] for r in led.records] == ["intent", "refused"]
+    assert led.spent(time.strftime("%Y-%m-%d")) == 0.0
+    led.close()
+
+
+def test_a_job_id_or_partition_not_a_scheduler_name_is_refused_before_any_command():
+    run = runner({})
+    assert slurm.move(run, "1; rm -rf /", "cloud") == (
+        False, "refused: job '1; rm -rf /' or partition 'cloud' is not a Slurm name")
+    assert pbs.move(run, "3.vm", "cloud q") == (
+        False, "refused: job '3.vm' or queue 'cloud q' is not a PBS name")
+    assert run.calls == []
+
