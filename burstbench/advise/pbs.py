@@ -21,7 +21,15 @@ import re
 import time
 from pathlib import Path
 
-from burstbench.advise.queue import PIN_VARIABLE, Job, Runner, SchedulerError, Snapshot, first_line
+from burstbench.advise.queue import (
+    PIN_VARIABLE,
+    Job,
+    Runner,
+    SchedulerError,
+    Snapshot,
+    first_line,
+    parse_each,
+)
 
 #: The job ids this advice acts on: sequence number[.server], or an array's number[].server.
 JOB_ID = re.compile(r"^\d+(\[\d*\])?(\.[A-Za-z0-9_.\-]+)?$")
@@ -106,16 +114,10 @@ def _json(run: Runner, argv: list[str], ver: str, key: str) -> dict:
 
 
 def _jobs(found: dict, now: float, kinds: tuple[str, ...]) -> tuple[list[Job], list[str]]:
-    out, skipped = [], []
-    for jid, j in found.items():
-        try:
-            job = _from_json(str(jid), j, now)
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            skipped.append(f"job {jid}: skipped, a field does not parse ({exc!r})")
-            continue
-        if job is not None and job.state in kinds:
-            out.append(job)
-    return out, skipped
+    jobs, skipped = parse_each(found.items(), lambda kv: _from_json(str(kv[0]), kv[1], now),
+                               lambda kv, exc: f"job {kv[0]}: skipped, a field does not "
+                               f"parse ({exc!r})")
+    return [j for j in jobs if j.state in kinds], skipped
 
 
 def queues(run: Runner, ver: str) -> dict[str, list[str]]:

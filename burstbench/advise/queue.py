@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from burstbench.core.checks import ParamError
 
@@ -82,7 +83,8 @@ class Snapshot:
         """The snapshot of ``to_dict`` (a saved one); ParamError, one line, where it is not
         one."""
         def job(j: dict) -> Job:
-            return Job(**{k: math.nan if v is None else v for k, v in j.items()})
+            fields: dict[str, Any] = {k: math.nan if v is None else v for k, v in j.items()}
+            return Job(**fields)
         try:
             return cls(**(d | {"jobs": [job(j) for j in d["jobs"]],
                                 "history": [job(j) for j in d["history"]]}))
@@ -118,6 +120,23 @@ def run_command(argv: Sequence[str], timeout: float = 60) -> tuple[int, str, str
     except subprocess.TimeoutExpired:
         return 124, "", f"{argv[0]}: no answer within {timeout:g} s"
     return p.returncode, p.stdout, p.stderr
+
+
+def parse_each(items, parse: Callable, said: Callable) -> tuple[list[Job], list[str]]:
+    """Each of `items` parsed into a Job (`parse` gives None for a state the advice
+    ignores); one whose fields do not parse is skipped, and said (`said(item, error)`),
+    never guessed."""
+    out: list[Job] = []
+    skipped: list[str] = []
+    for item in items:
+        try:
+            job = parse(item)
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as exc:
+            skipped.append(said(item, exc))
+            continue
+        if job is not None:
+            out.append(job)
+    return out, skipped
 
 
 def first_line(text: str) -> str:

@@ -17,7 +17,15 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from burstbench.advise.queue import PIN_COMMENT, Job, Runner, SchedulerError, Snapshot, first_line
+from burstbench.advise.queue import (
+    PIN_COMMENT,
+    Job,
+    Runner,
+    SchedulerError,
+    Snapshot,
+    first_line,
+    parse_each,
+)
 
 #: The job ids this advice acts on: a number, or an array task's number_number.
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -125,8 +133,6 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
     """The pending and running jobs, the ones skipped (each said), and the estimate's
     source."""
     rc, out, err = run(["squeue", "--json"])
-    parsed: list[Job] = []
-    skipped: list[str] = []
     if rc == 0 and out.lstrip().startswith("{"):
         try:
             data = json.loads(out)
@@ -136,31 +142,19 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
             raise SchedulerError(f"squeue --json of {ver} has no list of jobs: a version this "
                                  "advice does not parse")
-        for j in data["jobs"]:
-            try:
-                job = _from_json(j, now)
-            except (KeyError, ValueError, TypeError) as exc:
-                jid = j.get("job_id", "?") if isinstance(j, dict) else "?"
-                skipped.append(f"job {jid}: skipped, a field does not parse ({exc})")
-                continue
-            if job is not None:
-                parsed.append(job)
+        parsed, skipped = parse_each(
+            data["jobs"], lambda j: _from_json(j, now),
+            lambda j, exc: f"job {j.get('job_id', '?') if isinstance(j, dict) else '?'}: "
+            f"skipped, a field does not parse ({exc})")
         return parsed, skipped, ("squeue --json (start_time: the backfill scheduler's "
                                  "expected start)")
     rc, out, err = run(["squeue", "-h", "-a", "-t", "PENDING,RUNNING", "-o", SQUEUE_FORMAT])
     if rc != 0:
         raise SchedulerError(f"no Slurm queue: tried squeue --json and squeue -o: "
                              f"{first_line(err or out) or f'exit {rc}'} ({ver})")
-    for line in out.splitlines():
-        if not line.strip():
-            continue
-        try:
-            job = _from_line(line, now)
-        except (ValueError, IndexError) as exc:
-            skipped.append(f"squeue line {line[:40]!r}: skipped, it does not parse ({exc})")
-            continue
-        if job is not None:
-            parsed.append(job)
+    parsed, skipped = parse_each(
+        [s for s in out.splitlines() if s.strip()], lambda line: _from_line(line, now),
+        lambda line, exc: f"squeue line {line[:40]!r}: skipped, it does not parse ({exc})")
     return parsed, skipped, ("squeue -o %S (the backfill scheduler's expected start, as "
                              "squeue --start)")
 
