@@ -381,3 +381,25 @@ def test_a_job_id_or_partition_not_a_scheduler_name_is_refused_before_any_comman
         False, "refused: job '3.vm' or queue 'cloud q' is not a PBS name")
     assert run.calls == []
 
+
+
+@pytest.mark.slow
+def test_the_advise_notebook_runs_offline_on_the_committed_snapshot(tmp_path, cli):
+    """notebooks/210_advise.ipynb with no scheduler here: the committed snapshot of the test
+    cluster (data/advise/), its table, the P(sooner) curves and every VM's numbers."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "advise.ipynb"
+    proc = cli("-m", "papermill", str(root / "notebooks" / "210_advise.ipynb"), str(out),
+               "-k", "python3", "--cwd", str(root / "notebooks"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outputs = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 1
+    lines = "".join(t for o in outputs for t in o.get("text", [])).splitlines()
+    saved = json.loads((root / "data" / "advise" / "slurm-test-cluster.json").read_text())
+    verdicts = {r["job"]: r["verdict"] for r in saved["advice"]["jobs"]}
+    assert sorted(verdicts.values()) == ["burst", "stay", "stay"]
+    for job, verdict in verdicts.items():  # the saved advice's verdicts, recomputed offline
+        row = next(s for s in lines if s.startswith(f"{job}  "))
+        assert f"  {verdict} (" in row, row
+    assert "pinned by its owner" in json.dumps(outputs) and "HB120-16rs_v3" in json.dumps(outputs)

@@ -22,7 +22,7 @@ from burstbench.report import parameters
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = sorted(p.name for p in NOTEBOOKS.glob("1[0-9][0-9]_report_*.ipynb")) + [
-    "200_explore.ipynb"]
+    "200_explore.ipynb", "210_advise.ipynb"]
 
 
 @pytest.mark.parametrize("notebook", REPORTS)

@@ -88,6 +88,19 @@ def rules(given: list | None, input_gb: float, output_gb: float) -> list[Rule]:
     return out
 
 
+def setup(classes: list | None = None, input_gb: float = 10.0, output_gb: float = 30.0, *,
+          runs_dir: str = "", reference_dir: str = "", region: str = "East US",
+          billing: str = "payg", draws: int = 40) -> tuple[list[Rule], Pricing]:
+    """The classes (:func:`rules`) and the decision's machines and prices for them: what
+    every round of the advice reuses."""
+    from burstbench.replay.pricing import pricing
+
+    rule_list = rules(classes, input_gb, output_gb)
+    return rule_list, pricing([r.cls for r in rule_list], runs_dir=runs_dir,
+                              reference_dir=reference_dir, region=region, billing=billing,
+                              draws=draws)
+
+
 @dataclass
 class Advice:
     """One row a pending job (`table`), every VM's numbers for each (`per_vm`), each job's

@@ -249,7 +249,6 @@ def advise_command(args: argparse.Namespace) -> int:
     ledger = None
     try:
         from burstbench.advise import advice as adv
-        from burstbench.replay.pricing import pricing
 
         given = None
         if args.classes:
@@ -258,10 +257,9 @@ def advise_command(args: argparse.Namespace) -> int:
                 given = yaml.safe_load(Path(args.classes).read_text())
             except (OSError, yaml.YAMLError) as exc:
                 raise ParamError(f"--classes {args.classes}: {exc}") from None
-        rule_list = adv.rules(given, args.input_gb, args.output_gb)
-        pr = pricing([r.cls for r in rule_list], runs_dir=args.runs_dir,
-                     reference_dir=args.reference_dir, region=args.region,
-                     billing=args.billing, draws=args.draws)
+        rule_list, pr = adv.setup(given, args.input_gb, args.output_gb,
+                                  runs_dir=args.runs_dir, reference_dir=args.reference_dir,
+                                  region=args.region, billing=args.billing, draws=args.draws)
         if args.apply:
             from burstbench.advise.ledger import Ledger
             ledger = Ledger(args.ledger)

@@ -342,12 +342,50 @@ EXPLORE = (
           _text("new_vm")),
 )
 
+def _probability(name: str) -> Callable[[Any], Any]:
+    """One probability strictly between 0 and 1."""
+    def check(v: Any) -> Any:
+        x = as_number(v)
+        if x is None or not 0 < x < 1:
+            raise ParamError(f"{name} must be a probability between 0 and 1 (not 0 or 1), "
+                             f"not {v!r}")
+        return v
+
+    return check
+
+
+ADVISE = (
+    Param("snapshot", "data/advise/slurm-test-cluster.json", "a queue saved by `burstbench "
+          "advise --json --save FILE` (relative to the project root, or absolute); empty: "
+          "the live queue of `scheduler`", _text("snapshot")),
+    Param("scheduler", "", "slurm or pbs: read the live queue (with snapshot empty)",
+          _choice("scheduler", ("", "slurm", "pbs"))),
+    Param("cloud", "cloud", "the cloud partition (Slurm) or queue (PBS): not the on-premise "
+          "queue's", _text("cloud")),
+    Param("vm", "", "the VM the cloud partition deploys; empty: per job, the likeliest to be "
+          "sooner", _text("vm")),
+    Param("p_sooner", 0.8, "burst when P(the VM returns the job sooner) is at least this",
+          _probability("p_sooner")),
+    Param("classes", [{"partition": "*", "class": "test jobs", "speed": 1.0, "input_gb": 0,
+                       "output_gb": 0}],
+          "job classes: [{partition, account, name (shell patterns), max_nodes, class, "
+          "input_gb, output_gb, speed: memory, biccg or a ratio}]; [] every job memory-bound",
+          lambda v: v if isinstance(v, list) else _text("classes", "a list")(v)),
+    Param("input_gb", 10.0, "a job's input staged to the cloud (GB) where no class says",
+          _number("input_gb", unit="GB")),
+    Param("output_gb", 30.0, "a job's output staged back (GB) where no class says",
+          _number("output_gb", unit="GB")),
+    Param("min_history", 3, "fewer finished jobs than this: the scheduler's estimate alone, "
+          "uncalibrated (the command's default is 50)", _integer("min_history", 1)),
+)
+
 #: Each report notebook's parameters by its file name; a report notebook not named here
 #: (a new benchmark's 1N0_report_<name>) has the folders alone.
 NOTEBOOKS: dict[str, tuple[Param, ...]] = {
     "150_report_replay.ipynb": REPLAY,
     "190_report_cost.ipynb": COST,
     "200_explore.ipynb": EXPLORE,
+    "210_advise.ipynb": ADVISE,
 }
 
 
@@ -358,7 +396,7 @@ def schema(notebook: str) -> dict[str, Param]:
 
 def reported() -> dict[str, tuple[Param, ...]]:
     """The notebooks `burstbench report` runs (1N0_report_*) that declare more than the
-    folders (200_explore is run by hand only)."""
+    folders (200_explore and 210_advise are run by hand only)."""
     return {nb: ps for nb, ps in NOTEBOOKS.items() if nb.startswith("1")}
 
 
