@@ -137,6 +137,35 @@ def test_no_slurm_and_no_pbs_are_one_line_naming_what_was_tried(cli, tmp_path):
         assert (p.returncode, p.stderr.strip().splitlines()) == (2, [said]), p.stderr
 
 
+def test_watch_says_a_round_the_scheduler_missed_retries_and_stops_on_sigterm(tmp_path):
+    """--watch on a login node where squeue does not answer (here: not on PATH): each round
+    one line, the loop goes on; SIGTERM ends it cleanly, status 0."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    err = tmp_path / "err"
+    with open(err, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "burstbench", "advise", "--scheduler",
+                                 "slurm", "--watch", "0.2"], stderr=f, stdout=subprocess.PIPE,
+                                env=os.environ | {"PATH": str(tmp_path)},
+                                cwd=Path(__file__).resolve().parents[1])
+    try:
+        deadline = time.monotonic() + 120
+        while err.read_text().count("no Slurm reachable") < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+    lines = err.read_text().splitlines()
+    assert lines[0] == ("error: no Slurm reachable: tried squeue --version: squeue: command "
+                        "not found (again in 0.2 s)")
+    assert lines[-1] == "stopped (SIGTERM)"
+
+
 def test_the_history_from_sacct_the_job_completion_log_and_pbs_accounting():
     t = [datetime.fromtimestamp(NOW + s).strftime("%Y-%m-%dT%H:%M:%S") for s in (0, 60, 660)]
     sacct = ("JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit|User|Partition|Account|"

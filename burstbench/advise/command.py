@@ -265,8 +265,20 @@ def advise_command(args: argparse.Namespace) -> int:
             ledger = Ledger(args.ledger)
             for n in ledger.notes:
                 print(f"note: {n}", flush=True)
+        from burstbench.advise.queue import SchedulerError
+
         while True:
-            snap = _snapshot(args)
+            try:
+                snap = _snapshot(args)
+            except SchedulerError as exc:
+                if not args.watch:
+                    raise
+                # a scheduler that does not answer this round may the next: said, retried
+                print(f"error: {exc} (again in {args.watch:g} s)", file=sys.stderr,
+                      flush=True)
+                if stop.event.wait(args.watch):
+                    break
+                continue
             if args.cloud and args.cloud not in snap.partitions:
                 raise ParamError(f"--cloud {args.cloud!r}: no such "
                                  f"{'partition' if snap.scheduler == 'slurm' else 'queue'} "
