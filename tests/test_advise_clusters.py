@@ -203,6 +203,7 @@ def test_slurm_ledger_survives_kill_9_before_and_after_the_move(slurm_queue):
     assert f"job {second}: found in cloud after an interrupted run: the move ran" in p.stdout
     assert records(second) == ["intent", "done"]
     assert c.job(jobs["pinned"])["Partition"] == "onprem"
+    print(ledger.read_text())  # the note pastes it
 
 
 def test_slurm_watch_repeats_and_stops_cleanly_on_sigterm(slurm_queue):
