@@ -140,14 +140,14 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                          f"{why_unfitted}")
     ranges = inputs.ranges(fitted or _Unfitted(), flow_fraction, flow_measured, ref_dir,
                            wan_mib_s, deploy_minutes, 0.0, problems,
-                           machines.merit(merits, "wan_mib_s"))
+                           machines.merit(merits, "wan_mib_s"), (region,))
     x = {k: np.concatenate([[r.mode], r.draw(draws, seed)]) for k, r in ranges.items()}
     scale = np.ones(draws + 1) if flow_measured else x[u.FLOW_FRACTION] / ranges[
         u.FLOW_FRACTION].mode  # Flow's bandwidth drawn / nominal: the VM's time scales by it
     prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
     fee = prices.lookup(system, "onprem_fee")
     tiers, egress, _ = inputs.storage_prices(ref_dir, problems)
-    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
+    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges,
                                 pool_min_tib, pool_jobs_per_month)
 
     j = log.jobs
@@ -218,7 +218,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
             return next(o for o in opts if o.pool.scenario == storage)
         say(f"{vm}: pricing every job, P(sooner), the policies")
         costed = policy.cost_option(nodes, run_h, cls, cls_list, ratio_of, option_of,
-                                    m.max_nodes, x[u.WAN], x[u.DEPLOY] / 60, egress_free_gb)
+                                    m.max_nodes, u.wan_of(x, region), x[u.DEPLOY] / 60,
+                                    egress_free_gb)
         left[vm] = int((~costed.takes).sum())
         p_vm = policy.p_sooner(pred.q, costed, run_h, guess_h)
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
