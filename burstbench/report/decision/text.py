@@ -150,7 +150,12 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
                 "the memory and message seconds of a solve at the inputs' modes, "
                 "P(HB120rs_v3 faster), the faster by median and the term whose difference "
                 "decides it. The study: HB120rs_v3 faster at small parallelism, HC44rs at large "
-                "(small latency-bound messages).", data)
+                "(small latency-bound messages). The study gives Figure 12 in its text only, "
+                "with no data points and no node counts: '1-32 nodes' is this project's "
+                "range, and the check can compare rankings, not times. Every byte is priced "
+                "at the DRAM Triad: HB120rs_v3's 768 MiB of L3 a socket (Table 1), which "
+                "holds a node's working set from 8 nodes on (1.06 GiB of the solver's bytes "
+                "at 8), is not modelled.", data)
     lines = []
     for scale, a in agree.items():
         lines.append(f"- At {a['nodes']} node(s) ({scale} parallelism) the model ranks "
