@@ -597,7 +597,7 @@ def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch, kw):
         "data/reference/prices_vm.csv" in read
     assert ("data/reference/gfarm_azure_gfrep.csv" in read) == (not kw)
     named = {e.title: e.runs for e in sec.entries}
-    for title in ("The burst decision's uncertain inputs",
+    for title in ("The burst decision's inputs: the uncertain ones and the fixed assumptions",
                   "Burst decision: P(sooner), break-even band, verdict, time and whole cost "
                   "per job, VM, region, billing and storage scenario",
                   "What decides the break-even wait, per job class",

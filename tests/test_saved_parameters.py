@@ -73,7 +73,8 @@ def test_every_parameter_refuses_what_it_does_not_take_in_one_line(kind, where, 
     ({"user_job": {"name": "m", "problem": {"poison": [8, 8, 8]}}}, "user_job's problem: "
      "unknown key 'poison' (did you mean poisson? the keys are: poisson, n, nnz, iterations)"),
     ({"wan_mib_s": [60, 30]}, "wan_mib_s must be a number of 0 or more (MiB/s), [low, high] "
-     "or [low, mode, high]; 0: the published gfrep range, low <= mode <= high, not [60, 30]")])
+     "or [low, mode, high]; 0: each region's published bounds (data/reference/"
+     "wan_paths.csv, gfarm_azure_gfrep.csv), low <= mode <= high, not [60, 30]")])
 def test_the_cost_notebooks_stumbles_are_one_line(values, message):
     """The values the issue typed into 190, each refused by name in one line."""
     namespace = parameters.defaults("190_report_cost.ipynb") | values

@@ -8,7 +8,9 @@ as absent, never guessed.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -143,6 +145,33 @@ def git(root: Path) -> dict:
             "dirty": bool(status), "changed_files": status.splitlines()[:50]}
 
 
+def source_digest(files: dict[str, bytes]) -> str:
+    """The digest of a native kernel's build: sha256 over its sources and headers, each as
+    its file name (no folder: a move keeps the build) and its bytes, in name order; 16 hex
+    digits.  Two runs with the same digest ran the same C."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name] + b"\0")
+    return h.hexdigest()[:16]
+
+
+def builds(root: Path) -> dict:
+    """Per native kernel (kernels_ext/<kernel>/kernel.json), the digest of the sources and
+    headers it declares (source_digest): what the run's numbers were measured with."""
+    out = {}
+    for spec in sorted((root / "kernels_ext").glob("*/kernel.json")):
+        try:
+            decl = json.loads(spec.read_text())
+            names = [*decl.get("sources", []), *decl.get("headers", [])]
+            files = {Path(n).name: (spec.parent / n).read_bytes() for n in names}
+        except (OSError, ValueError):
+            continue
+        if files:
+            out[spec.parent.name] = {"source_digest": source_digest(files),
+                                     "files": sorted(files)}
+    return out
+
+
 def collect(root: Path, env_prefixes: tuple[str, ...] = ()) -> dict:
     """Everything recorded once per run (`env_prefixes`: see environment)."""
     return {
@@ -152,4 +181,5 @@ def collect(root: Path, env_prefixes: tuple[str, ...] = ()) -> dict:
                      "packages": packages(), "compilers": compilers()},
         "environment": environment(env_prefixes),
         "git": git(root),
+        "builds": builds(root),
     }

@@ -15,7 +15,7 @@ utilisation (72-81% in fiscal 2020-2023) says why it is long.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -24,14 +24,10 @@ from burstbench.core.checks import ParamError, strict_keys
 from burstbench.core.reference import vm_key
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
-from burstbench.cost.model import Model, iterations_for, traffic_for
+from burstbench.cost.model import RANKS_PER_NODE, Model, iterations_for, traffic_for
 from burstbench.cost.predict import MatrixModel, NodeModel, SolveLayout, predict
 from burstbench.cost.prices import Prices
 from burstbench.cost.spot import spot_expected_arrays
-
-#: Ranks per node everywhere, as the study ran BICCG.
-RANKS_PER_NODE = 2
-
 
 # -- job classes ----------------------------------------------------------------------------
 
@@ -49,6 +45,22 @@ class JobClass:
     iterations: float | None = None  # given by the user; else measured
     flow_node_hours: float | None = None
     note: str = ""
+    yours: bool = False  # the user's job (user_job): its sizes are theirs, not assumed
+
+    def stated(self, nodes: bool = True) -> str:
+        """The job as every output states it, each figure with whose it is: '100 solves
+        (assumed: job_solves), 1 node (2 ranks, as the study ran), 10 GB in and 30 GB
+        out (assumed: job_input_gb, job_output_gb; the study's solve reads and writes no
+        file)'."""
+        work = (f"{self.flow_node_hours:g} node-hours on Flow" if self.problem is None
+                else f"{self.solves:,} solve(s)")
+        data = f"{self.data.input_gb:g} GB in and {self.data.output_gb:g} GB out"
+        on = f" on {self.nodes} node(s)" if nodes else ""
+        if self.yours:
+            return f"{work}{on}, {data} (all yours: user_job)"
+        return (f"{work} (assumed: job_solves){on}, {RANKS_PER_NODE} ranks a node as the "
+                f"study ran, {data} (assumed: job_input_gb, job_output_gb; the study's "
+                "solve reads and writes no file)")
 
     def __post_init__(self) -> None:
         if self.problem is None and not (self.flow_node_hours and self.flow_node_hours > 0):
@@ -94,7 +106,8 @@ def user_jobs(user: dict, data: job.Data, solves: int) -> list[JobClass]:
     udata = job.Data(user.get("input_gb", data.input_gb), user.get("output_gb", data.output_gb),
                      user.get("keep_months", data.keep_months))
     return [JobClass(f"{name}, {n} node(s)", n, udata, problem, int(user.get("solves", solves)),
-                     p.get("iterations"), user.get("flow_node_hours")) for n in nodes]
+                     p.get("iterations"), user.get("flow_node_hours"), yours=True)
+            for n in nodes]
 
 
 # -- one option, evaluated on arrays of inputs ----------------------------------------------
@@ -176,6 +189,7 @@ class Option:
     pool: job.Pool
     vm_storage: tuple[float, str] | None
     egress_jpy_per_gb: float
+    platform_jpy: float = 0.0  # the always-on server and master node's share per job
 
 
 @dataclass(frozen=True)
@@ -198,26 +212,37 @@ class Settings:
 def evaluate(jc: JobClass, vm: Parts, flow: Parts, flow_scale_of, opt: Option,
              s: Settings, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Per draw of `inputs`: the VM's time to result and cost, Flow's computing and cost,
-    the staging rate and the break-even wait.  `flow_scale_of(inputs)` is the factor on
-    Flow's memory time (its nominal fraction / the drawn one; 1 where measured)."""
+    the staging rate, the break-even wait and the terms it adds up from (deployment, a
+    spot row's wait for capacity included; staging in; staging out; the VM's computing less
+    Flow's).  `flow_scale_of(inputs)` is the factor on Flow's memory time (its nominal
+    fraction / the drawn one; 1 where measured).  The WAN is the option's region's."""
     scale = flow_scale_of(inputs)
     flow_h = flow.hours(inputs, 1.0 if flow.node_hours_h else scale)
     vm_h = vm.hours(inputs, 1 / scale if vm.node_hours_h else 1.0)
-    rate = np.minimum(inputs[u.WAN], opt.pool.mib_s)
+    rate = np.minimum(u.wan_of(inputs, opt.region), opt.pool.mib_s)
     if opt.vm_storage is not None:
         rate = np.minimum(rate, opt.vm_storage[0])
     billed = None
+    deploy_min = inputs[u.DEPLOY]
     if opt.billing == "spot":
         vm_h, billed = spot_expected_arrays(vm_h, s.checkpoint_h, inputs[u.EVICTIONS],
                                             s.restart_h)
+        # waiting for free capacity: the VMs are not up yet, so it is not billed
+        vm_h = vm_h + inputs.get(u.SPOT_START, 0.0) / 60
     j = job.vm_job(vm_h, jc.nodes, opt.price_per_node_h, jc.data, rate, opt.pool,
-                   opt.egress_jpy_per_gb, inputs[u.DEPLOY] / 60, billed, s.free_egress_gb)
+                   opt.egress_jpy_per_gb, deploy_min / 60, billed, s.free_egress_gb)
     _, flow_jpy = job.onprem_job(flow_h, jc.nodes, s.flow_fee, jc.data,
                                  s.flow_storage_jpy_per_tb_month)
-    return {"time_h": j.hours, "jpy": j.jpy, "compute_jpy": j.compute_jpy,
-            "storage_jpy": j.storage_jpy, "egress_jpy": np.full_like(j.hours, j.egress_jpy),
+    waited = inputs.get(u.SPOT_START, 0.0) / 60 if opt.billing == "spot" else 0.0
+    ones = np.ones_like(np.asarray(j.hours, dtype=float))
+    return {"time_h": j.hours, "jpy": j.jpy + opt.platform_jpy, "compute_jpy": j.compute_jpy,
+            "storage_jpy": j.storage_jpy, "egress_jpy": ones * j.egress_jpy,
+            "platform_jpy": ones * opt.platform_jpy,
             "staging_h": j.stage_in_h + j.stage_out_h, "staging_mib_s": rate,
             "flow_h": flow_h, "flow_jpy": flow_jpy,
+            "deploy_h": ones * (j.deploy_h + waited), "stage_in_h": ones * j.stage_in_h,
+            "stage_out_h": ones * j.stage_out_h,
+            "compute_diff_h": ones * (j.compute_h - waited - flow_h),
             "break_even_h": job.break_even_wait_h(j.hours, flow_h)}
 
 
@@ -257,6 +282,10 @@ def verdict(be_p10: float, be_p90: float, wait_h: float) -> str:
     return "undecided"
 
 
+#: The break-even's terms, as evaluate() returns them (each in hours): they add up to it.
+TERMS = ("deploy", "stage_in", "stage_out", "compute_diff")
+
+
 def summarize(out: dict[str, np.ndarray], s: Settings) -> dict:
     """A row's numbers from its draws: medians and 10-90% bands, P(sooner) per wait, the
     verdict at the user's wait."""
@@ -271,15 +300,20 @@ def summarize(out: dict[str, np.ndarray], s: Settings) -> dict:
            "flow_compute_high_h": q["flow_h"][2], "flow_jpy": q["flow_jpy"][1],
            "break_even_p10_h": q["break_even_h"][0], "break_even_p50_h": q["break_even_h"][1],
            "break_even_p90_h": q["break_even_h"][2],
-           "extra_jpy": float(np.median(out["jpy"] - out["flow_jpy"]))}
+           "extra_jpy": float(np.median(out["jpy"] - out["flow_jpy"])),
+           "platform_jpy": q["platform_jpy"][1]}
+    for term in TERMS:
+        row[f"be_{term}_h"] = q[f"{term}_h"][1]
+        row[f"be_{term}_low_h"], row[f"be_{term}_high_h"] = q[f"{term}_h"][0], q[f"{term}_h"][2]
     for w in s.waits_h:
         row[f"p_sooner_at_{wait_label(w)}"] = float(np.mean(be < w))
     row["verdict"] = verdict(row["break_even_p10_h"], row["break_even_p90_h"], s.queue_wait_h)
     return row
 
 
-#: One option's evaluation: input draws -> its outputs (evaluate, bound to the option).
-Evaluator = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+#: One option's evaluation: input draws (and the job's data, where another) -> its outputs
+#: (evaluate, bound to the option).
+Evaluator = Callable[..., dict[str, np.ndarray]]
 
 
 @dataclass
@@ -348,8 +382,9 @@ def decide(jobs: list[JobClass], machine_of: dict[str, NodeModel], flow: NodeMod
                                         "status": opts})
                     continue
                 for opt in opts:
-                    def ev(x, jc=jc, vp=vp, fp=fp, opt=opt):
-                        return evaluate(jc, vp, fp, flow_scale, opt, s, x)
+                    def ev(x, data=None, jc=jc, vp=vp, fp=fp, opt=opt):
+                        return evaluate(replace(jc, data=data) if data else jc, vp, fp,
+                                        flow_scale, opt, s, x)
                     out = ev(inputs)
                     key = (jc.name, vm, opt.region, opt.billing, opt.pool.scenario)
                     draws[key] = np.sort(out["break_even_h"])
@@ -360,7 +395,7 @@ def decide(jobs: list[JobClass], machine_of: dict[str, NodeModel], flow: NodeMod
                         "price_per_node_h": opt.price_per_node_h, "how": vp.how,
                         "traffic": vp.traffic, "pool": opt.pool.text,
                         "pool_mib_s": opt.pool.mib_s,
-                        "staging_limit": staging_limit(opt, inputs[u.WAN])}
+                        "staging_limit": staging_limit(opt, u.wan_of(inputs, opt.region))}
                         | summarize(out, s))
     return Decision(pd.DataFrame(rows), draws, ranges, evaluators)
 
@@ -370,3 +405,103 @@ def sensitivity(decision: Decision, job_name: str, key: tuple) -> list[u.Swing]:
     option `key` of `job_name` (the others at their modes)."""
     ev = decision.evaluators[key]
     return u.one_at_a_time(decision.ranges, lambda x: ev(x)["break_even_h"])
+
+
+# -- what would flip the verdict ------------------------------------------------------------
+
+#: The job's data, as flip points name them (not drawn: the job's own).
+GB_IN, GB_OUT = "GB in", "GB out"
+
+#: Where a flip point is looked for, per input: (low, high, log scale, how the high end is
+#: said).  A flip outside is said not to exist ("no WAN rate up to 10 GiB/s ...").
+FLIP_SPANS: dict[str, tuple[float, float, bool, str]] = {
+    u.WAN: (0.1, 10240.0, True, "10 GiB/s"), u.ERROR: (-0.9, 9.0, False, "+900%"),
+    u.FLOW_FRACTION: (0.05, 1.0, False, "1"), u.DEPLOY: (0.0, 1440.0, False, "a day"),
+    u.SPOT_START: (0.0, 1440.0, False, "a day"), u.EVICTIONS: (0.0, 10.0, False, "10 per h"),
+    u.ITERATIONS: (0.0, 1.0, False, "1"), u.LATENCY: (0.0, 1.0, False, "1"),
+    GB_IN: (0.0, 1e5, False, "100 TB"), GB_OUT: (0.0, 1e5, False, "100 TB")}
+
+
+def bisect(f: Callable[[float], float], lo: float, hi: float, log: bool = False,
+           steps: int = 80) -> float | None:
+    """The x in [lo, hi] where f changes sign (f continuous and monotonic there), by
+    bisection (in log x where `log`); None where f(lo) and f(hi) have the same sign."""
+    a, b = (np.log(lo), np.log(hi)) if log else (lo, hi)
+    fa, fb = f(float(np.exp(a) if log else a)), f(float(np.exp(b) if log else b))
+    if fa == 0:
+        return lo
+    if fa * fb > 0:
+        return None
+    for _ in range(steps):
+        m = (a + b) / 2
+        fm = f(float(np.exp(m) if log else m))
+        if (fm < 0) == (fa < 0):
+            a, fa = m, fm
+        else:
+            b = m
+    x = (a + b) / 2
+    return float(np.exp(x) if log else x)
+
+
+@dataclass(frozen=True)
+class Flip:
+    """Where the verdict at `wait_h` changes as one input moves, the others at their modes:
+    `at` (None where it does not within FLIP_SPANS), and whether it bursts above it."""
+
+    input: str
+    at: float | None
+    unit: str
+    burst_above: bool
+    verdict_at_modes: str
+    value_at_modes: float
+    span: tuple[float, str] = (0.0, "")  # where it was looked for: low, the high end said
+
+    def text(self) -> str:
+        """'burst while the WAN rate to East US is at least 14 MiB/s', 'stay above 160 GB
+        out', or 'no WAN rate ... up to 10 GiB/s makes it burst'."""
+        unit = f" {self.unit}" if self.unit and not self.unit.startswith("of ") else ""
+        lo, hi_text = self.span
+        if self.at is None:
+            if self.verdict_at_modes == "burst":
+                return f"it bursts at every {self.input} in {lo:g}-{hi_text}"
+            return f"no {self.input} up to {hi_text} makes it burst"
+        x = f"{self.at:.3g}{unit}"
+        if self.input in (GB_IN, GB_OUT):
+            return (f"burst above {self.at:.3g} {self.input}" if self.burst_above
+                    else f"stay above {self.at:.3g} {self.input}")
+        return (f"burst while {self.input} is at least {x}" if self.burst_above
+                else f"stay above {x} of {self.input}")
+
+
+def flip_points(ev: Evaluator, ranges: dict[str, u.Range], names: list[str], data: job.Data,
+                wait_h: float) -> list[Flip]:
+    """For each input of `names` (drawn inputs, or GB_IN / GB_OUT: the job's data), the
+    value at which the verdict at `wait_h` (burst where the break-even at the modes is
+    below it) changes, the others at their modes; found by bisection over FLIP_SPANS."""
+    out = []
+    for name in names:
+        def be(x: float, name=name) -> float:
+            inputs = u.modes(ranges, 1)
+            d = None
+            if name == GB_IN:
+                d = replace(data, input_gb=x)
+            elif name == GB_OUT:
+                d = replace(data, output_gb=x)
+            else:
+                inputs[name] = np.array([x])
+            return float(ev(inputs, d)["break_even_h"][0]) - wait_h
+        if name.startswith(u.WAN):
+            lo, hi, log, hi_text = FLIP_SPANS[u.WAN]
+        elif name in FLIP_SPANS:
+            lo, hi, log, hi_text = FLIP_SPANS[name]
+        else:
+            r = ranges[name]
+            lo, hi, log, hi_text = r.low, r.high, False, f"{r.high:g}"
+        at = bisect(be, lo, hi, log)
+        mode = data.input_gb if name == GB_IN else data.output_gb if name == GB_OUT \
+            else ranges[name].mode
+        here = be(mode)
+        unit = "GB" if name in (GB_IN, GB_OUT) else ranges[name].unit
+        out.append(Flip(name, at, unit, be(hi) < be(lo), "burst" if here < 0 else "stay",
+                        mode, (lo, hi_text)))
+    return out

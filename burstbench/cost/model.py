@@ -1,7 +1,13 @@
 """The BICCG time model (burstbench.cost.predict) fitted on one measured solve and validated
-on every other: its efficiency, its error (the range the decision draws from), the iteration
-counts of each layout (a range where a layout was not measured), the solver's own message
-counts, and the setup per solve (predict's assumption 6)."""
+on the others that the decision can trust: its efficiency, its error (the range the decision
+draws from), the iteration counts of each layout (a range where a layout was not measured),
+the solver's own message counts, and the setup per solve (predict's assumption 6).
+
+A solve validates the model only where it was measured with the fitted solve's build of the
+solver (the digest of its C in the run's provenance: an earlier build is another program),
+in the layout the decision prices (RANKS_PER_NODE ranks per node, the node's other cores as
+threads of each) and for at least MIN_SOLVE_S.  Every other solve is listed with the reason
+it is not used, never in the error band."""
 
 from __future__ import annotations
 
@@ -24,6 +30,25 @@ from burstbench.cost.predict import (
 
 #: Seconds a measured solve must take to count in the model's error range.
 MIN_SOLVE_S = 1.0
+#: Ranks per node of every layout the decision prices, as the study ran BICCG.
+RANKS_PER_NODE = 2
+
+
+def not_used(build: str, fitted_build: str, ranks_per_node: int, threads: int,
+             node_cores: int, measured_s: float) -> str:
+    """Why a measured solve does not validate the model ('' where it does): another build
+    of the solver, a layout the decision does not price, or too short a solve."""
+    if not build:
+        return "no build recorded in its run's provenance"
+    if build != fitted_build:
+        return f"another build of the solver ({build}; fitted: {fitted_build or 'unknown'})"
+    want = max(1, node_cores // RANKS_PER_NODE)
+    if ranks_per_node != RANKS_PER_NODE or threads != want:
+        return (f"a layout the decision does not price ({ranks_per_node} rank(s) x {threads} "
+                f"thread(s) a node; it prices {RANKS_PER_NODE} x {want} here)")
+    if measured_s < MIN_SOLVE_S:
+        return f"shorter than {MIN_SOLVE_S:g} s (launch and setup, not memory)"
+    return ""
 
 
 def traffic_for(problem: str, ranks: int, counts: pd.DataFrame) -> Traffic | None:
@@ -85,6 +110,11 @@ def _growth(d: pd.DataFrame) -> float | None:
     return float((by[r2] / by[r1]) ** (1 / math.log2(r2 / r1)))
 
 
+def _build(value) -> str:
+    """A run's build digest, '' where it recorded none (a missing cell reads as NaN)."""
+    return value if isinstance(value, str) else ""
+
+
 def _problem(row) -> MatrixModel:
     return MatrixModel.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
                          str(row.get("factor") or "single"))
@@ -101,20 +131,28 @@ class Model:
     counts: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     setup_iterations: float = 0.0  # the reference's setup in its own iterations' memory time
 
-    def long_errors(self) -> pd.Series:
-        """predicted / measured - 1 of the solves of at least MIN_SOLVE_S (a decision's
-        jobs solve for seconds to minutes; shorter solves are launch and setup, not
-        memory), or of all where none is, with the fitted solve's 0."""
-        v = self.validation[~self.validation["reference"]]
+    def _checks(self) -> pd.DataFrame:
+        """The solves besides the fitted one that validate the model (module docstring);
+        a validation without a ``used`` column (built by hand) uses those of at least
+        MIN_SOLVE_S, or all where none is."""
+        v = self.validation
+        if "reference" not in v:
+            return v.iloc[0:0]
+        v = v[~v["reference"].astype(bool)]
+        if "used" in v:
+            return v[v["used"].astype(bool)]
         long = v[v["measured_s"] >= MIN_SOLVE_S]
-        return pd.concat([(long if len(long) else v)["error"], pd.Series([0.0])],
-                         ignore_index=True)
+        return long if len(long) else v
+
+    def long_errors(self) -> pd.Series:
+        """predicted / measured - 1 of the solves that validate the model, with the fitted
+        solve's 0."""
+        return pd.concat([self._checks()["error"], pd.Series([0.0])], ignore_index=True)
 
     @property
     def validated(self) -> bool:
-        """True when some solve besides the fitted one was measured to check the model on."""
-        v = self.validation
-        return "reference" in v and bool((~v["reference"].astype(bool)).any())
+        """True when some solve besides the fitted one validates the model."""
+        return bool(len(self._checks()))
 
     @property
     def error_range(self) -> tuple[float, float]:
@@ -132,8 +170,9 @@ class Model:
         lo, hi = self.error_range
         n = len(e) - 1
         return u.Range(u.ERROR, lo, float(e.median()), hi, "",
-                       f"the validation's {n} solve(s) of at least {MIN_SOLVE_S:g} s and the "
-                       "fitted one (biccg_model_validation.csv)")
+                       f"the validation's {n} solve(s) of the fitted build, in the layout the "
+                       f"decision prices ({RANKS_PER_NODE} ranks a node), of at least "
+                       f"{MIN_SOLVE_S:g} s, and the fitted one (biccg_model_validation.csv)")
 
 
 def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict) -> Model:
@@ -164,6 +203,7 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     in_merit_run = newest(ref)
     r = (in_merit_run if len(in_merit_run) else ref).sort_values("run_id").iloc[-1]
     layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
+    fitted_build = _build(r.get("build"))
 
     def same(d: pd.DataFrame, s) -> pd.DataFrame:
         return d[(d["run_id"] == s["run_id"]) & (d["problem"] == s["problem"])
@@ -193,10 +233,15 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
             continue
         is_ref = (s["run_id"], s["problem"], s["label"], s["nodes"]) == (
             r["run_id"], r["problem"], r["label"], r["nodes"])
+        why = "" if is_ref else not_used(_build(s.get("build")), fitted_build,
+                                         lay.ranks_per_node, lay.threads, m.cores,
+                                         float(s["value"]))
         rows.append({"vm": s["vm"], "run_id": s["run_id"], "problem": s["problem"],
                      "layout": f"{lay.nodes}n {s['label']}", "cores": s["cores"],
                      "iterations": float(it["value"].iloc[0]), "measured_s": s["value"],
                      "predicted_s": p.solve_s, "error": p.solve_s / s["value"] - 1,
                      "memory_share": p.memory_s / p.iteration_s, "reference": is_ref,
-                     "data": s["data"]})
+                     "build": _build(s.get("build")), "used": is_ref or not why,
+                     "not_used": why, "ranks_per_node": lay.ranks_per_node,
+                     "threads": lay.threads, "data": s["data"]})
     return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations)

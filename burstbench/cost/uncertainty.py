@@ -28,6 +28,19 @@ DEPLOY = "deployment"
 ITERATIONS = "iterations"
 EVICTIONS = "spot evictions"
 LATENCY = "published MPI latency"
+SPOT_START = "spot start delay"
+
+
+def wan(region: str) -> str:
+    """The WAN input of one region: 'WAN rate to East US' (each region its own path); ''
+    names the one WAN of a caller that draws a single WAN for every region."""
+    return f"{WAN} to {region}" if region else WAN
+
+
+def wan_of(inputs: dict, region: str):
+    """A region's WAN among `inputs`: its own where drawn, else the one WAN every region
+    shares (a caller that drew a single WAN)."""
+    return inputs[wan(region)] if wan(region) in inputs else inputs[WAN]
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,8 @@ class Pricing:
                 raise ParamError(f"{vm} in {self.region}: {opts}")
             return next(o for o in opts if o.pool.scenario == self.storage)
         return policy.cost_option(nodes, run_h, cls, classes, ratio_of, option_of,
-                                  m.max_nodes, self.x[u.WAN], self.x[u.DEPLOY] / 60,
-                                  self.egress_free_gb)
+                                  m.max_nodes, u.wan_of(self.x, self.region),
+                                  self.x[u.DEPLOY] / 60, self.egress_free_gb)
 
     def ratio(self, c: policy.LoggedClass, k: int, m: NodeModel) -> np.ndarray | None:
         """A class's VM time / on-premise time on `k` nodes of machine `m`, per draw: its own
@@ -162,14 +162,14 @@ def pricing(classes: list[policy.LoggedClass], *, runs_dir: Path | str = "",
                          f"{why_unfitted}")
     ranges = inputs.ranges(fitted or _Unfitted(), flow_fraction, flow_measured, ref_dir,
                            wan_mib_s, deploy_minutes, 0.0, problems,
-                           machines.merit(merits, "wan_mib_s"))
+                           machines.merit(merits, "wan_mib_s"), (region,))
     x = {k: np.concatenate([[r.mode], r.draw(draws, seed)]) for k, r in ranges.items()}
     scale = np.ones(draws + 1) if flow_measured else x[u.FLOW_FRACTION] / ranges[
         u.FLOW_FRACTION].mode  # Flow's bandwidth drawn / nominal: the VM's time scales by it
     prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
     fee = prices.lookup(system, "onprem_fee")
     tiers, egress, _ = inputs.storage_prices(ref_dir, problems)
-    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
+    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges,
                                 pool_min_tib, pool_jobs_per_month)
     table = prices.table[(prices.table["kind"] == "cloud") & (prices.table["billing"] == billing)
                          & (prices.table["region"] == region)]

@@ -125,6 +125,27 @@ def _range(name: str, unit: str, zero_means: str = "") -> Callable[[Any], Any]:
     return check
 
 
+def _wan(name: str) -> Callable[[Any], Any]:
+    """The WAN: one number or range for every region (0: each region's published bounds),
+    or {region: a positive number or range}, each region its own network."""
+    one = _range(name, "MiB/s", "each region's published bounds (data/reference/"
+                 "wan_paths.csv, gfarm_azure_gfrep.csv)")
+
+    def check(v: Any) -> Any:
+        if not isinstance(v, dict):
+            return one(v)
+        out = {}
+        for region, x in v.items():
+            got = _range(f"{name} for {region}", "MiB/s")(x)
+            low = got[0] if isinstance(got, list) else got
+            if not low > 0:
+                raise ParamError(f"{name} for {region} must be positive (MiB/s), not {x!r}")
+            out[str(region)] = got
+        return out
+
+    return check
+
+
 def _fraction_range(name: str) -> Callable[[Any], Any]:
     """A fraction in (0, 1], or [low, mode, high] of them."""
     def check(v: Any) -> Any:
@@ -243,8 +264,10 @@ COST = FOLDERS + (
           "[low, mode, high] or a number (the study: about 5)",
           _range("deploy_minutes", "minutes")),
     Param("wan_mib_s", 0, "staging between Flow and the cloud, MiB/s: a number, [low, high] or "
-          "[low, mode, high]; 0: Gfarm on Azure within a region to between regions (23-117)",
-          _range("wan_mib_s", "MiB/s", "the published gfrep range")),
+          "[low, mode, high] for every region, or {region: one of those} each its own; 0: "
+          "each region's published bounds (Japan East: Gfarm on Azure within a region to "
+          "between regions, 23-117; East US: one TCP stream across the Pacific, 18-37)",
+          _wan("wan_mib_s")),
     Param("job_solves", 100, "solves per job of each job class", _integer("job_solves", 1)),
     Param("job_input_gb", 10.0, "GB staged in per job (ingress: free)",
           _number("job_input_gb", unit="GB")),
@@ -265,6 +288,13 @@ COST = FOLDERS + (
           "flow_node_hours, nodes}", _user_job),
     Param("spot_evictions_per_h", [0.02, 0.1, 0.3], "evictions per hour of the decision's spot "
           "rows: [low, mode, high] or a number", _range("spot_evictions_per_h", "per hour")),
+    Param("spot_start_minutes", [0.0, 5.0, 60.0], "from submission to start of a spot row's "
+          "VMs beyond deployment, waiting for free capacity: [low, mode, high] or a number "
+          "(assumed: the study gives none)", _range("spot_start_minutes", "minutes")),
+    Param("platform_jpy_per_month", 0, "the always-on CycleCloud server and master node, JPY "
+          "a month, shared by pool_jobs_per_month jobs; 0: two 4-vCPU D-series v5 VMs at "
+          "Table 4's D32s_v5 price / 8, 730 h, in the option's region", _number(
+              "platform_jpy_per_month", unit="JPY per month")),
     Param("mc_draws", 4000, "Monte Carlo draws of the uncertain inputs",
           _integer("mc_draws", 100)),
     Param("mc_seed", 2023, "their seed: the figures rebuild byte for byte",
@@ -313,9 +343,9 @@ REPLAY = FOLDERS + (
           "(replay_storage: shared pool)", _number("pool_jobs_per_month", zero=False)),
     Param("egress_free_gb", 0.0, "free data transfer out per job (GB)",
           _number("egress_free_gb", unit="GB")),
-    Param("wan_mib_s", 0, "staging between the centre and the cloud (MiB/s): 0 = the published "
-          "gfrep range, or a number / range", _range("wan_mib_s", "MiB/s",
-                                                     "the published gfrep range")),
+    Param("wan_mib_s", 0, "staging between the centre and the cloud (MiB/s): 0 = the region's "
+          "published bounds, or a number / range, or {region: one of those}",
+          _wan("wan_mib_s")),
     Param("flow_fraction", 0.793, "most likely Triad / theoretical on the on-premise system; "
           "or [low, mode, high]", _fraction_range("flow_fraction")),
     Param("flow_vm", "flow-cloud", "the label of the on-premise system's own runs: where one "

@@ -85,8 +85,9 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     own counts, where the run recorded them): the medians of every run of each VM measured here
     (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem (``size`` rows,
     ``nnz``, the factor's precision), solver or layout (``label``) and node count, with the
-    ranks, threads and cores used.  The study published curves, not numbers: nothing of it
-    here."""
+    ranks, threads and cores used, and ``build``: the digest of the solver's C the run
+    measured (its provenance's builds; empty where not recorded).  The study published
+    curves, not numbers: nothing of it here."""
     from burstbench.benchmarks.biccg import COLUMNS
 
     loaded = store.load(Path(runs_dir), "biccg", False, COLUMNS)
@@ -102,6 +103,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
                   & stats["metric"].isin(list(MERITS))]
         data = paths.rel_path(Path(run["path"]), paths.project_root())
+        build = (run.get("builds") or {}).get("biccg", {}).get("source_digest", "")
         for r in s.itertuples():
             f = facts.loc[(r.run_id, r.problem)]
             rows.append({"vm": run["vm"], "merit": MERITS[r.metric], "value": float(r.median),
@@ -110,6 +112,6 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "impl": r.impl, "problem": r.problem, "nodes": int(r.nodes),
                          "ranks": int(r.ranks), "threads": int(r.threads),
                          "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
-                         "factor": f["factor"], "run_id": run["run_id"],
+                         "factor": f["factor"], "run_id": run["run_id"], "build": build,
                          "newest": run["run_id"] in newest})
     return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)

@@ -109,7 +109,8 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
                      "verified": check.verified, "damage": check.damage, "test": test,
                      "started": sec.get("started"), "finished": sec.get("finished"),
                      "params": sec.get("params", {}), "contended": busy,
-                     "host": prov.get("system", {}).get("hostname", "")})
+                     "host": prov.get("system", {}).get("hostname", ""),
+                     "builds": prov.get("builds", {})})
     table = ordered(pd.concat(frames, ignore_index=True), columns) if frames \
         else pd.DataFrame(columns=table_columns(columns))
     return Loaded(table, runs, problems)

@@ -53,7 +53,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                     pool_min_tib: float = 4.0, pool_jobs_per_month: float = 30.0,
                     g3_iterations: float = 0, user_job: dict | None = None,
                     checkpoint_h: float = 1.0, restart_h: float = 5 / 60,
-                    spot_evictions_per_h=(0.02, 0.1, 0.3), mc_draws: int = 4000,
+                    spot_evictions_per_h=(0.02, 0.1, 0.3), spot_start_minutes=(0.0, 5.0, 60.0),
+                    platform_jpy_per_month: float = 0.0, mc_draws: int = 4000,
                     mc_seed: int = 2023, show: bool = False) -> Section:
     """Every decision table and figure (see the module docstring).  `wan_mib_s` 0: bounded by
     the Gfarm-on-Azure slides' replication within a region and between two; a number, or
@@ -89,21 +90,31 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"no burst decision: {exc}")
         return section
     section.entries.append(figures.validation(section, fitted, fig_dir, show))
-    if not fitted.validated:
+    if not fitted.validated and len(fitted.validation) > 1:
+        section.problems.append(
+            f"the time model is fitted on {reference['problem']} {reference['layout']} on "
+            f"{reference['vm']} (build {fitted.reference.get('build') or 'not recorded'}): no "
+            "other solve of that build in the layout the decision prices validates it, so "
+            "its error is unknown and the decision draws none; measure BICCG again with "
+            "this build")
+    elif not fitted.validated:
         section.problems.append(
             f"the time model is fitted on the only BICCG solve measured ({reference['problem']} "
             f"{reference['layout']} on {reference['vm']}): no other solve validates it, so its "
             "error is unknown and the decision draws none; measure BICCG's other "
             "configurations (after a budget, the same command measures what was left)")
+    prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
+    cloud = prices.table[prices.table["kind"] == "cloud"]
+    regions = tuple(sorted(set(cloud["region"].dropna()) - {"(run)"}))
     ranges = inputs.ranges(fitted, flow_fraction, flow_measured, ref_dir, wan_mib_s,
                            deploy_minutes, spot_evictions_per_h, section.problems,
-                           machines.merit(merits, "wan_mib_s"))
+                           machines.merit(merits, "wan_mib_s"), regions, spot_start_minutes)
     jobs, notes = inputs.job_classes(merits, data, job_solves, g3_iterations, user_job or {})
     section.problems += notes
-    prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
     tiers, egress, flow_tb = inputs.storage_prices(ref_dir, section.problems)
-    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges[u.WAN],
-                                pool_min_tib, pool_jobs_per_month)
+    platform = inputs.platform_costs(prices, regions, platform_jpy_per_month)
+    options_of = inputs.options(tiers, egress, machines.storage_rates(merits), ranges,
+                                pool_min_tib, pool_jobs_per_month, platform_jpy_month=platform)
     settings = burst.Settings(prices.lookup(flow_system, "onprem_fee"), flow_tb,
                                  checkpoint_h, restart_h, egress_free_gb, mc_draws, mc_seed,
                                  WAITS_H, float(queue_wait_h))
@@ -111,9 +122,12 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     result = burst.decide(jobs, vms, flow, flow_measured, fitted, prices,
                              options_of, ranges, settings)
     drawn_from = inputs.sources(merits, ref_dir, ranges)
-    text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from)
+    fixed = inputs.fixed_assumptions(data, job_solves, pool_jobs_per_month, egress_free_gb,
+                                     pool_min_tib, checkpoint_h, restart_h, platform,
+                                     platform_jpy_per_month, user_job or {})
+    text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from, fixed)
     text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir,
-                        drawn_from)
+                        drawn_from, jobs)
     result = in_region(result, region, section.problems)  # the answer: this region's options
     rows = result.rows
     priced = rows[rows["status"] == "priced"] if "status" in rows else rows.iloc[0:0]
@@ -121,7 +135,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         why = "; ".join(rows["status"].dropna().unique()[:3]) if len(rows) else "no job"
         section.problems.append(f"no burst option priced for any job: {why}")
     else:
-        swings = {}
+        swings, flips = {}, {}
         for jc in jobs:
             lead = text.leading(rows, jc.name)
             if lead is None:
@@ -131,12 +145,19 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
             at_modes = float(result.evaluators[key](u.modes(ranges))["break_even_h"][0])
             swings[jc.name] = (" ".join(str(k) for k in key[1:]), at_modes,
                                burst.sensitivity(result, jc.name, key))
+            deciding = [sw.name for sw in swings[jc.name][2][:2]]
+            flips[jc.name] = burst.flip_points(result.evaluators[key], ranges, deciding + [
+                burst.GB_IN, burst.GB_OUT], jc.data, float(queue_wait_h))
+        basis = text.basis(jobs, ranges, region, fitted)
         section.entries.append(figures.decision_figure(
-            result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show))
+            result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show,
+            basis))
         text.sensitivity_table(section, swings, fig_dir, drawn_from)
-        section.entries.append(figures.tornado(swings, fig_dir, show))
+        section.entries.append(figures.tornado(swings, fig_dir, show, basis))
+        text.flip_table(section, flips, swings, queue_wait_h, fig_dir, drawn_from)
         section.entries.append(text.choices(rows, jobs, swings, flow_system, fitted,
-                                            queue_wait_h, fig_dir, region, ranges[u.WAN]))
+                                            queue_wait_h, fig_dir, region,
+                                            u.wan_of(ranges, region), flips))
         section.entries.append(text.numbers(rows, jobs, swings, flow_system, queue_wait_h,
                                             fig_dir))
     try:

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from burstbench.cost.burst import Decision
-from burstbench.cost.model import MIN_SOLVE_S, Model
+from burstbench.cost.model import MIN_SOLVE_S, RANKS_PER_NODE, Model
 from burstbench.cost.uncertainty import Swing
 from burstbench.report import style
 from burstbench.report.sections import Entry, Section, figure_entry, table_entry
@@ -26,6 +26,8 @@ def tick(h: float) -> str:
 
 def hours(h: float) -> str:
     """'25 min', '2.4 h', '3.1 days', '-13 min': a duration as it is said."""
+    if abs(h) < 1 / 60:
+        return "under a minute"
     if h < 0:
         return "-" + hours(-h)
     if h < 1 / 60:
@@ -38,18 +40,26 @@ def hours(h: float) -> str:
 
 
 def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Entry:
-    """Predicted against measured solve times, log-log, the fitted one marked."""
+    """Predicted against measured solve times, log-log, the fitted one marked; the solves
+    that validate the model (burstbench.cost.model: the fitted build, the decision's layout,
+    long enough) filled, the others hollow, each listed with why it is not used."""
     v = model.validation
+    if "used" not in v:
+        v = v.assign(used=True, not_used="", build="")
     table_entry(section, [{
         "vm": r.vm, "problem": r.problem, "layout": r.layout, "iterations": int(r.iterations),
         "measured_s": round(r.measured_s, 4), "predicted_s": round(r.predicted_s, 4),
-        "error": round(r.error, 3), "fitted_here": bool(r.reference), "data": r.data}
+        "error": round(r.error, 3), "fitted_here": bool(r.reference), "used": bool(r.used),
+        "not_used": r.not_used, "build": r.build, "data": r.data}
         for r in v.itertuples()], fig_dir, "biccg_model_validation",
         "BICCG time model: predicted against measured solves",
         "Every measured solve of the C solver (median of its repetitions, each VM's runs), "
         "predicted by burstbench/cost/predict.py with the efficiency fitted on the one "
         "marked fitted_here; error = predicted / measured - 1. The model takes each run's "
-        "own Triad where it measured one.")
+        "own Triad where it measured one. used: the solve is of the fitted build (build: "
+        "the digest of the solver's C in its run's provenance), in the layout the decision "
+        f"prices ({RANKS_PER_NODE} ranks a node) and of at least {MIN_SOLVE_S:g} s: only "
+        "these make the model's error band; not_used says why the others do not.")
     style.apply_style()
     fig, ax = plt.subplots(figsize=(7.5, 6.2))
     lo, hi = model.error_range
@@ -57,18 +67,21 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     ax.plot(span, span, color="0.3", lw=1, label="predicted = measured")
     if model.validated:  # else error_range is (nan, nan)
         ax.fill_between(span, [s * (1 + lo) for s in span], [s * (1 + hi) for s in span],
-                        color="0.85", label=f"the validation's range, {lo:+.0%} to {hi:+.0%}")
+                        color="0.85", label=f"the error band, {lo:+.0%} to {hi:+.0%}")
     problems = sorted(set(v["problem"]))
     colors = dict(zip(problems, style.palette(len(problems))))
     markers = {"1x1": "o", "1x2": "s", "2x1": "^"}
     for r in v.itertuples():
         lay = r.layout.split()[-1]
-        ax.scatter(r.measured_s, r.predicted_s, color=colors[r.problem],
-                   marker=markers.get(lay, "D"), s=90 if r.reference else 36,
-                   edgecolor="black" if r.reference else "none", zorder=3,
-                   label=f"{r.problem}" if lay == "2x1" and not r.reference else None)
+        ax.scatter(r.measured_s, r.predicted_s, marker=markers.get(lay, "D"),
+                   s=90 if r.reference else 36,
+                   color=colors[r.problem] if r.used else "none",
+                   edgecolor="black" if r.reference else colors[r.problem], zorder=3,
+                   label=f"{r.problem}" if r.used and not r.reference else None)
     for lay, mk in markers.items():
         ax.scatter([], [], marker=mk, color="0.4", label=f"layout {lay} (ranks x threads)")
+    ax.scatter([], [], marker="o", facecolor="none", edgecolor="0.4", s=36,
+               label="hollow: listed, not used (biccg_model_validation.csv: not_used)")
     ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", s=90,
                label="fitted on this solve")
     ax.set(xscale="log", yscale="log", xlim=span, ylim=span, xlabel="measured solve time (s)",
@@ -76,41 +89,62 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     handles, labels = ax.get_legend_handles_labels()
     keep = dict(zip(labels, handles))
     ax.legend(keep.values(), keep.keys(), fontsize=7, loc="upper left", frameon=True)
-    others = v[~v["reference"]]
+    others = v[~v["reference"].astype(bool)]
+    used = others[others["used"].astype(bool)]
     fitted_on = (f"fitted on one solve ({model.reference['problem']}, "
                  f"{model.reference['label']}, {model.reference['vm']})")
     if model.validated:
-        med = float(others["error"].abs().median())
+        med = float(used["error"].abs().median())
         ax.set_title(f"BICCG model: efficiency {model.efficiency:.2f} of Triad, median "
-                     f"|error| {med:.0%}")
-        checked = (f"{fitted_on} and predicts the others within {others['error'].min():+.0%} "
-                   f"to {others['error'].max():+.0%} (median |error| {med:.0%}); solves of "
-                   f"at least {MIN_SOLVE_S:g} s, the decision's scale, within {lo:+.0%} to "
-                   f"{hi:+.0%}, the range its tables carry. Most of it is this VM: its memory "
-                   "bandwidth alternates between two states over minutes (1-thread Triad "
-                   "15-40 GB/s between runs), and a run's Triad and its solves are minutes "
-                   "apart.")
+                     f"|error| {med:.0%} on the solves that validate it")
+        checked = (f"{fitted_on} and predicts the {len(used)} solve(s) that validate it (the "
+                   f"same build, {RANKS_PER_NODE} ranks a node, at least {MIN_SOLVE_S:g} s) "
+                   f"within {lo:+.0%} to {hi:+.0%}, the band the decision draws.")
     else:
         ax.set_title(f"BICCG model: efficiency {model.efficiency:.2f} of Triad, not validated")
         checked = (f"{fitted_on}, the only one measured: no other solve checks it, so its "
                    "error is unknown and the decision's tables carry none (measure BICCG's "
                    "other configurations; after a budget, the same command measures what "
-                   "was left).")
+                   "was left)." if others.empty else
+                   f"{fitted_on}: no other solve of its build in the decision's layout "
+                   "checks it, so its error is unknown and the decision's tables carry none "
+                   "(measure BICCG again with this build).")
+    builds = others[others["not_used"].astype(str).str.startswith(("another build",
+                                                                   "no build"))]
+    single = others[others["layout"].astype(str).str.endswith(" 1x1")
+                    & (others["measured_s"] >= MIN_SOLVE_S)]
+    listed = (f" Listed, not used: {len(others) - len(used)} solve(s), {len(builds)} of them "
+              f"from other builds of the solver ({', '.join(sorted(set(builds['data'])))})"
+              if len(others) > len(used) else "")
+    finding = (f". A separate finding: one rank of one thread (layout 1x1, a layout no "
+               f"decision job uses) is predicted {-single['error'].max():.0%} to "
+               f"{-single['error'].min():.0%} faster than measured in every run "
+               f"({len(single)} solves of at least {MIN_SOLVE_S:g} s; "
+               f"{_spread(single[single['build'] == model.reference.get('build')])} on the "
+               "fitted build): the model misses it"
+               if len(single) and (single["error"] < 0).all() else "")
     caption = (f"Data: biccg_model_validation.csv ({len(v)} measured "
                "solves: "
                f"{', '.join(problems)}; runs under data/runs). The model (memory traffic at "
                f"{model.efficiency:.2f} x the Triad of the cores used, plus halo and "
-               f"reductions priced by the ping-pong) was {checked} Not validated here: more "
-               "than one node (no second machine was measured).")
+               f"reductions priced by the ping-pong) was {checked}{listed}{finding}. The "
+               f"fitted build: {model.reference.get('build') or 'not recorded'} (the digest "
+               "of the solver's C). Not validated here: more than one node (no second "
+               "machine was measured).")
     return figure_entry(fig, fig_dir, "biccg_model_validation",
                         "BICCG time model: predicted against measured", caption,
                         sorted(set(v["data"])), show)
 
 
+def _spread(rows) -> str:
+    """'16% to 38% faster' of under-predicted rows, or 'none' where there are none."""
+    if not len(rows):
+        return "none"
+    return f"{-rows['error'].max():.0%} to {-rows['error'].min():.0%} faster"
 
 
 def decision_figure(decision: Decision, names: list[str], flow_system: str,
-                    queue_wait_h: float, fig_dir: Path, show: bool) -> Entry:
+                    queue_wait_h: float, fig_dir: Path, show: bool, basis: str = "") -> Entry:
     """Per job class: P(the VM returns the result sooner) against Flow's queue wait for two
     options only, the fastest (the lowest median break-even) and the cheapest (spot
     included; the rest are in the table), over the waits where their break-evens lie; the
@@ -166,13 +200,13 @@ def decision_figure(decision: Decision, names: list[str], flow_system: str,
                f"Monte Carlo draws of every uncertain input (burst_inputs.md) in which "
                "the VM, deployed, staged and computing, is done before Flow's queue wait plus "
                "Flow's computing. Dotted: 10% and 90%, between them undecided; dash-dotted: "
-               f"the wait asked about ({hours(queue_wait_h)}). Costs are medians.")
+               f"the wait asked about ({hours(queue_wait_h)}). Costs are medians. {basis}")
     return figure_entry(fig, fig_dir, "burst_decision", "When bursting pays", caption,
                         ["burst_decision.csv"], show, caption_size=9)
 
 
 def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
-            show: bool) -> Entry:
+            show: bool, basis: str = "") -> Entry:
     """Per job class, its leading option's break-even wait as each input goes from its low
     to its high end (the others at their modes), the inputs ranked by that swing."""
     names = list(swings)
@@ -197,7 +231,7 @@ def tornado(swings: dict[str, tuple[str, float, list[Swing]]], fig_dir: Path,
     caption = ("Data: burst_sensitivity.csv. Blue: the wait rises "
                "from the input's low "
                "to its high end; orange: it falls. The black line: every input at its mode. "
-               "Predicted, not measured.")
+               f"Predicted, not measured. {basis}")
     return figure_entry(fig, fig_dir, "burst_sensitivity", "What decides the break-even wait",
                         caption, ["burst_sensitivity.csv"], show,
                         caption_size=9)

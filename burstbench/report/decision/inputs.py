@@ -141,13 +141,106 @@ class _Erring(Protocol):
     def error(self) -> u.Range: ...
 
 
+def wan_paths(ref_dir: Path, problems: list[str]) -> dict[str, dict]:
+    """Per region, the path from Flow to it (wan_paths.csv): round trip and a single TCP
+    stream's window, each a range with its source."""
+    t = read_reference(ref_dir, "wan_paths.csv", ["region", "rtt_ms_low", "rtt_ms_high",
+                                                  "window_mib_low", "window_mib_high"],
+                       problems)
+    return {str(r["region"]): dict(r) for _, r in t.iterrows()}
+
+
+def published_wan(region: str, gfrep: dict[str, float], path: dict | None) -> u.Range:
+    """A region's WAN where nothing was measured: log-uniform over the gfrep rates within a
+    region and between two (Azure VMs in Japan), each end capped by what one TCP stream
+    carries at the path's round trip (window / RTT, wan_paths.csv)."""
+    lo, hi = gfrep["within"], gfrep["between"]
+    text = (f"gfrep of 7.8 GB between Azure VMs in Japan (gfarm_azure_gfrep.csv): within a "
+            f"region {lo:.1f}, between Japan West and East {hi:.1f} MiB/s (the slides call "
+            "the latter anomalous)")
+    tables: tuple[str, ...] = ("gfarm_azure_gfrep.csv",)
+    if path is not None:
+        tables += ("wan_paths.csv",)
+        rtt_lo, rtt_hi = float(path["rtt_ms_low"]), float(path["rtt_ms_high"])
+        w_lo, w_hi = float(path["window_mib_low"]), float(path["window_mib_high"])
+        cap_lo = w_lo / (rtt_hi / 1000)
+        cap_hi = w_hi / (rtt_lo / 1000) if rtt_lo > 0 else math.inf
+        if cap_hi < hi or cap_lo < lo:
+            lo, hi = min(lo, cap_lo), min(hi, cap_hi)
+            text = (f"one TCP stream's window / round trip on {path['path']}: "
+                    f"{w_lo:g}-{w_hi:g} MiB / {rtt_hi:g}-{rtt_lo:g} ms = {lo:.1f}-{hi:.1f} "
+                    f"MiB/s (wan_paths.csv: {path['rtt_source']}; {path['window_source']}), "
+                    f"below the {text}")
+        else:
+            text += (f"; one TCP stream's bound on {path['path']} ({rtt_hi:g} ms at most: "
+                     f"over {cap_lo:.0f} MiB/s) does not bind")
+    elif region:
+        text += f"; no path to {region} in wan_paths.csv, so no round trip bounds it"
+    return u.Range.log_uniform(u.wan(region), lo, hi, "MiB/s",
+                               f"nothing measured from Flow to {region or 'the cloud'}: "
+                               f"{text}; log-uniform between them", tables=tables)
+
+
+def _wan_given(region: str, value, label: str = "wan_mib_s") -> u.Range:
+    """A WAN the user gave (a number or a range) as `region`'s input ('': every region's);
+    refused, one line, at 0 or below."""
+    low = min(value) if isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, (int, float)) for v in value) else value
+    if isinstance(low, (int, float)) and not low > 0:
+        raise ParamError(f"{label} must be positive, not {low:g}")
+    return as_range(u.wan(region), value, "MiB/s", label, log=True)
+
+
+def wan_ranges(regions: tuple[str, ...], wan_mib_s, ref_dir: Path, problems: list[str],
+               measured_wan: pd.DataFrame | None = None) -> dict[str, u.Range]:
+    """Each region's WAN (u.wan(region)): `wan_mib_s` where given (one value or range for
+    every region, or {region: value or range}); else a replication to the other site that
+    the storage benchmark measured (merit wan_mib_s, its tries' range, the median most
+    likely); else published_wan."""
+    if isinstance(wan_mib_s, dict):
+        given = dict(wan_mib_s)
+    elif wan_mib_s in (0, None, []):
+        given = {}
+    else:
+        _wan_given("", wan_mib_s)  # one value for every region: checked, said once
+        given = {r: wan_mib_s for r in regions}
+    unknown = sorted(set(given) - set(regions))
+    if unknown:
+        raise ParamError(f"wan_mib_s: no region {unknown[0]!r} (the regions priced: "
+                         f"{', '.join(regions)})")
+    out = {}
+    gfrep = gfrep_rates(ref_dir, problems) if len(given) < len(regions) and (
+        measured_wan is None or not len(measured_wan)) else {}
+    paths_of = wan_paths(ref_dir, problems) if gfrep and any(
+        r and r not in given for r in regions) else {}
+    for region in regions:
+        if region in given:
+            out[u.wan(region)] = _wan_given(region, given[region], "wan_mib_s" if not
+                                            isinstance(wan_mib_s, dict) else
+                                            f"wan_mib_s for {region}")
+        elif measured_wan is not None and len(measured_wan):
+            w = measured_wan.sort_values("run_id").iloc[-1]
+            lo = min(float(w["low"]), float(w["value"]))
+            hi = max(float(w["high"]), float(w["value"]))
+            out[u.wan(region)] = u.Range(
+                u.wan(region), lo, float(w["value"]), hi, "MiB/s",
+                f"measured: gfrep to the other site's I/O node ({w['data']}, "
+                "storage_replicate_remote), its tries' range")
+        elif len(gfrep) < 2:
+            raise ParamError("no WAN rate: gfarm_azure_gfrep.csv lacks its within- and "
+                             "between-region rows, and wan_mib_s is not given")
+        else:
+            out[u.wan(region)] = published_wan(region, gfrep, paths_of.get(region))
+    return out
+
+
 def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: Path,
            wan_mib_s, deploy_minutes, spot_evictions_per_h, problems: list[str],
-           measured_wan: pd.DataFrame | None = None) -> dict[str, u.Range]:
+           measured_wan: pd.DataFrame | None = None, regions: tuple[str, ...] = (),
+           spot_start_minutes=0.0) -> dict[str, u.Range]:
     """Every uncertain input of the decision, with its source (burstbench.cost.uncertainty).
-    The WAN: `wan_mib_s` where given; else a replication to the other site measured by the
-    storage benchmark (`measured_wan`, merit wan_mib_s: its tries' range, the median most
-    likely); else the published gfrep rates within a region and between two."""
+    The WAN per region of `regions` (wan_ranges); with none, one WAN (u.WAN) for every
+    region, bounded by no path's round trip."""
     out = {u.ERROR: model.error()}
     if flow_measured:
         out[u.FLOW_FRACTION] = u.Range.known(u.FLOW_FRACTION, 1.0, "",
@@ -156,27 +249,7 @@ def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: 
         out[u.FLOW_FRACTION] = as_range(u.FLOW_FRACTION, flow_fraction, "", "flow_fraction")
     else:
         out[u.FLOW_FRACTION] = flow_fraction_range(ref_dir, float(flow_fraction), problems)
-    if wan_mib_s in (0, None, []) and measured_wan is not None and len(measured_wan):
-        w = measured_wan.sort_values("run_id").iloc[-1]
-        lo, hi = min(float(w["low"]), float(w["value"])), max(float(w["high"]), float(w["value"]))
-        out[u.WAN] = u.Range(u.WAN, lo, float(w["value"]), hi, "MiB/s",
-                             f"measured: gfrep to the other site's I/O node ({w['data']}, "
-                             "storage_replicate_remote), its tries' range")
-    elif wan_mib_s in (0, None, []):
-        g = gfrep_rates(ref_dir, problems)
-        if len(g) < 2:
-            raise ParamError("no WAN rate: gfarm_azure_gfrep.csv lacks its within- and "
-                             "between-region rows, and wan_mib_s is not given")
-        out[u.WAN] = u.Range.log_uniform(
-            u.WAN, min(g.values()), max(g.values()), "MiB/s",
-            f"gfrep of 7.8 GB on Azure (data/reference/gfarm_azure_gfrep.csv): within a region "
-            f"{g['within']:.1f}, between Japan West and East {g['between']:.1f} MiB/s (the "
-            "slides call the latter anomalous); log-uniform between them",
-            tables=("gfarm_azure_gfrep.csv",))
-    else:
-        out[u.WAN] = as_range(u.WAN, wan_mib_s, "MiB/s", "wan_mib_s", log=True)
-    if out[u.WAN].low <= 0:
-        raise ParamError(f"wan_mib_s must be positive, not {out[u.WAN].low:g}")
+    out |= wan_ranges(tuple(regions) or ("",), wan_mib_s, ref_dir, problems, measured_wan)
     out[u.DEPLOY] = as_range(u.DEPLOY, deploy_minutes, "min",
                              "deploy_minutes (the study: about 5 min from submission to start "
                              "under CycleCloud; the ends are assumed)")
@@ -186,11 +259,16 @@ def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: 
                                 "doubling of ranks; the same draw for the VM and Flow")
     out[u.EVICTIONS] = as_range(u.EVICTIONS, spot_evictions_per_h, "per h",
                                 "spot_evictions_per_h (assumed: the study gives no rate)")
+    out[u.SPOT_START] = as_range(u.SPOT_START, spot_start_minutes, "min",
+                                 "spot_start_minutes, added to a spot row's deployment "
+                                 "(assumed: the study says spot VMs run only when capacity "
+                                 "is free and are overtaken by pay-as-you-go jobs, and "
+                                 "gives no delay)")
     out[u.LATENCY] = u.Range(u.LATENCY, 0.0, 0.0, 1.0, "of each published range",
                              "the study's osu.csv latency ranges (HB120-16rs_v3 1.9-4.3 us, "
                              "HC44rs 1.5-3.7 us), the least most likely; the same position "
                              "for every published machine")
-    for r in (out[u.DEPLOY], out[u.EVICTIONS]):
+    for r in (out[u.DEPLOY], out[u.EVICTIONS], out[u.SPOT_START]):
         if r.low < 0:
             raise ParamError(f"{r.name} must not be negative, not {r.low:g}")
     return out
@@ -229,12 +307,15 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
 
 
 def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
-            vm_storage: dict[str, tuple[float, str]], wan: u.Range,
-            pool_min_tib: float, pool_jobs_per_month: float, shared_tier: str = "Standard"):
+            vm_storage: dict[str, tuple[float, str]], wan: dict[str, u.Range],
+            pool_min_tib: float, pool_jobs_per_month: float, shared_tier: str = "Standard",
+            platform_jpy_month: dict[str, float] | None = None):
     """options_of(vm, price_row, job_class) for burst.decide: per region, a pool per job (the
-    cheapest that delivers the WAN's likely rate, or the VM's storage where slower) and the
-    study's always-on pool shared by a month's burst jobs; a reason where a region has no
-    transfer or storage price."""
+    cheapest that delivers the region's WAN's likely rate (`wan`: the ranges, by
+    u.wan(region), or one u.WAN), or the VM's storage where slower) and the study's
+    always-on pool shared by a month's burst jobs; each with the region's always-on server
+    and master node (`platform_jpy_month`) shared by the month's jobs; a reason where a
+    region has no transfer or storage price."""
     if pool_min_tib < 0:
         raise ParamError(f"pool_min_tib must be 0 or more, not {pool_min_tib:g}")
     if not pool_jobs_per_month > 0:
@@ -247,14 +328,75 @@ def options(tiers: dict[str, list[job.Tier]], egress: dict[str, float],
         if not tiers.get(region):
             return f"no storage price for {region}"
         storage = vm_storage.get(vm) or vm_storage.get(vm_key(vm))
-        wanted = min(wan.mode, storage[0]) if storage else wan.mode
+        rate = (wan.get(u.wan(region)) or wan[u.WAN]).mode
+        wanted = min(rate, storage[0]) if storage else rate
+        platform = (platform_jpy_month or {}).get(region, 0.0) / pool_jobs_per_month
         data = jc.data
         pools = [job.pool_per_job(data, tiers[region], pool_min_tib, wanted),
                  job.shared_pool(tiers[region], shared_tier, max(pool_min_tib, data.tib),
                                  pool_jobs_per_month)]
         return [burst.Option(vm, region, p.billing, float(p.jpy_per_hour), pool, storage,
-                                egress[region]) for pool in pools]
+                             egress[region], platform) for pool in pools]
     return of
+
+
+#: The always-on CycleCloud server and master node where platform_jpy_per_month is 0: two
+#: VMs of 4 vCPUs (a CycleCloud server's size), priced at Table 4's D32s_v5 (32 vCPUs) / 8.
+PLATFORM_VMS, PLATFORM_VM, PLATFORM_SHARE = 2, "D32s_v5", 8
+
+
+def platform_costs(prices, regions: tuple[str, ...], given: float) -> dict[str, float]:
+    """JPY a month of the always-on server and master node per region: `given` where
+    above 0, else PLATFORM_VMS x the D32s_v5 pay-as-you-go price / PLATFORM_SHARE x
+    job.HOURS_PER_MONTH (the study lists them as always on, unpriced)."""
+    if given:
+        return {r: float(given) for r in regions}
+    t = prices.table
+    out = {}
+    for r in regions:
+        row = t[(t["key"] == vm_key(PLATFORM_VM)) & (t["region"] == r) & (t["billing"] == "payg")]
+        if len(row):
+            out[r] = PLATFORM_VMS * float(row["jpy_per_hour"].iloc[0]) / PLATFORM_SHARE \
+                * job.HOURS_PER_MONTH
+    return out
+
+
+def fixed_assumptions(data: job.Data, solves: int, jobs_per_month: float, free_gb: float,
+                      pool_min_tib: float, checkpoint_h: float, restart_h: float,
+                      platform: dict[str, float], platform_given: float,
+                      user: dict) -> list[dict]:
+    """What the decision takes as known, not drawn, each with where it comes from: the
+    study's jobs (theirs, or the report's assumption) and the bill's fixed terms."""
+    report = "assumed: the report's parameter"
+    rows = [
+        ("solves per job", solves, "solves", f"{report} job_solves (the study times one "
+         "solve)"),
+        ("nodes", "1, 2, 4, 8", "nodes", "the study's layouts (2 ranks a node; Figure 12 "
+         "runs 1-32 nodes)"),
+        ("GB in per job", data.input_gb, "GB", f"{report} job_input_gb (the study's solve "
+         "reads no input file)"),
+        ("GB out per job", data.output_gb, "GB", f"{report} job_output_gb (the study's solve "
+         "writes no output file)"),
+        ("months kept in the cloud", data.keep_months, "months", f"{report} keep_months"),
+        ("burst jobs a month", jobs_per_month, "jobs", f"{report} pool_jobs_per_month: they "
+         "share the always-on pool and platform"),
+        ("free egress", free_gb, "GB per job", f"{report} egress_free_gb (the study gives "
+         "no free allowance or tiers)"),
+        ("ANF pool minimum", pool_min_tib, "TiB", f"{report} pool_min_tib (the study's 4 TiB "
+         "pool)"),
+        ("spot checkpoint interval", checkpoint_h, "h", f"{report} checkpoint_h"),
+        ("spot restart", restart_h * 60, "min", f"{report} restart_h"),
+        ("always-on server and master node",
+         ", ".join(f"{r} {v:,.0f}" for r, v in platform.items()), "JPY a month",
+         f"{report} platform_jpy_per_month" if platform_given else
+         f"{PLATFORM_VMS} VMs of 4 vCPUs (Azure CycleCloud's installation requirements: at "
+         f"least 4 vCPUs and 8 GB) at Table 4's {PLATFORM_VM} pay-as-you-go price / "
+         f"{PLATFORM_SHARE}, {job.HOURS_PER_MONTH} h a month (the study lists them as always "
+         "on, unpriced)")]
+    if user:
+        rows.append(("your job", str(user.get("name", "user job")), "",
+                     "user_job: its solves, nodes and GB as you gave them"))
+    return [{"input": n, "value": v, "unit": unit, "source": src} for n, v, unit, src in rows]
 
 
 def run_prices(merits: list[Merits]) -> list[dict]:

@@ -10,8 +10,8 @@ import pandas as pd
 
 from burstbench.core.store import atomic_write
 from burstbench.cost import uncertainty as u
-from burstbench.cost.burst import Decision, JobClass, wait_label
-from burstbench.cost.model import MIN_SOLVE_S, Model
+from burstbench.cost.burst import Decision, Flip, JobClass, wait_label
+from burstbench.cost.model import Model
 from burstbench.report.decision.figures import hours
 from burstbench.report.sections import Entry, Section, table_entry
 
@@ -22,14 +22,46 @@ COLUMNS = {"job": None, "nodes": None, "vm": None, "region": None, "billing": No
            "time_h": 3, "time_low_h": 3, "time_high_h": 3, "flow_compute_h": 3,
            "flow_compute_low_h": 3, "flow_compute_high_h": 3,
            "jpy": 0, "jpy_low": 0, "jpy_high": 0, "compute_jpy": 0, "storage_jpy": 0,
-           "egress_jpy": 0, "flow_jpy": 0, "extra_jpy": 0, "price_per_node_h": 1,
+           "egress_jpy": 0, "platform_jpy": 0, "flow_jpy": 0, "extra_jpy": 0,
+           "be_deploy_h": 3, "be_deploy_low_h": 3, "be_deploy_high_h": 3,
+           "be_stage_in_h": 3, "be_stage_in_low_h": 3, "be_stage_in_high_h": 3,
+           "be_stage_out_h": 3, "be_stage_out_low_h": 3, "be_stage_out_high_h": 3,
+           "be_compute_diff_h": 3, "be_compute_diff_low_h": 3, "be_compute_diff_high_h": 3,
+           "price_per_node_h": 1,
            "staging_h": 3, "staging_mib_s": 1, "pool_mib_s": 1, "staging_limit": None,
            "pool": None, "flow_source": None, "how": None, "traffic": None}
 
 
+def jobs_stated(jobs: list[JobClass]) -> str:
+    """The jobs as a caption states them: 'Poisson 256x256x512, 1 node(s): 100 solve(s)
+    (assumed: ...) ...; ...'."""
+    return "; ".join(f"{jc.name}: {jc.stated()}" for jc in jobs)
+
+
+def basis(jobs: list[JobClass], ranges: dict[str, u.Range], region: str,
+          model: Model) -> str:
+    """What a decision figure's numbers rest on, for its caption: the job (once, where
+    the study's classes differ only in nodes), the region's network and the model's error
+    band."""
+    study = [jc for jc in jobs if not jc.yours]
+    job = (f"Each panel's job: {study[0].stated(nodes=False)}, on the panel's nodes"
+           if study else f"The jobs: {jobs_stated(jobs)}")
+    mine = [f"{jc.name}: {jc.stated()}" for jc in jobs if jc.yours]
+    wan = u.wan_of(ranges, region)
+    lo, hi = model.error_range
+    err = (f"the model's error {lo:+.0%} to {hi:+.0%} (its fitted build, the decision's "
+           "layout)" if model.validated else "no model error (not validated)")
+    how = ("measured" if wan.source.startswith("measured") else "given" if
+           wan.source == "wan_mib_s" else "nothing measured: one TCP stream's bound"
+           if "TCP stream's window" in wan.source else "nothing measured: published bounds")
+    return (f"{job}{'; ' + '; '.join(mine) if mine else ''}. It rests on the WAN to {region}, "
+            f"{wan.low:.0f}-{wan.high:.0f} MiB/s ({how}), {err}, and deployment "
+            "(burst_inputs.md).")
+
+
 def decision_table(section: Section, decision: Decision, waits_h: tuple[float, ...],
                    queue_wait_h: float, flow_system: str, fig_dir: Path,
-                   data: list[str]) -> pd.DataFrame:
+                   data: list[str], jobs: list[JobClass]) -> pd.DataFrame:
     """figures/burst_decision.{csv,md}: every row, rounded as printed, drawn from `data`."""
     cols = list(COLUMNS)
     at = cols.index("verdict") + 1
@@ -55,25 +87,38 @@ def decision_table(section: Section, decision: Decision, waits_h: tuple[float, .
                 "above, undecided between. Storage: a pool per job (minimum size, billed per "
                 "hour rounded up) or the study's always-on pool shared by a month's burst "
                 "jobs; staging at the least of the WAN, the pool and the VM's measured "
-                "storage (staging_limit). A VM with no price, no Triad, or no InfiniBand for "
-                "several nodes is listed with its reason, never priced.", data)
+                "storage (staging_limit), each region over its own WAN (burst_inputs.md). "
+                "be_<term>_h: the break-even's terms, with their 10-90% bands (be_<term>_low_h, "
+                "_high_h): deployment (a spot row's wait for capacity included), staging in, "
+                "staging out, and the VM's computing less Flow's; their medians need not add "
+                "up to the break-even's. platform_jpy: the always-on server and master node's "
+                "share per job. A VM with no price, no Triad, or no InfiniBand for several "
+                f"nodes is listed with its reason, never priced. The jobs: {jobs_stated(jobs)}.",
+                data)
     return out
 
 
 def inputs_table(section: Section, ranges: dict[str, u.Range], draws: int, seed: int,
-                 fig_dir: Path, data: list[str]) -> None:
-    """figures/burst_inputs.{csv,md}: each uncertain input, its range and its source (the
-    entry drawn from `data`)."""
-    table_entry(section, [{"input": r.name, "low": r.low, "mode": r.mode, "high": r.high,
-                           "unit": r.unit, "drawn": "fixed" if r.fixed else
-                           "log-uniform" if r.log else "triangular", "source": r.source}
-                          for r in ranges.values()], fig_dir, "burst_inputs",
-                "The burst decision's uncertain inputs",
-                f"Each drawn {draws} times (seed {seed}) for every row of "
+                 fig_dir: Path, data: list[str], fixed: list[dict]) -> None:
+    """figures/burst_inputs.{csv,md}: each uncertain input, its range and its source, then
+    the fixed assumptions (`fixed`: the job's sizes, the bill's fixed terms), each with
+    whose it is (the entry drawn from `data`)."""
+    rows: list[dict[str, object]] = [{"input": r.name, "low": r.low, "mode": r.mode, "high": r.high,
+             "unit": r.unit, "drawn": "fixed" if r.fixed else
+             "log-uniform" if r.log else "triangular", "source": r.source}
+            for r in ranges.values()]
+    rows += [{"input": f["input"], "low": None, "mode": f["value"], "high": None,
+              "unit": f["unit"], "drawn": "assumption, not drawn", "source": f["source"]}
+             for f in fixed]
+    table_entry(section, rows, fig_dir, "burst_inputs",
+                "The burst decision's inputs: the uncertain ones and the fixed assumptions",
+                f"Each uncertain input drawn {draws} times (seed {seed}) for every row of "
                 f"burst_decision.csv; a time predicted p stands for "
                 "p / (1 + model "
                 "error); positions (iterations, published MPI latency) are fractions of each "
-                "machine's or layout's own range.", data)
+                "machine's or layout's own range. Rows 'assumption, not drawn': what the "
+                "decision takes as known, the job's own sizes first, each saying whether it "
+                "is the study's or an assumption of the report's parameters.", data)
 
 
 def sensitivity_table(section: Section, swings: dict, fig_dir: Path, data: list[str]) -> None:
@@ -105,7 +150,12 @@ def study_table(section: Section, check: pd.DataFrame, agree: dict, fig_dir: Pat
                 "the memory and message seconds of a solve at the inputs' modes, "
                 "P(HB120rs_v3 faster), the faster by median and the term whose difference "
                 "decides it. The study: HB120rs_v3 faster at small parallelism, HC44rs at large "
-                "(small latency-bound messages).", data)
+                "(small latency-bound messages). The study gives Figure 12 in its text only, "
+                "with no data points and no node counts: '1-32 nodes' is this project's "
+                "range, and the check can compare rankings, not times. Every byte is priced "
+                "at the DRAM Triad: HB120rs_v3's 768 MiB of L3 a socket (Table 1), which "
+                "holds a node's working set from 8 nodes on (1.06 GiB of the solver's bytes "
+                "at 8), is not modelled.", data)
     lines = []
     for scale, a in agree.items():
         lines.append(f"- At {a['nodes']} node(s) ({scale} parallelism) the model ranks "
@@ -152,29 +202,62 @@ def leading(rows: pd.DataFrame, name: str) -> pd.Series | None:
 
 
 def the_job(jc: JobClass, lead: pd.Series) -> str:
-    """What the answer is for: the job (solves, nodes, data in and out), and its staging
-    (time, rate and what limits it; the network rate's source follows the list)."""
-    work = (f"{jc.flow_node_hours:g} node-hours on Flow" if jc.problem is None
-            else f"{jc.solves:,} solve(s)")
-    return (f"  - The job: {work} on {jc.nodes} node(s), {jc.data.input_gb:g} GB in and "
-            f"{jc.data.output_gb:g} GB out; staging both ways takes "
+    """What the answer is for: the job (solves, nodes, data in and out, each saying whose
+    it is), and its staging (time, rate and what limits it)."""
+    return (f"  - The job: {jc.stated()}; staging both ways takes "
             f"{hours(lead['staging_h'])} at {lead['staging_mib_s']:.0f} MiB/s (medians), "
             f"limited by {lead['staging_limit']}.\n")
 
 
+def terms(lead: pd.Series) -> str:
+    """The break-even taken apart: its four terms, medians with their 10-90% bands."""
+    names = {"deploy": "deployment", "stage_in": "staging in", "stage_out": "staging out",
+             "compute_diff": "computing, the VM's less Flow's"}
+    return "; ".join(f"{label} {hours(lead[f'be_{t}_h'])} ({hours(lead[f'be_{t}_low_h'])} "
+                     f"to {hours(lead[f'be_{t}_high_h'])})" for t, label in names.items())
+
+
+#: What Flow's fee is, beside a VM's price (the study's note to Table 4).
+FLOW_FEE = ("Flow's fee covers power and part of operations only; a VM's price covers "
+            "hardware, facilities, power and operations (the study, Table 4): the "
+            "difference in JPY compares a whole price with a partial one")
+
+
+def flip_table(section: Section, flips: dict[str, list[Flip]], swings: dict,
+               queue_wait_h: float, fig_dir: Path, data: list[str]) -> None:
+    """figures/burst_flip_points.{csv,md}: per job class and its leading option, the value
+    of each deciding input (and of the job's GB in and out) at which the verdict at the
+    wait asked about changes, the others at their modes."""
+    rows = [{"job": name, "option": swings[name][0], "input": f.input,
+             "flips_at": None if f.at is None else round(f.at, 4), "unit": f.unit,
+             "at_modes": round(f.value_at_modes, 4), "verdict_at_modes": f.verdict_at_modes,
+             "means": f.text()} for name, fs in flips.items() for f in fs]
+    table_entry(section, rows, fig_dir, "burst_flip_points",
+                "What would flip the verdict, per job class",
+                f"For the leading option of each job class, at the {hours(queue_wait_h)} wait "
+                "asked about (queue_wait_h): the value of each of the two inputs that decide "
+                "its break-even (burst_sensitivity.csv), and of the job's GB in and out, at "
+                "which the verdict at the inputs' modes changes between burst and stay, the "
+                "others at their modes; found by bisection. Empty flips_at: no value in a sane "
+                "span flips it (means says so). The verdict itself takes the 10-90% band, "
+                "so it is undecided near each flip point.", data)
+
+
 def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
             model: Model, queue_wait_h: float, fig_dir: Path, region: str,
-            wan: u.Range) -> Entry:
-    """Per job class: the one-line answer at the user's wait, the job and its staging, then
-    the leading and the cheapest option in `region` with their cost breakdown, the
-    break-even band and the two inputs that decide it."""
+            wan: u.Range, flips: dict[str, list[Flip]]) -> Entry:
+    """Per job class: the one-line answer at the user's wait, the job and its staging, the
+    break-even's terms and what would flip it, then the leading and the cheapest option in
+    `region` with their cost breakdown, the break-even band and the two inputs that decide
+    it."""
     lines = []
     for jc in jobs:
         d = rows[(rows["job"] == jc.name) & (rows["status"] == "priced")]
         if d.empty:
             why = rows.loc[rows["job"] == jc.name, "status"].dropna().unique()
             lines.append(f"- **{jc.name}**: nothing priced ({'; '.join(why[:3])})."
-                         + (f" {jc.note}." if jc.note else ""))
+                         + (f" {jc.note}." if jc.note else "")
+                         + f"\n  - The job: {jc.stated()}.")
             continue
         lead = leading(rows, jc.name)
         if lead is None:
@@ -191,7 +274,7 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
         answer = {
             "burst": f"burst to {option} when {flow_system}'s queue passes {band}; it costs "
                      f"{abs(lead['extra_jpy']):,.0f} JPY "
-                     f"{'more' if lead['extra_jpy'] >= 0 else 'less'} than Flow. At a "
+                     f"{'more' if lead['extra_jpy'] >= 0 else 'less'} than Flow's fee. At a "
                      f"{hours(queue_wait_h)} "
                      f"wait: **burst** (P(sooner) {p:.0%}{by})",
             "stay": f"**stay** on {flow_system} at a {hours(queue_wait_h)} wait: the soonest "
@@ -199,33 +282,44 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             "undecided": f"**undecided** at a {hours(queue_wait_h)} wait: {option} is sooner "
                          f"once {flow_system}'s queue passes {band}, a band that holds the "
                          f"wait (P(sooner) {p:.0%}{by})"}[lead["verdict"]]
+        flip = "; ".join(f.text() for f in flips.get(jc.name, []))
         lines.append(
             f"- **{jc.name}**: {answer}.\n"
             + the_job(jc, lead) +
+            f"  - The break-even, taken apart (medians, 10-90%): {terms(lead)}.\n"
+            + (f"  - What would flip the verdict at {hours(queue_wait_h)} (the others at "
+               f"their modes): {flip}.\n" if flip else "") +
             f"  - Time and cost: {hours(lead['time_h'])} to the result for "
             f"{lead['jpy']:,.0f} JPY ({lead['jpy_low']:,.0f}-{lead['jpy_high']:,.0f}): "
             f"node-hours {lead['compute_jpy']:,.0f}, storage {lead['storage_jpy']:,.0f} "
-            f"({lead['pool']}), egress {lead['egress_jpy']:,.0f} (medians; they need not add "
+            f"({lead['pool']}), egress {lead['egress_jpy']:,.0f}, always-on server and "
+            f"master node {lead['platform_jpy']:,.0f} (medians; they need not add "
             f"up to the median total); {flow_system}: {hours(lead['flow_compute_h'])} of "
-            f"computing, {lead['flow_jpy']:,.0f} JPY.\n"
+            f"computing, {lead['flow_jpy']:,.0f} JPY of fee.\n"
             f"  - Cheapest burst: {cheap['vm']} {cheap['billing']} {cheap['region']}, "
             f"{cheap['storage_scenario']}: {cheap['jpy']:,.0f} JPY, {hours(cheap['time_h'])}, "
             f"break-even {hours(cheap['break_even_p50_h'])} "
-            f"({hours(cheap['break_even_p10_h'])} to {hours(cheap['break_even_p90_h'])})."
+            f"({hours(cheap['break_even_p10_h'])} to {hours(cheap['break_even_p90_h'])})"
+            + (" (spot: it starts when capacity is free, spot_start_minutes)"
+               if cheap["billing"] == "spot" else "") + "."
             + (f" {jc.note}." if jc.note else ""))
     lo, hi = model.error_range
-    error = (f"The time model's error on solves of at least {MIN_SOLVE_S:g} s ranges "
-             f"{lo:+.0%} to {hi:+.0%}; it and every other input are drawn"
+    error = (f"The time model's error, on the solves of its fitted build in the layout the "
+             f"decision prices, ranges {lo:+.0%} to {hi:+.0%}; it and every other input are "
+             "drawn"
              if model.validated else
              "The time model's error is unknown (no solve but the one it was fitted on "
              "validates it) and is not drawn: these answers are surer than their data; every "
              "other input is drawn")
     negative = (rows.get("break_even_p10_h", pd.Series(dtype=float)) < 0).any()
     text = (f"## What would have been chosen in {region}\n\n" + "\n".join(lines)
-            + f"\n\nThe network rate assumed for staging: {wan.low:.0f}-{wan.high:.0f} MiB/s "
-            f"(most likely {wan.mode:.0f}), {wan.source}.\n\nPredicted, none of "
-            f"it measured. {error} (burst_inputs.md), the inputs that decide each "
-            f"job's break-even ranked in burst_sensitivity.md. "
+            + f"\n\nThe network rate assumed for staging to {region}: {wan.low:.0f}-"
+            f"{wan.high:.0f} MiB/s (most likely {wan.mode:.0f}), {wan.source}. Each region "
+            "has its own (burst_inputs.md).\n\n"
+            f"{FLOW_FEE}.\n\nPredicted, none of "
+            f"it measured. {error} (burst_inputs.md, with the fixed assumptions), the inputs "
+            "that decide each job's break-even ranked in burst_sensitivity.md, what flips "
+            "each verdict in burst_flip_points.md. "
             + ("A negative break-even: the VM is sooner even with no queue on Flow. "
                if negative else "")
             + f"Options in {region} (region); every region's are in burst_decision.csv."
@@ -233,14 +327,16 @@ def choices(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
     return prose(fig_dir / "burst_decision_choices.md", text,
                  "What would have been chosen, and why",
                  "Per job class, from the decision table: the answer at the wait asked about, "
-                 "the leading and the cheapest option, and the inputs that decide it.",
+                 "the job (solves, nodes, GB in and out, whose each is), the break-even's "
+                 "terms and what flips it, the leading and the cheapest option, and the "
+                 f"inputs that decide it. The jobs: {jobs_stated(jobs)}.",
                  "burst_decision.csv")
 
 
 def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system: str,
             queue_wait_h: float, fig_dir: Path) -> Entry:
     """figures/burst_decision_numbers.md: the README's paragraph on the decision, written
-    from the table (the study's problem on its fewest and most nodes)."""
+    from the table (the study's problem on its fewest and most nodes), the job stated."""
     study = [jc for jc in jobs if jc.name.startswith("Poisson 256x256x512")]
     parts = []
     for jc in (study[0], study[-1]) if study else ():
@@ -253,12 +349,16 @@ def numbers(rows: pd.DataFrame, jobs: list[JobClass], swings: dict, flow_system:
             f"{lead['region']} ({lead['storage_scenario']}): sooner than {flow_system} once "
             f"its queue is longer than {hours(lead['break_even_p50_h'])} (10-90%: "
             f"{hours(lead['break_even_p10_h'])} to {hours(lead['break_even_p90_h'])}, decided "
-            f"most by {top}), verdict at a {hours(queue_wait_h)} wait: {lead['verdict']}; "
+            f"most by {top}; staging {hours(lead['be_stage_in_h'] + lead['be_stage_out_h'])} "
+            f"of it), verdict at a {hours(queue_wait_h)} wait: {lead['verdict']}; "
             f"{lead['jpy']:,.0f} JPY (median; node-hours {lead['compute_jpy']:,.0f}, storage "
-            f"{lead['storage_jpy']:,.0f}, egress {lead['egress_jpy']:,.0f}) against "
-            f"{lead['flow_jpy']:,.0f} JPY on Flow")
-    text = ("With the committed data, for the study's Poisson 256x256x512 (predicted, with "
-            "every input drawn): " + "; ".join(parts) + ".\n")
+            f"{lead['storage_jpy']:,.0f}, egress {lead['egress_jpy']:,.0f}, always-on server "
+            f"and master node {lead['platform_jpy']:,.0f}) against "
+            f"{lead['flow_jpy']:,.0f} JPY of Flow's fee")
+    job = study[0].stated(nodes=False) if study else ""
+    text = ("With the committed data, for the study's Poisson 256x256x512 "
+            + (f"as a job of {job} " if job else "")
+            + "(predicted, with every input drawn): " + "; ".join(parts) + ".\n")
     return prose(fig_dir / "burst_decision_numbers.md", text, "The decision in numbers",
-                 "The README's paragraph on the decision, from the table.",
+                 "The README's paragraph on the decision, from the table, the job stated.",
                  "burst_decision.csv")
