@@ -15,6 +15,7 @@ import pytest
 
 from burstbench.cost import burst, job, model
 from burstbench.cost import uncertainty as u
+from burstbench.cost.flips import GB_OUT, bisect, flip_points
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2 ** 20
@@ -79,26 +80,26 @@ def test_a_flip_point_by_bisection_is_its_closed_form():
     54e9 / (0.4 h x 3600 x MiB) = 35.7628 MiB/s, bursting above; with 50 MiB/s it flips at
     0.4 h x 3600 x 50 MiB - 18 GB = 57.4978 GB out, staying above."""
     jc, ev, _ = _case()
-    flips = {f.input: f for f in burst.flip_points(ev, _known(), [u.WAN, burst.GB_OUT],
+    flips = {f.input: f for f in flip_points(ev, _known(), [u.WAN, GB_OUT],
                                                    jc.data, 1.0)}
     rate = 54e9 / (0.4 * 3600 * MIB)
     assert flips[u.WAN].at == pytest.approx(rate, rel=1e-9) == pytest.approx(35.7628, rel=1e-5)
     assert flips[u.WAN].burst_above and flips[u.WAN].verdict_at_modes == "burst"
     assert flips[u.WAN].text() == "burst while WAN rate is at least 35.8 MiB/s"
     out_gb = 0.4 * 3600 * 50 * MIB / 1e9 - 18
-    assert flips[burst.GB_OUT].at == pytest.approx(out_gb, rel=1e-9)
-    assert flips[burst.GB_OUT].text() == "stay above 57.5 GB out"
+    assert flips[GB_OUT].at == pytest.approx(out_gb, rel=1e-9)
+    assert flips[GB_OUT].text() == "stay above 57.5 GB out"
 
 
 def test_a_flip_point_that_does_not_exist_is_said_not_raised():
     """At a 0.5 h wait, deployment and computing alone (0.6 h) are longer: no WAN rate
     makes it burst, and the answer says so."""
     jc, ev, _ = _case()
-    (f,) = burst.flip_points(ev, _known(), [u.WAN], jc.data, 0.5)
+    (f,) = flip_points(ev, _known(), [u.WAN], jc.data, 0.5)
     assert f.at is None and f.verdict_at_modes == "stay"
     assert f.text() == "no WAN rate up to 10 GiB/s makes it burst"
-    assert burst.bisect(lambda x: x - 2.0, 0.0, 1.0) is None
-    assert burst.bisect(lambda x: x - 0.25, 0.0, 1.0) == pytest.approx(0.25)
+    assert bisect(lambda x: x - 2.0, 0.0, 1.0) is None
+    assert bisect(lambda x: x - 0.25, 0.0, 1.0) == pytest.approx(0.25)
 
 
 def test_each_region_stages_over_its_own_network(tmp_path):

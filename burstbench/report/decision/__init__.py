@@ -20,6 +20,7 @@ from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job, machines, model, study_check
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
+from burstbench.cost.flips import GB_IN, GB_OUT, flip_points, sensitivity
 from burstbench.registry import all_merits
 from burstbench.report.decision import figures, inputs, text
 from burstbench.report.sections import Section
@@ -144,10 +145,10 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
                    lead["storage_scenario"])
             at_modes = float(result.evaluators[key](u.modes(ranges))["break_even_h"][0])
             swings[jc.name] = (" ".join(str(k) for k in key[1:]), at_modes,
-                               burst.sensitivity(result, jc.name, key))
+                               sensitivity(result, jc.name, key))
             deciding = [sw.name for sw in swings[jc.name][2][:2]]
-            flips[jc.name] = burst.flip_points(result.evaluators[key], ranges, deciding + [
-                burst.GB_IN, burst.GB_OUT], jc.data, float(queue_wait_h))
+            flips[jc.name] = flip_points(result.evaluators[key], ranges, deciding + [
+                GB_IN, GB_OUT], jc.data, float(queue_wait_h))
         basis = text.basis(jobs, ranges, region, fitted)
         section.entries.append(figures.decision_figure(
             result, [jc.name for jc in jobs], flow_system, queue_wait_h, fig_dir, show,

@@ -10,7 +10,8 @@ import pandas as pd
 
 from burstbench.core.store import atomic_write
 from burstbench.cost import uncertainty as u
-from burstbench.cost.burst import Decision, Flip, JobClass, wait_label
+from burstbench.cost.burst import Decision, JobClass, wait_label
+from burstbench.cost.flips import Flip
 from burstbench.cost.model import Model
 from burstbench.report.decision.figures import hours
 from burstbench.report.sections import Entry, Section, table_entry
