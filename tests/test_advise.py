@@ -188,6 +188,29 @@ def test_the_history_from_sacct_the_job_completion_log_and_pbs_accounting():
             ("carol", 2, 4, 1800.0, 60.0, 600.0)
 
 
+def test_a_history_file_is_read_by_its_format_and_anything_else_refused(tmp_path):
+    t = [datetime.fromtimestamp(NOW + s).strftime("%Y-%m-%dT%H:%M:%S") for s in (0, 60, 660)]
+    files = {"sacct": ("JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit|User\n"
+                       f"5|{t[0]}|{t[1]}|{t[2]}|2|4|COMPLETED|30|carol\n", "(sacct)"),
+             "comp": (f"JobId=5 UserId=carol(1) JobState=COMPLETED TimeLimit=30 "
+                      f"StartTime={t[1]} EndTime={t[2]} NodeCnt=2 ProcCnt=4 "
+                      f"SubmitTime={t[0]}\n", "(Slurm's job completion log)"),
+             "acct": (f"11/28/2026 05:17:50;E;5.vm;user=carol qtime={NOW:.0f} "
+                      f"start={NOW + 60:.0f} end={NOW + 660:.0f} Resource_List.nodect=2\n",
+                      "(PBS accounting)")}
+    for name, (text, said) in files.items():
+        f = tmp_path / name
+        f.write_text(text)
+        jobs, source = command.read_history(str(f))
+        assert source == f"{f} {said}" and [(j.id, j.nodes) for j in jobs] == [
+            ("5" if name != "acct" else "5.vm", 2)]
+    (tmp_path / "swf").write_text("1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    with pytest.raises(ParamError) as exc:
+        command.read_history(str(tmp_path / "swf"))
+    assert str(exc.value) == (f"--history {tmp_path / 'swf'}: not sacct --parsable2, a Slurm "
+                              "job completion log or PBS accounting")
+
+
 def qstat_job(state, est="", var=None, queue_="workq", **kw) -> dict:
     j = {"Job_Name": "solve", "Job_Owner": "dave@vm", "job_state": state, "queue": queue_,
          "qtime": "Sat Nov 28 05:17:50 2026",
