@@ -90,6 +90,8 @@ void bc_local_free(bc_local *L)
                    L->scount, L->soff,  L->sidx,  L->sbuf,   L->req,    L->halo_g,
                    L->lin,    L->uin,   L->pfptr, L->pf,     L->lval32, L->uval32,
                    L->dinv32};
+    if (L->uval_in_uidx)
+        all[sizeof all / sizeof all[0] - 2] = NULL;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         free(all[k]);
     memset(L, 0, sizeof *L);

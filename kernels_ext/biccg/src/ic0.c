@@ -51,57 +51,55 @@ static int factor_row(bc_local *L, int i, double shift, double *d)
     return piv > 64.0 * DBL_EPSILON * fabs(diag) && isfinite(piv);
 }
 
-/* One attempt at the factorization with diagonal shift `shift`. */
+/* One attempt at the factorization with diagonal shift `shift`.  Where the
+ * factor is kept in single precision (lval32 allocated), each row is rounded
+ * as soon as it is final, while its values are still in cache: L's values
+ * and 1/d to float (later rows keep reading the double ones, so the factor is
+ * what rounding after the whole factorization gave, bit for bit); a separate
+ * pass over 75 MB at 128^3 took 0.02-0.1 s. */
 static int factor_all(bc_local *L, double shift, double *d)
 {
     int ok = 1;
+    float *const l32 = L->lval32, *const d32 = L->dinv32;
 #pragma omp parallel
     for (int c = 0; c < L->ncolors; c++) {
 #pragma omp for schedule(static) reduction(& : ok)
         for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
                 ok &= factor_row(L, i, shift, d);
+                if (l32) {
+                    d32[i] = (float)(1.0 / d[i]);
+                    for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
+                        l32[p] = (float)L->lval[p];
+                }
+            }
     }
     return ok;
 }
 
-/* The pivots inverted, 1/d; where `single`, they and L's values rounded to
- * single precision into new arrays (first touched by the thread that sweeps
- * the block) and the double ones freed, before U is allocated: its pages are
- * then the ones just freed, not fresh ones (a fresh page costs the kernel's
- * zeroing, and on this VM more: 1.4-12 GB/s for huge pages new to a
- * process, comparisons/README.md), and U is transposed from the rounded
- * values, which is what rounding U's double values gave. */
-static int invert_pivots(bc_local *L, double *d, int single)
+/* The pivots inverted where the factor stays double.  Where it is single (the
+ * values already rounded by factor_all), the double pivots are freed, and U
+ * is placed in the double L values' buffer, dead now: its 8 bytes an entry
+ * hold U's column (first half) and float value (second half), so U takes no
+ * fresh memory (a fresh page costs the kernel's zeroing, on this VM 1.4-12
+ * GB/s for huge pages new to a process, comparisons/README.md: 50 MB at
+ * 128^3).  Glibc's free() of that buffer would not have handed its pages to
+ * U: above 32 MB it is unmapped.  bc_local_free frees uidx only. */
+static void invert_pivots(bc_local *L, double *d)
 {
     const int n = L->nloc;
-    if (!single) {
+    if (L->lval32 == NULL) {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++)
             d[i] = 1.0 / d[i];
         L->dinv = d;
-        return BC_OK;
-    }
-    L->lval32 = bc_alloc((size_t)L->lptr[n], sizeof(float));
-    L->dinv32 = bc_alloc((size_t)n, sizeof(float));
-    if (!L->lval32 || !L->dinv32) {
-        free(d);
-        return BC_ENOMEM;
-    }
-#pragma omp parallel
-    for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static) nowait
-        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                L->dinv32[i] = (float)(1.0 / d[i]);
-                for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
-                    L->lval32[p] = (float)L->lval[p];
-            }
+        return;
     }
     free(d);
-    free(L->lval);
+    L->uidx = (int32_t *)L->lval;
+    L->uval32 = (float *)L->lval + L->lptr[n];
+    L->uval_in_uidx = 1;
     L->lval = NULL;
-    return BC_OK;
 }
 
 /* U = L^T where the local pattern is symmetric, as it is for a symmetric
@@ -229,6 +227,14 @@ int bc_factor(bc_local *L, int single)
         free(d);
         return BC_ENOMEM;
     }
+    if (single) {
+        L->lval32 = bc_alloc((size_t)L->lptr[n], sizeof(float));
+        L->dinv32 = bc_alloc((size_t)n, sizeof(float));
+        if (!L->lval32 || !L->dinv32) {
+            free(d);
+            return BC_ENOMEM;
+        }
+    }
     BC_PHASE("factor: pattern");
     /* A non-positive pivot: retry with A + shift * diag(A), the shift growing
      * tenfold from 1e-4 (Manteuffel); the shift used is reported. */
@@ -241,18 +247,15 @@ int bc_factor(bc_local *L, int single)
         }
     }
     BC_PHASE("factor: numeric");
-    int rc = invert_pivots(L, d, single);
-    if (rc != BC_OK)
-        return rc;
-    BC_PHASE("factor: invert d, round");
+    invert_pivots(L, d);
+    BC_PHASE("factor: invert d");
     const int64_t nl = L->lptr[n];
-    L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
-    if (single)
-        L->uval32 = bc_alloc((size_t)nl, sizeof(float));
-    else
+    if (!single) {
+        L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
         L->uval = bc_alloc((size_t)nl, sizeof(double));
-    if (!L->uidx || (single ? !L->uval32 : !L->uval))
-        return BC_ENOMEM;
+        if (!L->uidx || !L->uval)
+            return BC_ENOMEM;
+    }
     if (!transpose_symmetric(L)) {
         transpose_serial(L);
         /* U's pattern is L's transposed, not A's upper one: count again */

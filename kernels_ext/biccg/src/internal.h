@@ -26,6 +26,7 @@ typedef struct {
     double *lval, *uval;
     /* the same values in single precision where asked (the double ones freed) */
     float *lval32, *uval32, *dinv32;
+    int uval_in_uidx; /* uval32 lies in uidx's buffer (not freed apart) */
     /* entries of row i coupling it to its own block: the last lin[i] of its L
      * row, the first uin[i] of its U row (the rest couple other blocks) */
     int32_t *lin, *uin;

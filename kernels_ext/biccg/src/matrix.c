@@ -172,10 +172,14 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
      * the new order gathered, about ten cache misses a row: the whole build
      * took 0.25-0.45 s at 128^3, 0.09-0.16 s this way). */
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < L->nloc; i++)
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            if ((k & 511) == 0) /* one write a page (4 KiB of val) places it */
-                L->col[k] = 0, L->val[k] = 0.0;
+    for (int i = 0; i < L->nloc; i++) {
+        /* one write a page (4 KiB of val) places it: the row's first entry at
+         * a multiple of 512, if it has one (a loop over every entry to find
+         * it took 14.6 M steps at 128^3 for 28,500 pages) */
+        const int64_t k = (L->rowptr[i] + 511) & ~(int64_t)511;
+        if (k < L->rowptr[i + 1])
+            L->col[k] = 0, L->val[k] = 0.0;
+    }
     BC_PHASE("local: alloc+first touch");
     int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad)

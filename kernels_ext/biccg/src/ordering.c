@@ -191,16 +191,20 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
     memcpy(fill, L->cptr, (size_t)ncol * sizeof(int));
     for (int I = 0; I < nb; I++)
         order[fill[color[I]]++] = I;
-    int row = 0;
+    /* the blocks' first rows, then the rows in parallel (blocks independent;
+     * serial, 0.03-0.05 s at 128^3) */
+    L->bstart[0] = 0;
+    for (int b = 0; b < nb; b++)
+        L->bstart[b + 1] = L->bstart[b] + (bptr[order[b] + 1] - bptr[order[b]]);
+#pragma omp parallel for schedule(static)
     for (int b = 0; b < nb; b++) {
-        L->bstart[b] = row;
+        int row = L->bstart[b];
         for (int k = bptr[order[b]]; k < bptr[order[b] + 1]; k++) {
             const int i = pre ? pre[k] : k;
             L->perm[row] = i;
             L->iperm[i] = row++;
         }
     }
-    L->bstart[nb] = row;
     BC_PHASE("order: renumbering");
     free(order);
     free(fill);
