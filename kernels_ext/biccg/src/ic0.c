@@ -20,14 +20,13 @@ static int factor_row(bc_local *L, int i, double shift, double *d)
 {
     const int64_t l0 = L->lptr[i], l1 = L->lptr[i + 1];
     double diag = 0.0;
-    /* the diagonal of A, and L's row with A's values before elimination */
-    for (int64_t k = L->rowptr[i], m = l0; k < L->rowptr[i + 1]; k++) {
-        int c = L->col[k];
-        if (c < i)
-            L->lval[m++] = L->val[k];
-        else if (c == i)
-            diag = L->val[k];
-    }
+    /* L's row with A's values before elimination, then the diagonal of A: the
+     * row's columns ascend, so its l1 - l0 lower entries come first and the
+     * diagonal (the last of equal ones, if any) next; no scan of the columns */
+    const int64_t k0 = L->rowptr[i] + (l1 - l0);
+    memcpy(L->lval + l0, L->val + L->rowptr[i], (size_t)(l1 - l0) * sizeof *L->lval);
+    for (int64_t k = k0; k < L->rowptr[i + 1] && L->col[k] == i; k++)
+        diag = L->val[k];
     for (int64_t p = l0; p < l1; p++) {
         int k = L->lidx[p];
         /* a_ik - sum over j < k of l_ij d_j l_kj: merge row i (before k) with row k */

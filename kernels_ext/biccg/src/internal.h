@@ -10,6 +10,7 @@
 typedef struct {
     /* this rank's rows, renumbered; columns >= nloc are halo entries */
     int nloc, nhalo;
+    int64_t nout; /* entries with a column outside the rank (bc_order counts them) */
     int64_t *rowptr;
     int32_t *col;
     double *val;
@@ -117,7 +118,8 @@ void *bc_alloc(size_t count, size_t size);
 double bc_spmv(const bc_local *L, const double *x, double *y);
 
 /* ordering.c: color the blocks of the local diagonal block (p's block size or
- * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks. */
+ * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks, and nout (the
+ * entries whose column lies outside the rank, which bc_build_local needs). */
 int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color);
 
 /* matrix.c: lists of int32 per item, built in parallel: fn(ctx, item, scratch,

@@ -132,13 +132,9 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
     const bc_gidx r0 = a->row_begin, n = a->nrows;
     const bc_gidx base = bc_in_ptr(a, 0), nnz = bc_in_ptr(a, n) - base;
 
-    /* the outside columns, sorted and unique */
-    bc_gidx nout = 0;
-#pragma omp parallel for schedule(static) reduction(+ : nout)
-    for (bc_gidx k = base; k < base + nnz; k++) {
-        bc_gidx g = bc_in_col(a, k);
-        nout += g < r0 || g >= r0 + n;
-    }
+    /* the outside columns, sorted and unique; bc_order counted them (a pass
+     * over the input's columns less: 117 MB at 128^3, for none on one rank) */
+    const bc_gidx nout = L->nout;
     L->halo_g = malloc((size_t)(nout > 0 ? nout : 1) * sizeof(bc_gidx));
     if (L->halo_g == NULL)
         return BC_ENOMEM;

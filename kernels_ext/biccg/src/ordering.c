@@ -136,13 +136,16 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         rc = BC_ENOMEM;
         goto done;
     }
+    int64_t nout = 0; /* every entry passes here once: count the outside ones */
     for (int I = 0; I < nb; I++) {
         for (int k = bptr[I]; k < bptr[I + 1]; k++) {
             const bc_gidx i = pre ? pre[k] : k;
             for (bc_gidx e = bc_in_ptr(a, i); e < bc_in_ptr(a, i + 1); e++) {
                 bc_gidx g = bc_in_col(a, e) - r0;
-                if (g < 0 || g >= n)
+                if (g < 0 || g >= n) {
+                    nout++;
                     continue;
+                }
                 const int J = bof ? bof[g] : (int)(g / bs);
                 if (J < I) /* an earlier, already colored block */
                     stamp[color[J]] = I + 1;
@@ -171,6 +174,7 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
      * stay together and in order. */
     L->ncolors = ncol;
     L->nblocks = nb;
+    L->nout = nout;
     L->nloc = (int)n;
     L->cptr = calloc((size_t)ncol + 1, sizeof(int));
     L->bstart = malloc(((size_t)nb + 1) * sizeof(int));
@@ -191,20 +195,16 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
     memcpy(fill, L->cptr, (size_t)ncol * sizeof(int));
     for (int I = 0; I < nb; I++)
         order[fill[color[I]]++] = I;
-    /* the blocks' first rows, then the rows in parallel (blocks independent;
-     * serial, 0.03-0.05 s at 128^3) */
-    L->bstart[0] = 0;
-    for (int b = 0; b < nb; b++)
-        L->bstart[b + 1] = L->bstart[b] + (bptr[order[b] + 1] - bptr[order[b]]);
-#pragma omp parallel for schedule(static)
+    int row = 0;
     for (int b = 0; b < nb; b++) {
-        int row = L->bstart[b];
+        L->bstart[b] = row;
         for (int k = bptr[order[b]]; k < bptr[order[b] + 1]; k++) {
             const int i = pre ? pre[k] : k;
             L->perm[row] = i;
             L->iperm[i] = row++;
         }
     }
+    L->bstart[nb] = row;
     BC_PHASE("order: renumbering");
     free(order);
     free(fill);
