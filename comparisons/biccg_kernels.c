@@ -127,8 +127,11 @@ int main(int argc, char **argv)
     }
     bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
     bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
-    if (bc_order(&a, bs, colors, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-        bc_prefetch_plan(&L) != BC_OK || bc_factor(&L) != BC_OK) {
+    /* blocks of bs consecutive rows (no tiles), the factor kept in double:
+     * precond_before reads lval, uval and dinv */
+    const bc_params p = {.block_size = bs, .colors = colors};
+    if (bc_order(&a, &p, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
+        bc_prefetch_plan(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
         fprintf(stderr, "error: setup failed\n");
         return 1;
     }
@@ -149,8 +152,9 @@ int main(int argc, char **argv)
     spmv_before(&L, x, y0);
     bc_spmv(&L, x, y);
     const double dspmv = max_rel_diff(y, y0, (int)n);
+    double rr, rz; /* the sums the solver's preconditioner returns, unused here */
     precond_before(&L, x, y0);
-    bc_precond(&L, x, y);
+    bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
     const double dpre = max_rel_diff(y, y0, (int)n);
 
     for (int r = 0; r < rounds; r++)
@@ -163,7 +167,7 @@ int main(int argc, char **argv)
             else if (v == 1)
                 spmv_before(&L, x, y);
             else if (v == 2)
-                bc_precond(&L, x, y);
+                bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
             else
                 precond_before(&L, x, y);
             t[v * rounds + r] = omp_get_wtime() - t0;

@@ -22,11 +22,12 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "kernels_ext" / "src" / "biccg"
+SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
 
 
-def build(cc: str, flags: str, out: Path) -> None:
-    sources = [str(HERE / "biccg_kernels.c"), *sorted(str(p) for p in SRC.glob("*.c"))]
+def build(cc: str, flags: str, out: Path, driver: str = "biccg_kernels.c") -> None:
+    """Compile `driver` (in comparisons/) with the solver's C sources into `out`."""
+    sources = [str(HERE / driver), *sorted(str(p) for p in SRC.glob("*.c"))]
     args = [cc, *shlex.split(flags), f"-I{SRC}", *sources, "-lm", "-o", str(out)]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -12,12 +12,16 @@ Everything runs as fresh processes, alternating, and medians are printed:
 3. time to relative residual 1e-7 against SciPy's cg and the numba CGs;
 4. PETSc's CG with ICC(0) (comparisons/petsc_icc_cg.py: one process, one
    thread, natural ordering, 0 levels, rtol 1e-7 on the unpreconditioned
-   residual, the same matrix, b = A 1, x0 = 0) against our solve (one process
-   of --threads threads) on Poisson 64^3 and 128^3, alternating, --rounds
-   rounds: iterations, setup (ordering + factorization; PETSc's KSPSetUp with
-   the ICC factorization), solve and their sum (matrix assembly is left out
-   of both), and the per-round ratio ours / PETSc. PETSc runs under
-   /usr/bin/python3 with Debian's petsc4py (apt-get install -y
+   residual, the same matrix, b = A 1, x0 = 0) against our solve in two
+   layouts of --threads cores (1 process x 2 threads and 2 x 1; PETSc's
+   ICC(0) is serial) and STREAM Triad on those cores, on Poisson 64^3 and
+   128^3, in an order that rotates every round, --rounds rounds: iterations,
+   setup (ordering + factorization; PETSc's KSPSetUp with the ICC
+   factorization), solve and their sum (matrix assembly is left out of both),
+   the per-round ratios ours / PETSc of setup, solve and total, and each
+   pass's achieved bandwidth (the byte model below over the pass's time per
+   iteration) with its per-round ratio to the round's Triad.  PETSc runs
+   under /usr/bin/python3 with Debian's petsc4py (apt-get install -y
    python3-petsc4py; --petsc-python for another interpreter); where it cannot
    be imported, one line says the section is skipped, and the rest runs.
    --no-petsc leaves it out;
@@ -154,43 +158,97 @@ def spread(xs: list[float]) -> dict:
     return {"median": med(xs), "min": min(xs), "max": max(xs)}
 
 
+#: Our layouts beside PETSc (ranks x threads, 2 cores each): PETSc's ICC(0) is serial, 1 x 1.
+LAYOUTS = ((1, 2), (2, 1))
+
+
+def triad(threads: int) -> float:
+    """STREAM Triad's best rate (GB/s) with `threads` threads, in a fresh process placed as
+    our solves are."""
+    return run_json([PY, "-m", "kernels_ext.triad", "--size", "80000000", "--ntimes", "20",
+                     "--threads", str(threads)],
+                    {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"})["best_rate_gbs"]
+
+
+def phase_bytes(grid: list[int], factor: str) -> dict[str, float]:
+    """The byte model (kernels_ext.biccg.bytes_per_iteration) split by the iteration's
+    three passes, for the 7-point Poisson matrix of `grid`."""
+    nx, ny, nz = grid
+    n = nx * ny * nz
+    nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
+    f = 4 if factor == "single" else 8
+    out = {"spmv": 12 * nnz + 24 * n, "precond": (4 + f) * (nnz - n) + (72 + f) * n,
+           "vector": 40 * n}
+    assert sum(out.values()) == bytes_per_iteration(grid, factor)
+    return out
+
+
+def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
+    """Achieved GB/s of each pass of one solve's iteration (model bytes over its time; the
+    whole iteration's too, its time including dots and halo)."""
+    model = phase_bytes(grid, rec["factor_precision"])
+    per = rec["per_iteration_s"]
+    out = {k: model[k] / per[k] / 1e9 for k in model if per[k] > 0}
+    out["iteration"] = sum(model.values()) / (rec["solve_s"] / rec["iterations"]) / 1e9
+    return out
+
+
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                   python: str = SYSTEM_PY) -> dict:
-    """Our solve (1 process x `threads`) and PETSc's ICC(0)-CG (1 x 1), alternating which
-    goes first, `rounds` rounds per grid; the ratios ours / PETSc are taken per round."""
+    """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
+    layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
+    ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
+    bandwidth) are taken per round.  `threads`: the cores of a layout."""
     version, why = petsc_version(python)
     if version is None:
         print(f"\nPETSc ICC(0)-CG skipped: {why}. Install it with `apt-get install -y "
               "python3-petsc4py` (Debian) or name an interpreter with petsc4py in --petsc-python")
         return {"skipped": why, "python": python}
-    res: dict = {"petsc_version": version, "python": python, "threads": threads, "grids": {}}
+    layouts = [(r, threads // r) for r, _ in LAYOUTS if threads % r == 0]
+    names = [f"{r}x{t}" for r, t in layouts]
+    res: dict = {"petsc_version": version, "python": python, "threads": threads,
+                 "layouts": names, "grids": {}}
     for g in grids:
-        runs: dict[str, list[dict]] = {"ours": [], "petsc": []}
+        runs: dict[str, list] = {k: [] for k in (*names, "petsc", "triad")}
         for r in range(max(1, rounds)):
-            for k in (("ours", "petsc") if r % 2 == 0 else ("petsc", "ours")):
-                runs[k].append(ours(g, threads) if k == "ours" else petsc(g, python))
+            order = list(runs)
+            order = order[r % len(order):] + order[:r % len(order)]
+            for k in order:
+                if k == "petsc":
+                    runs[k].append(petsc(g, python))
+                elif k == "triad":
+                    runs[k].append(triad(threads))
+                else:
+                    ranks, t = layouts[names.index(k)]
+                    runs[k].append(ours(g, t, ranks))
+        summary = {k: {"iterations": spread([x["iterations"] for x in runs[k]]),
+                       "setup_s": spread([x["setup_s"] for x in runs[k]]),
+                       "solve_s": spread([x["solve_s"] for x in runs[k]]),
+                       "total_s": spread([total(x) for x in runs[k]]),
+                       "relative_residual": max(x["relative_residual"] for x in runs[k])}
+                   for k in (*names, "petsc")}
+        ratios = {k: {m: spread([f(o) / f(q) for o, q in zip(runs[k], runs["petsc"])])
+                      for m, f in (("setup", lambda x: x["setup_s"]),
+                                   ("solve", lambda x: x["solve_s"]), ("total", total))}
+                  for k in names}
+        rates = {k: {ph: spread([phase_rates(g, o)[ph] for o in runs[k]])
+                     for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
+        of_triad = {k: {ph: spread([phase_rates(g, o)[ph] / tr
+                                    for o, tr in zip(runs[k], runs["triad"])])
+                        for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
         res["grids"]["x".join(map(str, g))] = {
-            "grid": g, "runs": runs,
-            "summary": {k: {"iterations": spread([x["iterations"] for x in xs]),
-                            "setup_s": spread([x["setup_s"] for x in xs]),
-                            "solve_s": spread([x["solve_s"] for x in xs]),
-                            "total_s": spread([total(x) for x in xs]),
-                            "relative_residual": max(x["relative_residual"] for x in xs)}
-                        for k, xs in runs.items()},
-            "ratio_ours_petsc": {
-                "solve": spread([o["solve_s"] / q["solve_s"]
-                                 for o, q in zip(runs["ours"], runs["petsc"])]),
-                "total": spread([total(o) / total(q)
-                                 for o, q in zip(runs["ours"], runs["petsc"])])}}
+            "grid": g, "runs": runs, "summary": summary, "ratio_ours_petsc": ratios,
+            "achieved_gbs": rates, "of_triad": of_triad, "triad_gbs": spread(runs["triad"])}
     res["table"] = petsc_table(res)
-    print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, alternating, "
+    print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, rotating order, "
           f"{max(1, rounds)} round(s); median (min-max):\n")
     print("\n".join(res["table"]))
     return res
 
 
 def petsc_table(res: dict) -> list[str]:
-    """compare_petsc's result as markdown table lines (for comparisons/README.md)."""
+    """compare_petsc's result as markdown table lines (for comparisons/README.md): times
+    and ratios, then each pass's achieved bandwidth against the Triad of the same cores."""
     def cell(d: dict, f: str = "{:.3f}") -> str:
         if d["min"] == d["max"]:
             return f.format(d["median"])
@@ -198,17 +256,27 @@ def petsc_table(res: dict) -> list[str]:
 
     lines = ["| problem | solver | iterations | setup (s) | solve (s) | setup + solve (s) |",
              "|---|---|---|---|---|---|"]
-    names = {"ours": f"BICCG, 1 process x {res['threads']} threads",
-             "petsc": f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1"}
+    names = {k: f"BICCG, {k.replace('x', ' process(es) x ')} thread(s)" for k in res["layouts"]}
+    names["petsc"] = f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1"
     for key, r in res["grids"].items():
         prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
         for k, name in names.items():
             s = r["summary"][k]
             lines.append(f"| {prob} | {name} | {cell(s['iterations'], '{:g}')} | "
                          f"{cell(s['setup_s'])} | {cell(s['solve_s'])} | {cell(s['total_s'])} |")
-        q = r["ratio_ours_petsc"]
-        lines.append(f"| {prob} | ours / PETSc, per round | | | {cell(q['solve'], '{:.2f}')} | "
-                     f"{cell(q['total'], '{:.2f}')} |")
+        for k in res["layouts"]:
+            q = r["ratio_ours_petsc"][k]
+            lines.append(f"| {prob} | {k} / PETSc, per round | | {cell(q['setup'], '{:.2f}')} | "
+                         f"{cell(q['solve'], '{:.2f}')} | {cell(q['total'], '{:.2f}')} |")
+    lines += ["", "| problem | layout | Triad (GB/s) | SpMV | sweeps | vector updates | "
+              "iteration |", "|---|---|---|---|---|---|---|"]
+    for key, r in res["grids"].items():
+        prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
+        for k in res["layouts"]:
+            gbs, tri = r["achieved_gbs"][k], r["of_triad"][k]
+            lines.append(f"| {prob} | {k} | {cell(r['triad_gbs'], '{:.1f}')} | " + " | ".join(
+                f"{gbs[ph]['median']:.1f} GB/s, {cell(tri[ph], '{:.2f}')}"
+                for ph in ("spmv", "precond", "vector", "iteration")) + " |")
     return lines
 
 

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from test_biccg import bc, cli, random_spd, reference_pcg_history
 
 from kernels_ext import biccg
@@ -43,6 +44,32 @@ def test_history_is_textbook_pcg_of_the_reordered_matrix(grid, bs, colors, tile,
     ref = reference_pcg_history(Ap, b[perm], 1e-10, single=factor == "single")
     _, st = biccg.solve(A, b, block_size=bs, colors=colors, tol=1e-10, threads=2, history=True,
                         factor=factor, **kw)
+    assert st["iterations"] == len(ref) - 1
+    np.testing.assert_allclose(st["history"], ref, rtol=1e-9)
+
+
+@pytest.mark.parametrize("factor", ["double", "single"])
+def test_history_with_one_sided_explicit_zeros(factor):
+    """Explicit zeros stored below the diagonal only: the stored pattern is not symmetric,
+    so U = L^T comes from the serial transpose, and with the single factor it is written
+    into the buffer the double L values leave; still textbook PCG with IC(0) of the
+    reordered stored matrix, step by step."""
+    A = random_spd(400, 0.01, 3).toarray()
+    rng = np.random.default_rng(1)
+    empty = np.argwhere(np.tril((A == 0) & (A.T == 0), -1))
+    extra = empty[rng.choice(len(empty), 300, replace=False)]
+    P = A != 0
+    P[extra[:, 0], extra[:, 1]] = True
+    rows, cols = np.nonzero(P)
+    S = sp.csr_matrix((A[rows, cols], (rows, cols)), shape=A.shape)
+    assert S.nnz == (A != 0).sum() + len(extra)  # the zeros are stored
+    perm, _ = ordering(S, 8, 4)
+    Sp = S[perm][:, perm].tocsr()
+    Sp.sort_indices()
+    b = np.random.default_rng(5).random(len(A))
+    ref = reference_pcg_history(Sp, b[perm], 1e-10, single=factor == "single")
+    _, st = biccg.solve(S, b, block_size=8, colors=4, tol=1e-10, threads=2, history=True,
+                        factor=factor)
     assert st["iterations"] == len(ref) - 1
     np.testing.assert_allclose(st["history"], ref, rtol=1e-9)
 

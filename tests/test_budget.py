@@ -418,7 +418,7 @@ def test_biccg_measures_first_the_largest_grid_at_the_study_layout():
                          "biccg_ranks_per_node": [1, 2], "biccg_threads": [1, 2],
                          "biccg_baselines": ["scipy-cg"], "biccg_repetitions": 2}, "biccg")
     m = biccg.Machine(probs, launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
-                      {"mpi_library": "MPICH Version: 4.1"}, [], biccg.Calibration())
+                      {"mpi_library": "MPICH Version: 4.1"}, [], biccg.SolveCalibration())
     plan = biccg.expand(P, m)  # 2 cores: 1x1, 1x2 and 2x1 (2x2 is skipped)
     first = [t for t in sorted(plan.tasks, key=lambda t: t.priority) if t.priority == 0]
     # in the order a budget's pass measures them: the fitted solve before its check
@@ -464,7 +464,7 @@ def test_a_probe_scales_the_work_model():
     P = params.validate({"biccg_problems": [{"poisson": [32, 32, 32]}],
                          "biccg_ranks_per_node": [1], "biccg_threads": [1, 2],
                          "biccg_baselines": [], "biccg_repetitions": 1}, "biccg")
-    bcal = biccg.Calibration(0.5, 3.0, 3.0, 0.0, "by a fake probe: start 0.50 s")
+    bcal = biccg.SolveCalibration(0.5, 3.0, 3.0, 0.0, "by a fake probe: start 0.50 s")
     m = biccg.Machine([prob], launch.Hosts((), "", "biccg_hosts", False), 2, "/usr/bin/mpiexec",
                       {"mpi_library": "MPICH Version: 4.1"}, [], bcal)
     plan = biccg.expand(P, m)

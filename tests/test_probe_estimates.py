@@ -127,7 +127,7 @@ def test_biccg_estimates_follow_the_cores_the_ranks_and_the_solver():
     def estimates(others: float) -> dict[str, float]:
         m = biccg.Machine([poisson(64)], hosts, 2, "/usr/bin/mpiexec",
                           {"mpi_library": "MPICH Version: 4.1"}, [],
-                          biccg.Calibration(0.3, 1.0, 1.0, others))
+                          biccg.SolveCalibration(0.3, 1.0, 1.0, others))
         return {t.config["label"]: t.estimate_s for t in biccg.expand(P, m).tasks}
 
     n, ours = 64 ** 3, biccg.SOLVERS["c"]

@@ -163,7 +163,10 @@ def test_a_kept_series_leaves_llvm_openmp_asleep_not_spinning():
     out = subprocess.run([sys.executable, "-c", SPIN], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     spun, kept = float(out[0]), float(out[1])
-    assert spun >= 0.2  # a worker thread spins through the block time: the control
+    # the control: a worker thread spins through the block time, 0.4 CPU-s on a quiet
+    # machine; where other processes share the cores it gets a share of one (0.14 seen at
+    # load average 4 on 2 cores), still far from a sleeping team's 0
+    assert spun >= 0.1
     assert kept <= 0.05
 
 

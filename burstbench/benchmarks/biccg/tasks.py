@@ -106,7 +106,7 @@ class Machine:
     info: dict                    # that tiny solve's record
     notes: list[str] = field(default_factory=list)
     #: the work model as the probe's solve calibrated it (UNCALIBRATED: no probe ran)
-    calibration: Calibration = field(default_factory=lambda: Calibration())
+    calibration: SolveCalibration = field(default_factory=lambda: SolveCalibration())
 
 
 def probe(P: dict) -> Machine:
@@ -247,7 +247,7 @@ def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> run
 #: and preconditioning, the work vectors' first touch: the probe's 13 iterations take 15
 #: of a 105-iteration solve's, median of 4 quiet probes).  The passes go over the cores'
 #: speedup (PARALLEL_EFFICIENCY of each core but the first, no more cores than the others
-#: leave free: Calibration.speedup), our setup over its square (two cores set 128^3 up 3.5
+#: leave free: SolveCalibration.speedup), our setup over its square (two cores set 128^3 up 3.5
 #: to 5 times as fast as one, 64^3 1.5 times: 0.4-0.6 s against 2.0).  Ours iterates 2.27
 #: N^0.807 times on a Poisson grid of N^3 rows at tol 1e-7 (21 to 140 at N = 16 to 160,
 #: within 4% but 128: 105, 8% fewer) and in proportion to log(1/tol) (58, 68 and 79 at
@@ -293,10 +293,15 @@ SOLVERS = {"c": Solver(2.27, 0.807, setup_scaling=2.0),
 
 
 @dataclass(frozen=True)
-class Calibration:
+class SolveCalibration:
     """The work model as the probe's solve found this machine: a process's start (seconds),
     its measured over modelled seconds of setup and of one pass, the share of the CPU
-    others took meanwhile, and what it found, in a few words."""
+    others took meanwhile, and what it found, in a few words.
+
+    Not a :class:`workmodel.Calibration` (one rate for all of a configuration's work): a
+    solve's setup and its iterations scale apart (the setup over the square of the cores'
+    speedup, the iterations over the speedup, Solver.setup_scaling), so each has its own
+    rate, and the estimate is :func:`estimate_s`, not Calibration.estimate."""
 
     start_s: float = START_S
     setup_rate: float = 1.0
@@ -312,7 +317,7 @@ class Calibration:
 
 
 #: No probe ran: the model's constants as they are.
-UNCALIBRATED = Calibration()
+UNCALIBRATED = SolveCalibration()
 
 
 def setup_s(n: int) -> float:
@@ -326,7 +331,7 @@ def iteration_s(n: int) -> float:
 
 
 def estimate_s(n: int, solver: Solver = SOLVERS["c"], ranks: int = 1, speedup: float = 1.0,
-               tol: float = 1e-7, cal: Calibration = UNCALIBRATED) -> float:
+               tol: float = 1e-7, cal: SolveCalibration = UNCALIBRATED) -> float:
     """About how long one solve of a Poisson grid of `n` rows takes: by `solver` on
     `ranks` ranks whose cores do `speedup` times one's, calibrated by `cal`."""
     passes = FIRST_PASSES + solver.iterations(n, tol) * (1 + RANK_ITERATIONS
@@ -336,13 +341,13 @@ def estimate_s(n: int, solver: Solver = SOLVERS["c"], ranks: int = 1, speedup: f
         cal.iteration_rate * solver.iteration * passes * iteration_s(n) / speedup
 
 
-def calibrate(record: dict, timing: workmodel.Timing) -> Calibration:
-    """The Calibration of the probe's solve: its `record` (rows, iterations, load, setup and
+def calibrate(record: dict, timing: workmodel.Timing) -> SolveCalibration:
+    """The SolveCalibration of the probe's solve: its `record` (rows, iterations, load, setup and
     solve seconds) and its `timing` (wall seconds, others' share of the CPU)."""
     n, passes = int(record["n"]), FIRST_PASSES + int(record["iterations"])
     setup, solve = float(record["load_s"]) + float(record["setup_s"]), float(record["solve_s"])
     start = max(0.0, timing.wall_s - setup - solve)
-    cal = Calibration(start, workmodel.ratio(setup, setup_s(n)),
+    cal = SolveCalibration(start, workmodel.ratio(setup, setup_s(n)),
                       workmodel.ratio(solve / passes, iteration_s(n)), timing.others)
     said = (f"by a solve of {record['problem']} on one core to tol {record['tol']:g}: start "
             f"{start:.2f} s, setup x{cal.setup_rate:.2f} and iterations "

@@ -15,6 +15,57 @@
 
 #include "internal.h"
 
+#ifdef BC_PROFILE
+#include <stdio.h>
+void bc_phase(const char *name)
+{
+    static double last = 0.0;
+    const double now = MPI_Wtime();
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (name != NULL && rank == 0)
+        fprintf(stderr, "phase %-26s %9.4f s\n", name, now - last);
+    last = now;
+}
+
+/* FNV-1a of `bytes` bytes, chained from h: the digests below. */
+static uint64_t fnv(uint64_t h, const void *p, size_t bytes)
+{
+    for (size_t k = 0; k < bytes; k++)
+        h = (h ^ ((const unsigned char *)p)[k]) * 1099511628211ULL;
+    return h;
+}
+
+/* Digests of what the setup built (the ordering, local matrix, prefetch plan, factor),
+ * to show a faster setup builds the same bytes. */
+static void bc_digest(const bc_local *L)
+{
+    const int n = L->nloc;
+    const int64_t nl = L->lptr[n], nu = L->uptr[n], nnz = L->rowptr[n];
+    const int64_t npf = L->pfptr[3 * (size_t)L->nblocks];
+    uint64_t h[5];
+    for (int k = 0; k < 5; k++)
+        h[k] = 14695981039346656037ULL;
+    h[0] = fnv(fnv(h[0], L->perm, (size_t)n * sizeof(int)), L->bstart,
+               ((size_t)L->nblocks + 1) * sizeof(int));
+    h[1] = fnv(fnv(fnv(h[1], L->rowptr, ((size_t)n + 1) * 8), L->col, (size_t)nnz * 4), L->val,
+               (size_t)nnz * 8);
+    h[2] = fnv(fnv(h[2], L->pfptr, (3 * (size_t)L->nblocks + 1) * 8), L->pf, (size_t)npf * 4);
+    h[3] = fnv(fnv(fnv(fnv(h[3], L->lptr, ((size_t)n + 1) * 8), L->uptr, ((size_t)n + 1) * 8),
+                   L->lidx, (size_t)nl * 4), L->uidx, (size_t)nu * 4);
+    h[3] = fnv(fnv(h[3], L->lin, (size_t)n * 4), L->uin, (size_t)n * 4);
+    if (L->lval32)
+        h[4] = fnv(fnv(fnv(h[4], L->lval32, (size_t)nl * 4), L->uval32, (size_t)nu * 4), L->dinv32,
+                   (size_t)n * 4);
+    else
+        h[4] = fnv(fnv(fnv(h[4], L->lval, (size_t)nl * 8), L->uval, (size_t)nu * 8), L->dinv,
+                   (size_t)n * 8);
+    fprintf(stderr, "digest order %016llx matrix %016llx plan %016llx pattern %016llx factor %016llx\n",
+            (unsigned long long)h[0], (unsigned long long)h[1], (unsigned long long)h[2],
+            (unsigned long long)h[3], (unsigned long long)h[4]);
+}
+#endif
+
 #define HUGE_PAGE ((size_t)2 << 20)
 
 void *bc_alloc(size_t count, size_t size)
@@ -39,6 +90,8 @@ void bc_local_free(bc_local *L)
                    L->scount, L->soff,  L->sidx,  L->sbuf,   L->req,    L->halo_g,
                    L->lin,    L->uin,   L->pfptr, L->pf,     L->lval32, L->uval32,
                    L->dinv32};
+    if (L->uval_in_uidx)
+        all[sizeof all / sizeof all[0] - 2] = NULL;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         free(all[k]);
     memset(L, 0, sizeof *L);
@@ -184,16 +237,24 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
     if (rc == BC_OK && !finite_input(a, b_in))
         rc = BC_ENOTFINITE;
     tic(t);
+    BC_PHASE(NULL);
     if (rc == BC_OK)
         rc = bc_order(a, p, L, NULL);
+    BC_PHASE("ordering");
     toc(t, T_ORDERING);
     if (rc == BC_OK)
         rc = bc_build_local(a, L);
     if (rc == BC_OK)
         rc = bc_prefetch_plan(L);
+    BC_PHASE("prefetch plan");
     if (rc == BC_OK)
         rc = bc_factor(L, p->single_factor);
     toc(t, T_FACTOR);
+#ifdef BC_PROFILE
+    if (rc == BC_OK)
+        bc_digest(L);
+    BC_PHASE(NULL);
+#endif
     if ((rc = agree(comm, rc)) == BC_OK)
         rc = agree(comm, bc_halo_plan(comm, a, L));
     toc(t, T_HALO_SETUP);

@@ -20,14 +20,13 @@ static int factor_row(bc_local *L, int i, double shift, double *d)
 {
     const int64_t l0 = L->lptr[i], l1 = L->lptr[i + 1];
     double diag = 0.0;
-    /* the diagonal of A, and L's row with A's values before elimination */
-    for (int64_t k = L->rowptr[i], m = l0; k < L->rowptr[i + 1]; k++) {
-        int c = L->col[k];
-        if (c < i)
-            L->lval[m++] = L->val[k];
-        else if (c == i)
-            diag = L->val[k];
-    }
+    /* L's row with A's values before elimination, then the diagonal of A: the
+     * row's columns ascend, so its l1 - l0 lower entries come first and the
+     * diagonal (the last of equal ones, if any) next; no scan of the columns */
+    const int64_t k0 = L->rowptr[i] + (l1 - l0);
+    memcpy(L->lval + l0, L->val + L->rowptr[i], (size_t)(l1 - l0) * sizeof *L->lval);
+    for (int64_t k = k0; k < L->rowptr[i + 1] && L->col[k] == i; k++)
+        diag = L->val[k];
     for (int64_t p = l0; p < l1; p++) {
         int k = L->lidx[p];
         /* a_ik - sum over j < k of l_ij d_j l_kj: merge row i (before k) with row k */
@@ -51,87 +50,96 @@ static int factor_row(bc_local *L, int i, double shift, double *d)
     return piv > 64.0 * DBL_EPSILON * fabs(diag) && isfinite(piv);
 }
 
-/* One attempt at the factorization with diagonal shift `shift`. */
+/* One attempt at the factorization with diagonal shift `shift`.  Where the
+ * factor is kept in single precision (lval32 allocated), each row is rounded
+ * as soon as it is final, while its values are still in cache: L's values
+ * and 1/d to float (later rows keep reading the double ones, so the factor is
+ * what rounding after the whole factorization gave, bit for bit); a separate
+ * pass over 75 MB at 128^3 took 0.02-0.1 s. */
 static int factor_all(bc_local *L, double shift, double *d)
 {
     int ok = 1;
+    float *const l32 = L->lval32, *const d32 = L->dinv32;
 #pragma omp parallel
     for (int c = 0; c < L->ncolors; c++) {
 #pragma omp for schedule(static) reduction(& : ok)
         for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
                 ok &= factor_row(L, i, shift, d);
+                if (l32) {
+                    d32[i] = (float)(1.0 / d[i]);
+                    for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
+                        l32[p] = (float)L->lval[p];
+                }
+            }
     }
     return ok;
 }
 
-/* The factor's values rounded to single precision; the double ones freed. */
-static int to_single(bc_local *L)
+/* The pivots inverted where the factor stays double.  Where it is single (the
+ * values already rounded by factor_all), the double pivots are freed, and U
+ * is placed in the double L values' buffer, dead now: its 8 bytes an entry
+ * hold U's column (first half) and float value (second half), so U takes no
+ * fresh memory (a fresh page costs the kernel's zeroing, on this VM 1.4-12
+ * GB/s for huge pages new to a process, comparisons/README.md: 50 MB at
+ * 128^3).  Glibc's free() of that buffer would not have handed its pages to
+ * U: above 32 MB it is unmapped.  bc_local_free frees uidx only. */
+static void invert_pivots(bc_local *L, double *d)
 {
     const int n = L->nloc;
-    const int64_t nl = L->lptr[n];
-    L->lval32 = bc_alloc((size_t)nl, sizeof(float));
-    L->uval32 = bc_alloc((size_t)nl, sizeof(float));
-    L->dinv32 = bc_alloc((size_t)n, sizeof(float));
-    if (!L->lval32 || !L->uval32 || !L->dinv32)
-        return BC_ENOMEM;
-#pragma omp parallel /* first touch by the thread that sweeps the block */
-    for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static)
-        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                L->dinv32[i] = (float)L->dinv[i];
-                for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
-                    L->lval32[p] = (float)L->lval[p];
-                for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
-                    L->uval32[p] = (float)L->uval[p];
-            }
+    if (L->lval32 == NULL) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < n; i++)
+            d[i] = 1.0 / d[i];
+        L->dinv = d;
+        return;
     }
-    free(L->lval), free(L->uval), free(L->dinv);
-    L->lval = L->uval = L->dinv = NULL;
-    return BC_OK;
+    free(d);
+    L->uidx = (int32_t *)L->lval;
+    L->uval32 = (float *)L->lval + L->lptr[n];
+    L->uval_in_uidx = 1;
+    L->lval = NULL;
 }
 
 /* U = L^T where the local pattern is symmetric, as it is for a symmetric
  * matrix without one-sided explicit zeros (the caller checks the values, not
- * the pattern): row i of U is row i's columns j, i < j < nloc, and u_ij = l_ji
- * is found in row j of L by bisection.  In parallel, rows independent.
- * Returns 0, leaving U unset, where the pattern is not symmetric. */
+ * the pattern): row i of U is row i's columns j, i < j < nloc (uptr counted
+ * with L's pattern), and u_ij = l_ji is found in row j of L by bisection; in
+ * the factor's precision.  In parallel, rows independent, each block by the
+ * thread that sweeps it.  Returns 0, leaving U unset, where the pattern is
+ * not symmetric. */
 static int transpose_symmetric(bc_local *L)
 {
     const int n = L->nloc;
-    L->uptr[0] = 0;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        int64_t cnt = 0;
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            cnt += L->col[k] > i && L->col[k] < n;
-        L->uptr[i + 1] = cnt;
-    }
-    for (int i = 0; i < n; i++)
-        L->uptr[i + 1] += L->uptr[i];
     if (L->uptr[n] != L->lptr[n])
         return 0;
     int ok = 1;
-#pragma omp parallel for schedule(static) reduction(& : ok)
-    for (int i = 0; i < n; i++) {
-        int64_t at = L->uptr[i];
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
-            const int j = L->col[k];
-            if (j <= i || j >= n)
-                continue;
-            int64_t lo = L->lptr[j], hi = L->lptr[j + 1];
-            while (lo < hi) {
-                const int64_t mid = lo + (hi - lo) / 2;
-                if (L->lidx[mid] < i)
-                    lo = mid + 1;
-                else
-                    hi = mid;
+#pragma omp parallel reduction(& : ok)
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                int64_t at = L->uptr[i];
+                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
+                    const int j = L->col[k];
+                    if (j <= i || j >= n)
+                        continue;
+                    int64_t lo = L->lptr[j], hi = L->lptr[j + 1];
+                    while (lo < hi) {
+                        const int64_t mid = lo + (hi - lo) / 2;
+                        if (L->lidx[mid] < i)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    ok &= lo < L->lptr[j + 1] && L->lidx[lo] == i;
+                    L->uidx[at] = j;
+                    if (L->uval32)
+                        L->uval32[at++] = ok ? L->lval32[lo] : 0.0f;
+                    else
+                        L->uval[at++] = ok ? L->lval[lo] : 0.0;
+                }
             }
-            ok &= lo < L->lptr[j + 1] && L->lidx[lo] == i;
-            L->uidx[at] = j;
-            L->uval[at++] = ok ? L->lval[lo] : 0.0;
-        }
     }
     return ok;
 }
@@ -150,8 +158,60 @@ static void transpose_serial(bc_local *L)
         for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++) {
             int64_t at = L->uptr[L->lidx[p] + 1]++;
             L->uidx[at] = i;
-            L->uval[at] = L->lval[p];
+            if (L->uval32)
+                L->uval32[at] = L->lval32[p];
+            else
+                L->uval[at] = L->lval[p];
         }
+}
+
+/* The pattern of L and U, in one pass over the rows (blocks by the thread that
+ * sweeps them): the counts of each (sorted) row's strictly lower entries and
+ * of its upper ones inside the rank, and of those coupling it to its own
+ * block (lin, uin: the last lower ones, the first upper ones); then row
+ * pointers and L's columns. */
+static int factor_pattern(bc_local *L)
+{
+    const int n = L->nloc;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                int32_t cl = 0, cu = 0, inl = 0, inu = 0;
+                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
+                    const int j = L->col[k];
+                    cl += j < i;
+                    cu += j > i && j < n;
+                    inl += j < i && j >= L->bstart[b];
+                    inu += j > i && j < L->bstart[b + 1];
+                }
+                L->lptr[i + 1] = cl, L->uptr[i + 1] = cu;
+                L->lin[i] = inl, L->uin[i] = inu;
+            }
+    }
+    L->lptr[0] = L->uptr[0] = 0;
+    for (int i = 0; i < n; i++) {
+        L->lptr[i + 1] += L->lptr[i];
+        L->uptr[i + 1] += L->uptr[i];
+    }
+    const int64_t nl = L->lptr[n];
+    L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
+    L->lval = bc_alloc((size_t)nl, sizeof(double));
+    if (!L->lidx || !L->lval)
+        return BC_ENOMEM;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                int64_t m = L->lptr[i];
+                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+                    if (L->col[k] < i)
+                        L->lidx[m++] = L->col[k];
+            }
+    }
+    return BC_OK;
 }
 
 int bc_factor(bc_local *L, int single)
@@ -159,67 +219,56 @@ int bc_factor(bc_local *L, int single)
     const int n = L->nloc;
     L->lptr = bc_alloc((size_t)n + 1, sizeof(int64_t));
     L->uptr = bc_alloc((size_t)n + 2, sizeof(int64_t));
-    L->dinv = bc_alloc((size_t)n, sizeof(double));
-    if (!L->lptr || !L->uptr || !L->dinv)
+    L->lin = bc_alloc((size_t)n, sizeof(int32_t));
+    L->uin = bc_alloc((size_t)n, sizeof(int32_t));
+    double *d = bc_alloc((size_t)n, sizeof(double));
+    if (!L->lptr || !L->uptr || !L->lin || !L->uin || !d || factor_pattern(L) != BC_OK) {
+        free(d);
         return BC_ENOMEM;
-    memset(L->uptr, 0, ((size_t)n + 2) * sizeof(int64_t));
-    /* pattern: the strictly lower entries of each (sorted) row inside the rank */
-    L->lptr[0] = 0;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        int64_t cnt = 0;
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            cnt += L->col[k] < i;
-        L->lptr[i + 1] = cnt;
     }
-    for (int i = 0; i < n; i++)
-        L->lptr[i + 1] += L->lptr[i];
-    const int64_t nl = L->lptr[n];
-    L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
-    L->lval = bc_alloc((size_t)nl, sizeof(double));
-    L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
-    L->uval = bc_alloc((size_t)nl, sizeof(double));
-    if (!L->lidx || !L->lval || !L->uidx || !L->uval)
-        return BC_ENOMEM;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        int64_t m = L->lptr[i];
-        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-            if (L->col[k] < i)
-                L->lidx[m++] = L->col[k];
+    if (single) {
+        L->lval32 = bc_alloc((size_t)L->lptr[n], sizeof(float));
+        L->dinv32 = bc_alloc((size_t)n, sizeof(float));
+        if (!L->lval32 || !L->dinv32) {
+            free(d);
+            return BC_ENOMEM;
+        }
     }
+    BC_PHASE("factor: pattern");
     /* A non-positive pivot: retry with A + shift * diag(A), the shift growing
      * tenfold from 1e-4 (Manteuffel); the shift used is reported. */
-    double *d = L->dinv;
     L->shift = 0.0;
     while (!factor_all(L, L->shift, d)) {
         L->shift = L->shift == 0.0 ? 1e-4 : L->shift * 10.0;
-        if (L->shift > 1e4)
+        if (L->shift > 1e4) {
+            free(d);
             return BC_EBREAKDOWN;
-    }
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++)
-        d[i] = 1.0 / d[i];
-    L->lin = bc_alloc((size_t)n, sizeof(int32_t));
-    L->uin = bc_alloc((size_t)n, sizeof(int32_t));
-    if (!L->lin || !L->uin)
-        return BC_ENOMEM;
-    if (!transpose_symmetric(L))
-        transpose_serial(L);
-    /* rows are sorted: a row's own-block entries are its last lower ones (other
-     * blocks in L are of earlier colors) and its first upper ones */
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < L->nblocks; b++)
-        for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-            int32_t cl = 0, cu = 0;
-            for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
-                cl += L->lidx[p] >= L->bstart[b];
-            for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
-                cu += L->uidx[p] < L->bstart[b + 1];
-            L->lin[i] = cl;
-            L->uin[i] = cu;
         }
-    return single ? to_single(L) : BC_OK;
+    }
+    BC_PHASE("factor: numeric");
+    invert_pivots(L, d);
+    BC_PHASE("factor: invert d");
+    const int64_t nl = L->lptr[n];
+    if (!single) {
+        L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
+        L->uval = bc_alloc((size_t)nl, sizeof(double));
+        if (!L->uidx || !L->uval)
+            return BC_ENOMEM;
+    }
+    if (!transpose_symmetric(L)) {
+        transpose_serial(L);
+        /* U's pattern is L's transposed, not A's upper one: count again */
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < L->nblocks; b++)
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                int32_t cu = 0;
+                for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
+                    cu += L->uidx[p] < L->bstart[b + 1];
+                L->uin[i] = cu;
+            }
+    }
+    BC_PHASE("factor: transpose");
+    return BC_OK;
 }
 
 /* The substitutions, once per precision of the factor's values (sweeps.h). */

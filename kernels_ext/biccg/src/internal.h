@@ -10,6 +10,7 @@
 typedef struct {
     /* this rank's rows, renumbered; columns >= nloc are halo entries */
     int nloc, nhalo;
+    int64_t nout; /* entries with a column outside the rank (bc_order counts them) */
     int64_t *rowptr;
     int32_t *col;
     double *val;
@@ -26,6 +27,7 @@ typedef struct {
     double *lval, *uval;
     /* the same values in single precision where asked (the double ones freed) */
     float *lval32, *uval32, *dinv32;
+    int uval_in_uidx; /* uval32 lies in uidx's buffer (not freed apart) */
     /* entries of row i coupling it to its own block: the last lin[i] of its L
      * row, the first uin[i] of its U row (the rest couple other blocks) */
     int32_t *lin, *uin;
@@ -34,6 +36,7 @@ typedef struct {
      * [pf[pfptr[3b]], pf[pfptr[3b+1])), later colors, then halo slots */
     int64_t *pfptr;
     int32_t *pf;
+    int64_t pfmost; /* the most entries of a block (the plan's scratch) */
     /* halo: receive from nrecv ranks into x[nloc + roff[k] ..], send packed rows */
     int nrecv, nsend;
     int *rrank, *rcount, *roff, *srank, *scount, *soff, *sidx;
@@ -94,6 +97,17 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
             BC_PREFETCH(v + L->pf[k]);
 }
 
+/* cg.c: with -DBC_PROFILE, print to stderr the seconds since the previous call
+ * (rank 0, thread 0), labelled `name`; name NULL only restarts the clock.  The
+ * setup's phases call it (comparisons/biccg_setup_profile.c); without the flag
+ * it compiles to nothing. */
+#ifdef BC_PROFILE
+void bc_phase(const char *name);
+#define BC_PHASE(name) bc_phase(name)
+#else
+#define BC_PHASE(name) ((void)0)
+#endif
+
 /* cg.c: an array of count items of size bytes; large ones 2 MiB aligned and
  * backed by transparent huge pages where the kernel allows (TLB misses
  * dominate the scattered reads of the substitutions otherwise). free() it. */
@@ -104,8 +118,22 @@ void *bc_alloc(size_t count, size_t size);
 double bc_spmv(const bc_local *L, const double *x, double *y);
 
 /* ordering.c: color the blocks of the local diagonal block (p's block size or
- * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks. */
+ * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks, and nout (the
+ * entries whose column lies outside the rank, which bc_build_local needs). */
 int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color);
+
+/* matrix.c: lists of int32 per item, built in parallel: fn(ctx, item, scratch,
+ * out, cnt) writes item's `parts` lists one after the other to out (at most
+ * parts x most entries; scratch holds as many), their lengths to cnt[0..parts),
+ * and returns their sum.  Each thread runs its static share of the items into
+ * a buffer of its own and copies it into place after the prefix sum (first
+ * touch by that thread).  *ptr gets parts x items + 1 offsets (part p of
+ * item k: [ptr[parts k + p], ptr[parts k + p + 1])), *out the lists; both
+ * bc_alloc'ed, set even on failure (free them).  BC_OK or BC_ENOMEM. */
+typedef int64_t (*bc_item_fn)(const void *ctx, int item, int32_t *scratch, int32_t *out,
+                              int64_t *cnt);
+int bc_gather(int items, int parts, int64_t most, bc_item_fn fn, const void *ctx,
+              int64_t **ptr, int32_t **out);
 
 /* matrix.c: the local rows in the new numbering (halo columns mapped); the
  * prefetch plan that bc_prefetch_block follows (the SpMV and the sweeps need

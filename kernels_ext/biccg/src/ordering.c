@@ -33,15 +33,30 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
     bc_gidx *key = malloc((size_t)n * sizeof *key);
     if (key == NULL)
         return BC_ENOMEM;
+    /* the point's coordinates and its tile's, stepped without dividing (three
+     * 64-bit divisions a row took 0.05 s at 128^3, serial) */
     bc_gidx x = r0 % nx, y = r0 / nx % ny, z = r0 / (nx * ny);
+    bc_gidx qx = x / tile[0], qy = y / tile[1], qz = z / tile[2];
+    int rx = (int)(x % tile[0]), ry = (int)(y % tile[1]), rz = (int)(z % tile[2]);
     bc_gidx kmin = -1, kmax = -1;
     for (bc_gidx i = 0; i < n; i++) {
-        const bc_gidx k = (z / tile[2] * nty + y / tile[1]) * ntx + x / tile[0];
+        const bc_gidx k = (qz * nty + qy) * ntx + qx;
         key[i] = k;
         kmin = kmin < 0 || k < kmin ? k : kmin;
         kmax = k > kmax ? k : kmax;
-        if (++x == nx && (x = 0, ++y == ny))
-            y = 0, z++;
+        if (++rx == tile[0])
+            rx = 0, qx++;
+        if (++x == nx) {
+            x = 0, qx = 0, rx = 0;
+            if (++ry == tile[1])
+                ry = 0, qy++;
+            if (++y == ny) {
+                y = 0, qy = 0, ry = 0;
+                if (++rz == tile[2])
+                    rz = 0, qz++;
+                z++;
+            }
+        }
     }
     int *cnt = NULL, *bptr = NULL, *tid = NULL;
     if (kmax - kmin + 2 > 0x7fffffff) {
@@ -114,19 +129,23 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         rc = BC_ENOMEM;
     if (rc != BC_OK)
         goto done;
+    BC_PHASE("order: blocks");
     color = malloc((size_t)nb * sizeof(int));
     stamp = calloc((size_t)ncol, sizeof(int));
     if (color == NULL || stamp == NULL) {
         rc = BC_ENOMEM;
         goto done;
     }
+    int64_t nout = 0; /* every entry passes here once: count the outside ones */
     for (int I = 0; I < nb; I++) {
         for (int k = bptr[I]; k < bptr[I + 1]; k++) {
             const bc_gidx i = pre ? pre[k] : k;
             for (bc_gidx e = bc_in_ptr(a, i); e < bc_in_ptr(a, i + 1); e++) {
                 bc_gidx g = bc_in_col(a, e) - r0;
-                if (g < 0 || g >= n)
+                if (g < 0 || g >= n) {
+                    nout++;
                     continue;
+                }
                 const int J = bof ? bof[g] : (int)(g / bs);
                 if (J < I) /* an earlier, already colored block */
                     stamp[color[J]] = I + 1;
@@ -150,10 +169,12 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         next = (c + 1) % ncol;
     }
 
+    BC_PHASE("order: coloring");
     /* New order: blocks by color, then by their old position; rows of a block
      * stay together and in order. */
     L->ncolors = ncol;
     L->nblocks = nb;
+    L->nout = nout;
     L->nloc = (int)n;
     L->cptr = calloc((size_t)ncol + 1, sizeof(int));
     L->bstart = malloc(((size_t)nb + 1) * sizeof(int));
@@ -184,6 +205,7 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         }
     }
     L->bstart[nb] = row;
+    BC_PHASE("order: renumbering");
     free(order);
     free(fill);
 done:
