@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from conftest import committed_runs, newer_run, report_root, reseal
 
-from burstbench.cost import job, model
+from burstbench.cost import job, model, user_job
 from burstbench.cost.predict import (
     Link,
     MatrixModel,
@@ -269,7 +269,7 @@ def test_data_sizes_must_not_be_negative(values, message):
 def test_a_job_with_no_output_is_a_job():
     """output_gb: 0 (a job whose result stays small) is taken: nothing staged out, no
     egress; it was refused."""
-    (jc,) = burst.user_jobs({"name": "quiet", "problem": {"poisson": [8, 8, 8]},
+    (jc,) = user_job.user_jobs({"name": "quiet", "problem": {"poisson": [8, 8, 8]},
                              "output_gb": 0}, job.Data(10, 30), 1)
     assert (jc.data.input_gb, jc.data.output_gb) == (10, 0)
     assert job.staging_hours(jc.data.output_gb, 50.0) == 0
@@ -453,12 +453,12 @@ def test_flow_measured_replaces_the_theoretical_figure():
      "input_gb must be a number of 0 or more (GB), not -50")])
 def test_a_users_job_is_parsed_strictly(user, message):
     with pytest.raises(ValueError) as err:
-        burst.user_jobs(user, job.Data(1, 1), 1)
+        user_job.user_jobs(user, job.Data(1, 1), 1)
     assert str(err.value) == message
 
 
 def test_a_users_job_as_given():
-    jobs = burst.user_jobs({"name": "mine", "problem": {"poisson": [8, 8, 8],
+    jobs = user_job.user_jobs({"name": "mine", "problem": {"poisson": [8, 8, 8],
                                                            "iterations": 20},
                                "nodes": [1, 4], "keep_months": 2}, job.Data(1, 2), 5)
     assert [(j.name, j.nodes, j.iterations, j.solves, j.data.keep_months) for j in jobs] == [

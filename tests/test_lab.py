@@ -723,8 +723,9 @@ def test_exploring_a_clone_leaves_the_report_and_the_runs_as_they_were(clone_lab
         ".map(o => o.textContent).join('\\n')").split())
     mine = clone / "build" / "mine"
     for text in ("What would have been chosen in Japan East", "4.0 h wait",
-                 "The job: 1,000 solve(s) on 1 node(s), 10 GB in and 0 GB out; staging",
-                 "The network rate assumed for staging:",
+                 "The job: 1,000 solve(s) on 1 node(s), 10 GB in and 0 GB out (user_job; "
+                 "assumed: job_input_gb); staging",
+                 "The network rate assumed for staging to Japan East:",
                  f"written to {mine} (build/mine/: yours, ignored by git; `make figures` "
                  "writes figures/)"):
         assert text in said, f"{text!r} not shown (screenshot: {shot})"

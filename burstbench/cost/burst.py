@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from burstbench.core.checks import ParamError, strict_keys
+from burstbench.core.checks import ParamError
 from burstbench.core.reference import vm_key
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
@@ -46,6 +46,7 @@ class JobClass:
     flow_node_hours: float | None = None
     note: str = ""
     yours: bool = False  # the user's job (user_job): its sizes are theirs, not assumed
+    assumed: tuple[str, ...] = ()  # of a user's job: the report parameters it did not give
 
     def stated(self, nodes: bool = True) -> str:
         """The job as every output states it, each figure with whose it is: '100 solves
@@ -57,7 +58,8 @@ class JobClass:
         data = f"{self.data.input_gb:g} GB in and {self.data.output_gb:g} GB out"
         on = f" on {self.nodes} node(s)" if nodes else ""
         if self.yours:
-            return f"{work}{on}, {data} (all yours: user_job)"
+            given = "; assumed: " + ", ".join(self.assumed) if self.assumed else ""
+            return f"{work}{on}, {data} (user_job{given})"
         return (f"{work} (assumed: job_solves){on}, {RANKS_PER_NODE} ranks a node as the "
                 f"study ran, {data} (assumed: job_input_gb, job_output_gb; the study's "
                 "solve reads and writes no file)")
@@ -68,46 +70,6 @@ class JobClass:
                              "Flow)")
         if self.nodes < 1 or self.solves < 1:
             raise ParamError(f"job {self.name}: nodes and solves must be at least 1")
-
-
-#: The keys of a user's job, and of its problem.
-USER_KEYS = ("name", "nodes", "problem", "solves", "input_gb", "output_gb", "keep_months",
-             "flow_node_hours")
-PROBLEM_KEYS = ("poisson", "n", "nnz", "iterations")
-
-
-def user_jobs(user: dict, data: job.Data, solves: int) -> list[JobClass]:
-    """The job classes of a user's job ({name, nodes: [..], problem: {poisson: [nx, ny,
-    nz]} or {n, nnz, iterations}, solves, input_gb, output_gb, keep_months} or {name,
-    flow_node_hours, nodes}), parsed strictly: an unknown key is refused with the valid
-    ones, never ignored."""
-    strict_keys("user_job", user, USER_KEYS)
-    strict_keys("user_job's problem", user.get("problem") or {}, PROBLEM_KEYS)
-    p = user.get("problem") or {}
-    name = str(user.get("name", "user job"))
-    if "poisson" in p:
-        grid = p["poisson"]
-        if not (isinstance(grid, (list, tuple)) and len(grid) == 3
-                and all(isinstance(v, int) and v > 0 for v in grid)):
-            raise ParamError(f"user_job's problem: poisson must be three positive integers, "
-                             f"not {grid!r}")
-        problem = MatrixModel.poisson(*grid)
-    elif {"n", "nnz"} <= set(p):
-        problem = MatrixModel(name, int(p["n"]), int(p["nnz"]))
-    elif p:
-        raise ParamError("user_job's problem: give poisson: [nx, ny, nz], or n and nnz")
-    else:
-        problem = None
-    nodes = user.get("nodes", [1])
-    nodes = [nodes] if isinstance(nodes, int) else nodes
-    if not (isinstance(nodes, (list, tuple)) and nodes
-            and all(isinstance(n, int) and n >= 1 for n in nodes)):
-        raise ParamError(f"user_job: nodes must be a list of positive integers, not {nodes!r}")
-    udata = job.Data(user.get("input_gb", data.input_gb), user.get("output_gb", data.output_gb),
-                     user.get("keep_months", data.keep_months))
-    return [JobClass(f"{name}, {n} node(s)", n, udata, problem, int(user.get("solves", solves)),
-                     p.get("iterations"), user.get("flow_node_hours"), yours=True)
-            for n in nodes]
 
 
 # -- one option, evaluated on arrays of inputs ----------------------------------------------

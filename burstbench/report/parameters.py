@@ -177,10 +177,10 @@ def _user_job(v: Any) -> dict:
     """Your job, checked strictly as the decision reads it (burstbench.cost.burst)."""
     if v in ({}, None):
         return {}
-    from burstbench.cost import burst, job
+    from burstbench.cost import job, user_job
 
     try:
-        burst.user_jobs(v, job.Data(1, 1), 1)
+        user_job.user_jobs(v, job.Data(1, 1), 1)
     except ParamError as exc:
         msg = str(exc)
         raise ParamError(msg if msg.startswith("user_job") else f"user_job: {msg}") from None

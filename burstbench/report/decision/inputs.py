@@ -19,7 +19,7 @@ from burstbench.core import paths
 from burstbench.core.checks import ParamError
 from burstbench.core.merits import Merits
 from burstbench.core.reference import read_reference, vm_key
-from burstbench.cost import burst, job
+from burstbench.cost import burst, job, user_job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import merit
 from burstbench.cost.model import Model
@@ -307,7 +307,7 @@ def job_classes(merits: list[Merits], data: job.Data, solves: int, g3_iterations
     if not it == it:
         notes.append(f"G3_circuit-sized matrix: {how}")
     if user:
-        out += burst.user_jobs(user, data, solves)
+        out += user_job.user_jobs(user, data, solves)
     return out, notes
 
 
