@@ -235,13 +235,13 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                            "break_even_wait_h": float(at_med.hours[i, 0] - med_h[i])
                            if ok[i] else math.nan})
     per_vm = pd.DataFrame(priced)
+    # each job's VM: the one asked for, else the likeliest to be sooner, the cheaper at a tie
+    takers = per_vm[per_vm["takes"] & ((per_vm["vm"] == vm) if vm else True)]
+    best_of = {r["job"]: r for r in takers.sort_values(
+        ["p_sooner", "jpy"], ascending=[False, True]).drop_duplicates("job").to_dict("records")}
     table = []
     for i, j in enumerate(pend):
-        mine = per_vm[(per_vm["job"] == j.id) & per_vm["takes"]]
-        if vm:
-            mine = mine[mine["vm"] == vm]
-        best = (mine.sort_values(["p_sooner", "jpy"], ascending=[False, True]).iloc[0]
-                if len(mine) else None)
+        best = best_of.get(j.id)
         row = {"job": j.id, "user": j.user, "partition": j.partition, "nodes": j.nodes,
                "limit_h": limit_h[i], "waited_h": (snap.now - j.submit) / 3600,
                "estimate_h": est[i] / 3600,

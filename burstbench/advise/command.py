@@ -82,14 +82,6 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "queue anew)")
 
 
-def _backend(name: str):
-    if name == "slurm":
-        from burstbench.advise import slurm
-        return slurm
-    from burstbench.advise import pbs
-    return pbs
-
-
 def read_history(path: str):
     """Finished jobs from a file: sacct --parsable2, a job completion log, PBS accounting."""
     from burstbench.advise import pbs, slurm
@@ -113,11 +105,8 @@ def read_history(path: str):
 def _snapshot(args):
     from burstbench.advise import queue
 
-    if args.snapshot:
-        snap, _ = queue.load(args.snapshot)
-        return snap
-    snap = _backend(args.scheduler).read(queue.run_command, args.history_days)
-    if args.history:
+    snap, _ = queue.read(args.snapshot, args.scheduler, args.history_days)
+    if args.history and not args.snapshot:
         snap.history, snap.history_source = read_history(args.history)
     return snap
 
@@ -192,7 +181,7 @@ def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
     from burstbench.advise import queue
 
     run = run or queue.run_command
-    backend = _backend(snap.scheduler)
+    backend = queue.backend(snap.scheduler)
     said = []
     where = {j.id: (j.state, j.partition) for j in snap.jobs}
     said += ledger.settle(snap.scheduler, where, args.cloud)

@@ -91,29 +91,28 @@ class Ledger:
         return any(r.get("job") == job and r.get("scheduler") == scheduler
                    and r.get("event") in FINAL for r in self.records)
 
+    def _outcomes(self, scheduler: str | None = None) -> list[tuple[dict, dict | None]]:
+        """Each intent (of `scheduler`; None: of every one) with the first record of its job
+        after it that is not an intent (its outcome; None where the run was killed before
+        writing one)."""
+        out = []
+        for i, r in enumerate(self.records):
+            if r.get("event") == "intent" and scheduler in (None, r.get("scheduler")):
+                out.append((r, next((x for x in self.records[i + 1:]
+                                     if x.get("job") == r["job"]
+                                     and x.get("scheduler") == r.get("scheduler")
+                                     and x.get("event") != "intent"), None)))
+        return out
+
     def open_intents(self, scheduler: str) -> list[dict]:
         """Intents with no outcome after them (a run killed between the two)."""
-        out = []
-        for r in self.records:
-            if r.get("scheduler") != scheduler or r.get("event") != "intent":
-                continue
-            later = self.records[self.records.index(r) + 1:]
-            if not any(x.get("job") == r["job"] and x.get("scheduler") == scheduler
-                       and x.get("event") != "intent" for x in later):
-                out.append(r)
-        return out
+        return [r for r, outcome in self._outcomes(scheduler) if outcome is None]
 
     def spent(self, day: str) -> float:
         """JPY of the day (YYYY-MM-DD, local): moves done, and intents not yet settled."""
-        total = 0.0
-        for r in self.records:
-            if r.get("time", "").startswith(day) and r.get("event") == "intent":
-                outcome = next((x for x in self.records[self.records.index(r) + 1:]
-                                if x.get("job") == r["job"] and x.get("event") != "intent"),
-                               None)
-                if outcome is None or outcome.get("event") in ("done", "gone"):
-                    total += float(r.get("jpy", 0.0))
-        return total
+        return sum(float(r.get("jpy", 0.0)) for r, outcome in self._outcomes()
+                   if r.get("time", "").startswith(day)
+                   and (outcome is None or outcome.get("event") in ("done", "gone")))
 
     def settle(self, scheduler: str, where: dict[str, tuple[str, str]], cloud: str) -> list[str]:
         """Settle every open intent against the scheduler's listing `where` (job -> (state,

@@ -104,6 +104,32 @@ def load(path: Path | str) -> tuple[Snapshot, dict]:
     return Snapshot.from_dict(d["snapshot"]), d.get("advice", {})
 
 
+def backend(scheduler: str):
+    """The module that reads and moves `scheduler`'s jobs (burstbench.advise.slurm or
+    .pbs); ParamError for any other name."""
+    if scheduler == "slurm":
+        from burstbench.advise import slurm
+        return slurm
+    if scheduler == "pbs":
+        from burstbench.advise import pbs
+        return pbs
+    raise ParamError(f"scheduler must be slurm or pbs, not {scheduler!r}")
+
+
+def read(snapshot: Path | str = "", scheduler: str = "", history_days: float = 30.0
+         ) -> tuple[Snapshot, str]:
+    """The queue: the saved `snapshot` where given, else the live one of `scheduler`; and
+    where it came from.  ParamError, one line, where neither can be read."""
+    if snapshot:
+        snap, _ = load(snapshot)
+        return snap, f"the snapshot {snapshot} ({snap.version}, saved by advise --save)"
+    if not scheduler:
+        raise ParamError("give snapshot (a file saved by `burstbench advise --json --save`) "
+                         "or scheduler (slurm or pbs, for the live queue)")
+    snap = backend(scheduler).read(run_command, history_days)
+    return snap, f"the live queue ({snap.version})"
+
+
 #: A command runner: the argument list, run without a shell; (status, stdout, stderr).
 Runner = Callable[[Sequence[str]], tuple[int, str, str]]
 

@@ -26,6 +26,7 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
+from burstbench.replay.logs import limit_seconds  # Slurm's time limits, as sacct logs them
 
 #: The job ids this advice acts on: a number, or an array task's number_number.
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -43,13 +44,6 @@ def _clock(text: str) -> float:
         return datetime.fromisoformat(text.strip()).timestamp()
     except ValueError:
         return math.nan
-
-
-def limit_seconds(text: str) -> float:
-    """A Slurm time limit ([days-]hh:mm:ss, hh:mm:ss, mm:ss or minutes) in s; NaN for
-    UNLIMITED or anything else."""
-    from burstbench.replay.logs import _seconds
-    return _seconds(text)
 
 
 def _number(v) -> float:

@@ -4,36 +4,23 @@ jobs' P(sooner) curves."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from burstbench.advise import advice as adv
 from burstbench.advise import queue
-from burstbench.core.checks import ParamError
+from burstbench.core import paths
 from burstbench.wait.history import survival
 
 
 def read(snapshot: str = "", scheduler: str = "", history_days: float = 30.0
          ) -> tuple[queue.Snapshot, str]:
-    """The queue: the saved `snapshot` where given, else the live one of `scheduler`; and
-    where it came from.  ParamError, one line, where neither can be read."""
-    if snapshot:
-        from pathlib import Path
-
-        from burstbench.core import paths
-        f = Path(snapshot)
-        snap, _ = queue.load(f if f.is_absolute() else paths.project_root() / f)
-        return snap, f"the snapshot {snapshot} ({snap.version}, saved by advise --save)"
-    if not scheduler:
-        raise ParamError("give snapshot (a file saved by `burstbench advise --json --save`) "
-                         "or scheduler (slurm or pbs, for the live queue)")
-    if scheduler == "slurm":
-        from burstbench.advise import slurm as backend
-    elif scheduler == "pbs":
-        from burstbench.advise import pbs as backend  # type: ignore[no-redef]
-    else:
-        raise ParamError(f"scheduler must be slurm or pbs, not {scheduler!r}")
-    snap = backend.read(queue.run_command, history_days)
-    return snap, f"the live queue ({snap.version})"
+    """burstbench.advise.queue.read, a relative `snapshot` taken from the project's root
+    (the notebook runs from notebooks/)."""
+    if snapshot and not Path(snapshot).is_absolute():
+        return queue.read(paths.project_root() / snapshot, scheduler, history_days)
+    return queue.read(snapshot, scheduler, history_days)
 
 
 def curves(a: adv.Advice, max_jobs: int = 12):

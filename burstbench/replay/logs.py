@@ -158,7 +158,7 @@ def parse_swf(text: str, source: str = "") -> Log:
     return log
 
 
-def _seconds(t: str) -> float:
+def limit_seconds(t: str) -> float:
     """Slurm's time limit ([days-]hh:mm:ss, mm:ss, minutes) in seconds; NaN for UNLIMITED,
     Partition_Limit or anything else."""
     t = t.strip()
@@ -249,7 +249,7 @@ def parse_sacct(text: str, source: str = "") -> Log:
         d["JobID"].to_numpy(), _epoch(d["Submit"]), _epoch(d["Start"]), _epoch(d["End"]),
         pd.to_numeric(d["NCPUS"], errors="coerce").fillna(0).to_numpy(),
         pd.to_numeric(d["NNodes"], errors="coerce").fillna(0).to_numpy(),
-        d["Timelimit"].map(_seconds).to_numpy(dtype=float), state.to_numpy(), "sacct",
+        d["Timelimit"].map(limit_seconds).to_numpy(dtype=float), state.to_numpy(), "sacct",
         "the Slurm cluster of the log", notes, dropped,
         d["User"].to_numpy() if "User" in d else None)
 
@@ -282,7 +282,7 @@ def parse_pbs(text: str, source: str = "") -> Log:
         return pd.to_numeric(d[col], errors="coerce").to_numpy(dtype=float)
     return _from_times(d["id"].to_numpy(), num("qtime"), num("start"), num("end"),
                        np.nan_to_num(num("ncpus")), np.nan_to_num(num("nodect")),
-                       d["walltime"].map(_seconds).to_numpy(dtype=float),
+                       d["walltime"].map(limit_seconds).to_numpy(dtype=float),
                        d["exit"].to_numpy(), "pbs", "the PBS Pro complex of the log",
                        notes, dropped, d["user"].to_numpy())
 

@@ -42,7 +42,6 @@ class Pricing:
     """The machines, the drawn inputs (`x`: name -> modes then draws) and the price table of
     one region and billing; :meth:`costed` prices jobs on one VM."""
 
-    system: str
     flow: NodeModel
     machine_of: dict[str, NodeModel]
     fitted: model.Model | None
@@ -55,10 +54,8 @@ class Pricing:
     region: str
     billing: str
     storage: str
-    draws: int
     egress_free_gb: float = 0.0
     flow_vm: str = "flow-cloud"
-    why_unfitted: str = ""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -108,9 +105,9 @@ class Pricing:
         if c.speed == "memory":
             return self.flow_bw / m.bandwidth(m.cores) * self.scale
         # the BICCG model's stand-in for a class mapped to it: the study's Poisson job
-        jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*STUDY_GRID))
         if self.fitted is None:
             return None
+        jc = burst.JobClass(c.name, k, c.data, MatrixModel.poisson(*STUDY_GRID))
         try:
             vp, fp = burst.parts(jc, m, self.fitted, self.flow), burst.parts(
                 jc, self.flow, self.fitted, self.flow)
@@ -175,6 +172,5 @@ def pricing(classes: list[policy.LoggedClass], *, runs_dir: Path | str = "",
                          & (prices.table["region"] == region)]
     if fitted is None:
         problems.append(f"no BICCG model fitted ({why_unfitted}); memory-bound classes only")
-    return Pricing(system, flow, machine_of, fitted, ranges, x, scale, fee, table, options_of,
-                   region, billing, storage, draws, egress_free_gb, flow_vm, why_unfitted,
-                   problems)
+    return Pricing(flow, machine_of, fitted, ranges, x, scale, fee, table, options_of, region,
+                   billing, storage, egress_free_gb, flow_vm, problems)
