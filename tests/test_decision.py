@@ -706,7 +706,7 @@ def test_flow_measured_with_this_project_is_used_and_said(tmp_path):
 def test_a_wan_measured_to_the_other_site_replaces_the_published_bounds(tmp_path):
     """storage_replicate_remote: the replication's tries are the WAN's range; a rate given
     by the user still wins."""
-    from burstbench.report.decision import inputs as decision_inputs
+    from burstbench.cost import inputs as decision_inputs
 
     fitted = model.Model(1.0, {}, pd.DataFrame({"reference": [True], "measured_s": [2.0],
                                                 "error": [0.0]}))

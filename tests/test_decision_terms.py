@@ -137,7 +137,7 @@ def test_a_regions_wan_given_wrong_is_refused_in_one_line(tmp_path, wan, message
 def test_the_published_wan_across_the_pacific_is_one_tcp_streams():
     """East US: 3 MiB / 170 ms to 6 MiB / 162 ms (wan_paths.csv) = 17.65-37.04 MiB/s, below
     the gfrep rates; Japan East: the gfrep rates (23.4-116.6), its bound not binding."""
-    from burstbench.report.decision import inputs
+    from burstbench.cost import inputs
 
     r = inputs.wan_ranges(("East US", "Japan East"), 0, ROOT / "data/reference", [])
     east, japan = r["WAN rate to East US"], r["WAN rate to Japan East"]

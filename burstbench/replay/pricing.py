@@ -27,7 +27,7 @@ from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 from burstbench.replay import policy
-from burstbench.report.decision import inputs
+from burstbench.cost import inputs
 
 
 class _Unfitted:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from burstbench.core import paths
 from burstbench.core.checks import ParamError
-from burstbench.cost import burst, job, machines, model, study_check
+from burstbench.cost import burst, inputs, job, machines, model, study_check
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.cost.flips import GB_IN, GB_OUT, flip_points, sensitivity
 from burstbench.registry import all_merits
-from burstbench.report.decision import figures, inputs, text
+from burstbench.report.decision import figures, text
 from burstbench.report.sections import Section
 
 #: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
