@@ -1,4 +1,4 @@
-"""The burst decision's inputs: prices and storage tiers by region, the WAN's published
+"""The burst decision's inputs, beside cost/uncertainty.py for the decision, the replay and the live advice alike: prices and storage tiers by region, the WAN's published
 rates, Flow's bandwidth fraction as the study's VMs show it, the report parameters turned
 into ranges (each with its source), the job classes and the cloud options of a VM.
 

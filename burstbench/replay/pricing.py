@@ -22,12 +22,11 @@ import pandas as pd
 from burstbench.core import paths
 from burstbench.core.checks import ParamError
 from burstbench.core.reference import vm_key
-from burstbench.cost import burst, machines, model
+from burstbench.cost import burst, inputs, machines, model
 from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 from burstbench.replay import policy
-from burstbench.cost import inputs
 
 
 class _Unfitted:
