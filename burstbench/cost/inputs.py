@@ -1,6 +1,7 @@
-"""The burst decision's inputs, beside cost/uncertainty.py for the decision, the replay and the live advice alike: prices and storage tiers by region, the WAN's published
-rates, Flow's bandwidth fraction as the study's VMs show it, the report parameters turned
-into ranges (each with its source), the job classes and the cloud options of a VM.
+"""The burst decision's inputs, beside cost/uncertainty.py for the decision, the replay and
+the live advice alike: prices and storage tiers by region, the WAN's published rates, Flow's
+bandwidth fraction as the study's VMs show it, the report parameters turned into ranges (each
+with its source), the job classes and the cloud options of a VM.
 
 Long: every uncertain input of the decision becomes a range here, each with its source (the
 WAN now one per region, with the paths' own bounds), so that the decision, the replay and the
