@@ -369,8 +369,9 @@ def test_a_test_run_never_resumes_a_measurement():
     b = params.validate({"vm": "x", "test": False}, "triad")
     c = params.validate({"vm": "x", "test": True}, "triad")
     assert params.digest(a, "triad") == params.digest(b, "triad") != params.digest(c, "triad")
-    # as before the key existed, where the runs' triad_serve (since_runs False) is asked
-    old = params.validate({"vm": "x", "triad_serve": False}, "triad")
+    # as before the keys existed, where the runs' triad_serve (since_runs False) and
+    # triad_tiers (since_runs []: no ladder) are asked
+    old = params.validate({"vm": "x", "triad_serve": False, "triad_tiers": []}, "triad")
     assert params.digest(old, "triad") == "522370d8883d"
     # served repetitions measure differently: an earlier run does not resume with them
     assert params.digest(a, "triad") != "522370d8883d"

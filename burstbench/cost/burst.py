@@ -91,6 +91,8 @@ class Parts:
     node_hours_h: float = 0.0  # a node-hours job: hours on this machine at nominal inputs
     how: str = ""
     traffic: str = ""
+    cache: str = ""  # the input whose draw speeds the memory part (a working set in cache)
+    tier: str = "memory"  # the memory tier the working set was priced at (NodeModel.tier)
 
     def hours(self, inputs: dict[str, np.ndarray], memory_scale=1.0) -> np.ndarray:
         """Hours of computing per draw: iterations x (memory + communication) + setup, per
@@ -106,11 +108,15 @@ class Parts:
         of `inputs`: what hours() and the study check add up."""
         it = self.it_low + inputs[u.ITERATIONS] * (self.it_high - self.it_low)
         comm = self.comm_low_s + inputs[u.LATENCY] * (self.comm_high_s - self.comm_low_s)
-        return it, self.memory_s * memory_scale, comm
+        speedup = inputs[self.cache] if self.cache else 1.0
+        return it, self.memory_s * memory_scale / speedup, comm
 
 
-def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel) -> Parts:
-    """A job class's Parts on machine `m`; ValueError with why it cannot be priced."""
+def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel,
+          tiers: bool = True) -> Parts:
+    """A job class's Parts on machine `m`, its working set per node priced at the memory
+    tier it fits (predict's assumption 2; `tiers` False: at STREAM's rule size, as the
+    study's Triad); ValueError with why it cannot be priced."""
     if m.max_nodes is not None and jc.nodes > m.max_nodes:
         raise ValueError(f"no InfiniBand: {jc.nodes} nodes not offered")
     if jc.problem is None:
@@ -128,15 +134,17 @@ def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel) -> Parts:
     counted = traffic_for(jc.problem.name, layout.ranks, model.counts)
     traffic = counted or jc.problem.traffic(layout.ranks)
     low = predict(jc.problem, m, layout, lo, model.efficiency, traffic,
-                  model.setup_iterations, 0.0)
+                  model.setup_iterations, 0.0, tiers)
     high = predict(jc.problem, m, layout, lo, model.efficiency, traffic,
-                   model.setup_iterations, 1.0)
+                   model.setup_iterations, 1.0, tiers)
     return Parts(low.memory_s, low.halo_s + low.reduce_s, high.halo_s + high.reduce_s,
                  model.setup_iterations, lo, hi, jc.solves,
-                 how=f"{how}, layout {layout.nodes}x{layout.label}",
+                 how=f"{how}, layout {layout.nodes}x{layout.label}, working set in "
+                     f"{low.tier}",
                  traffic=f"{traffic.messages:g} halo messages of {traffic.message_size:,.0f} B "
                          f"and {traffic.reductions:g} Allreduces per iteration "
-                         f"({traffic.source})")
+                         f"({traffic.source})",
+                 cache=u.cache(m.name) if low.tier == "cache" else "", tier=low.tier)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from burstbench.cost import burst, job, user_job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.machines import merit
 from burstbench.cost.model import Model
-from burstbench.cost.predict import STUDY_GRID, MatrixModel
+from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 
 #: The job classes of the decision: the study's Poisson problem on 1, 2, 4 and 8 nodes, and
 #: G3_circuit (1 node), priced where its iterations were measured here or given.  G3_PROXY
@@ -240,14 +240,37 @@ def wan_ranges(regions: tuple[str, ...], wan_mib_s, ref_dir: Path, problems: lis
     return out
 
 
+def cache_ranges(machine_of: dict[str, NodeModel]) -> dict[str, u.Range]:
+    """The cache speed-up of each published machine whose L3's bandwidth is known
+    (machines.machines: cache_peaks.csv): nobody measured a Triad in its cache, so it is
+    log-uniform between 1 (no gain over its DRAM Triad) and its L3's peak over that Triad."""
+    out = {}
+    for name, m in machine_of.items():
+        if m.measured or not m.cache_peak_gbs or not m.cache_bytes:
+            continue
+        dram = m.bandwidth(m.cores)
+        if m.cache_peak_gbs <= dram:
+            continue
+        out[u.cache(name)] = u.Range.log_uniform(
+            u.cache(name), 1.0, m.cache_peak_gbs / dram, "x",
+            f"never measured: from no gain over its DRAM Triad ({dram:g} GB/s) to its L3's "
+            f"peak ({m.sources.get('cache', 'cache_peaks.csv')}), where a node's working set "
+            f"fits its {m.cache_bytes / 2**20:,.0f} MiB of L3 (Table 1)",
+            tables=("cache_peaks.csv", "vm_sizes.csv"))
+    return out
+
+
 def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: Path,
            wan_mib_s, deploy_minutes, spot_evictions_per_h, problems: list[str],
            measured_wan: pd.DataFrame | None = None, regions: tuple[str, ...] = (),
-           spot_start_minutes=0.0) -> dict[str, u.Range]:
+           spot_start_minutes=0.0,
+           machine_of: dict[str, NodeModel] | None = None) -> dict[str, u.Range]:
     """Every uncertain input of the decision, with its source (burstbench.cost.uncertainty).
     The WAN per region of `regions` (wan_ranges); with none, one WAN (u.WAN) for every
-    region, bounded by no path's round trip."""
+    region, bounded by no path's round trip; the cache speed-up of each machine of
+    `machine_of` that may hold a working set in its L3 (cache_ranges)."""
     out = {u.ERROR: model.error()}
+    out |= cache_ranges(machine_of or {})
     if flow_measured:
         out[u.FLOW_FRACTION] = u.Range.known(u.FLOW_FRACTION, 1.0, "",
                                              "Flow measured here: its own Triad")

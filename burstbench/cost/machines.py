@@ -6,6 +6,7 @@ or a run of Flow measured with this project)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -81,19 +82,44 @@ def _placement_link(d: pd.DataFrame, placement: str) -> Link | None:
                 source=source)
 
 
-def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame) -> NodeModel:
-    """A VM measured here: Triad by threads from `triad` (one run's rows), its ping-pong
-    within a node (on one socket, and across its sockets) and across nodes where
-    measured."""
+def measured_machine(vm: str, triad: pd.DataFrame, pingpong: pd.DataFrame,
+                     ladder: pd.DataFrame | None = None) -> NodeModel:
+    """A VM measured here: Triad by threads from `triad` (one run's rows), its ladder of
+    working sets (`ladder`: that run's memory_bandwidth_gbs_at_bytes rows), the machine
+    its run names (CPU, last-level cache), its ping-pong within a node (on one socket,
+    and across its sockets) and across nodes where measured."""
     by_threads = {int(t): float(v) for t, v in zip(triad["threads"], triad["value"])}
     here = pingpong[pingpong["source"] == "measured here"]
     intra, sockets, inter = (_link(here, vm, k) for k in ("intra", "sockets", "inter"))
+    steps: dict[int, tuple[tuple[float, float], ...]] = {}
+    if ladder is not None and len(ladder):
+        for t, d in ladder.groupby("threads"):
+            steps[int(t)] = tuple(sorted(zip(d["bytes"].astype(float), d["value"].astype(float))))
+    first = triad.iloc[0]
     return NodeModel(name=vm, cores=max(by_threads), triad_gbs=by_threads, measured=True,
-                   intra=intra, inter=inter, intra_sockets=sockets,
+                   intra=intra, inter=inter, intra_sockets=sockets, ladder=steps,
+                   rule_bytes=_number(first.get("bytes")),
+                   cache_bytes=_number(first.get("llc_bytes")), cpu=str(first.get("cpu") or ""),
                    sources={"triad": f"measured here ({triad['data'].iloc[0]})",
                             "pingpong": intra.source if intra else "none measured",
                             "sockets": sockets.source if sockets else "none measured",
                             "network": inter.source if inter else "none"})
+
+
+def _number(v) -> float:
+    """A table's cell as a number, 0 where missing."""
+    v = pd.to_numeric(v, errors="coerce")
+    return float(v) if pd.notna(v) else 0.0
+
+
+def ladders(merits: list[Merits]) -> pd.DataFrame:
+    """Every run's Triad ladder rows (memory_bandwidth_gbs_at_bytes), by run_id."""
+    return merit(merits, "memory_bandwidth_gbs_at_bytes")
+
+
+def of_run(rows: pd.DataFrame, run_id: str) -> pd.DataFrame:
+    """The rows of one run (none where the table has no run_id)."""
+    return rows[rows["run_id"] == run_id] if "run_id" in rows else rows.iloc[0:0]
 
 
 def pingpong_rows(merits: list[Merits]) -> pd.DataFrame:
@@ -113,8 +139,9 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
     out: dict[str, NodeModel] = {}
     pp = pingpong_rows(merits)
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
+    steps = ladders(merits)
     for vm, d in newest(at).groupby("vm", sort=False):
-        out[vm] = measured_machine(vm, d, pp)
+        out[vm] = measured_machine(vm, d, pp, of_run(steps, d["run_id"].iloc[0]))
     stand_in = next((m.intra for m in out.values() if m.intra is not None), None)
     sizes = read_reference(ref_dir, "vm_sizes.csv", ["vm", "physical_cores", "interconnect"],
                            problems)
@@ -140,15 +167,27 @@ def machines(merits: list[Merits], ref_dir: Path, flow_fraction: float,
         intra = inter or stand_in
         threads = int(b["threads"].iloc[0]) if pd.notna(b["threads"].iloc[0]) else \
             int(r.physical_cores)
+        l3 = _number(getattr(r, "l3_cache_mb_per_socket", 0)) * _number(
+            getattr(r, "sockets", 1)) * 2**20  # Table 1's MB: binary, as AMD's 768 MB
         out[r.vm] = NodeModel(
             name=r.vm, cores=int(r.physical_cores),
             triad_gbs={threads: float(b["value"].iloc[0])}, measured=False, intra=intra,
-            inter=inter if ib else None, max_nodes=None if ib else 1,
+            inter=inter if ib else None, max_nodes=None if ib else 1, cache_bytes=l3,
+            cpu=str(getattr(r, "cpu", "") or ""),
             sources={"triad": "the study's best (data/reference/triad_best.csv)",
                      "pingpong": src if inter else
                      f"none published: the curve measured here stands in "
                      f"({stand_in.source if stand_in else 'none'})",
                      "network": src if ib else "no InfiniBand"})
+    peaks = read_reference(ref_dir, "cache_peaks.csv", ["vm", "l3_bytes_per_cycle_per_core",
+                                                        "all_core_ghz", "source"], problems)
+    for r in peaks.itertuples():
+        m = out.get(r.vm)
+        top = _number(r.l3_bytes_per_cycle_per_core) * _number(r.all_core_ghz)
+        if m is not None and not m.measured and top > 0:
+            out[r.vm] = replace(m, cache_peak_gbs=top * m.cores, sources=m.sources | {
+                "cache": f"{top * m.cores:,.0f} GB/s at most: {r.source} "
+                         "(data/reference/cache_peaks.csv)"})
     flow = read_reference(ref_dir, "flow_systems.csv", ["system", "cpus_per_node",
                           "memory_bandwidth_theoretical_gbs_per_cpu", "interconnect"],
                           problems)
@@ -196,6 +235,8 @@ def flow_machine(machine_of: dict[str, NodeModel], flow_system: str, flow_vm: st
         problems.append(f"{flow_system} measured as {flow_vm}: " + "; ".join(notes))
     return NodeModel(name=flow_system, cores=run.cores, triad_gbs=run.triad_gbs, measured=True,
                    intra=intra, inter=inter, intra_sockets=run.intra_sockets,
+                   ladder=run.ladder, rule_bytes=run.rule_bytes, cache_bytes=run.cache_bytes,
+                   cpu=run.cpu,
                    sources=run.sources | {"triad": f"measured as {flow_vm}: "
                                           f"{run.sources['triad']}"}), True
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from burstbench.core.merits import Merits, newest
 from burstbench.cost import uncertainty as u
-from burstbench.cost.machines import measured_machine, merit, pingpong_rows
+from burstbench.cost.machines import ladders, measured_machine, merit, of_run, pingpong_rows
 from burstbench.cost.predict import (
     MatrixModel,
     NodeModel,
@@ -182,7 +182,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     solver."""
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
     pp = pingpong_rows(merits)
-    paired = {run: measured_machine(d["vm"].iloc[0], d, pp)
+    steps = ladders(merits)
+    paired = {run: measured_machine(d["vm"].iloc[0], d, pp, of_run(steps, run))
               for run, d in at.groupby("run_id", sort=False)} if "run_id" in at else {}
 
     def machine(vm: str, run_id: str) -> NodeModel | None:
@@ -214,9 +215,9 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     m_ref = machine(r["vm"], r["run_id"])
     if m_ref is None:
         raise ValueError(f"the model's reference {reference}: no Triad of its machine")
-    eff = fit_efficiency(_problem(r), m_ref, layout, n_it, r["value"], ref_traffic)
+    eff = fit_efficiency(_problem(r), m_ref, layout, n_it, r["value"], ref_traffic, tiers=True)
     setup = same(setups, r)
-    ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic)
+    ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic, tiers=True)
     setup_iterations = float(setup["value"].iloc[0]) / ref_pred.memory_s if len(setup) else 0.0
     rows = []
     for s in ours.itertuples(index=False):
@@ -226,9 +227,11 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
         it = same(iters, s)
         if m is None or it.empty:
             continue
+        problem, n = _problem(s), float(it["value"].iloc[0])
+        traffic = traffic_for(s["problem"], int(s["ranks"]), same(counts, s))
         try:
-            p = predict(_problem(s), m, lay, float(it["value"].iloc[0]), eff,
-                        traffic_for(s["problem"], int(s["ranks"]), same(counts, s)))
+            p = predict(problem, m, lay, n, eff, traffic, tiers=True)
+            rule = predict(problem, m, lay, n, eff, traffic)
         except ValueError:
             continue
         is_ref = (s["run_id"], s["problem"], s["label"], s["nodes"]) == (
@@ -240,6 +243,10 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "layout": f"{lay.nodes}n {s['label']}", "cores": s["cores"],
                      "iterations": float(it["value"].iloc[0]), "measured_s": s["value"],
                      "predicted_s": p.solve_s, "error": p.solve_s / s["value"] - 1,
+                     "predicted_rule_s": rule.solve_s,
+                     "error_rule": rule.solve_s / s["value"] - 1, "tier": p.tier,
+                     "working_set_mib": problem.working_set / lay.nodes / 2**20,
+                     "cpu": m.cpu, "llc_mib": m.cache_bytes / 2**20,
                      "memory_share": p.memory_s / p.iteration_s, "reference": is_ref,
                      "build": _build(s.get("build")), "used": is_ref or not why,
                      "not_used": why, "ranks_per_node": lay.ranks_per_node,

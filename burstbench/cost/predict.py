@@ -13,6 +13,14 @@ where nothing was fitted):
    over configurations at c threads (at the most threads measured, where c is more);
    where only a published best is known (at its own thread count t), that best for
    c >= t, and best x c / t below (bandwidth grows at most linearly with cores).
+   That is the Triad at STREAM's rule size (arrays of 4x the caches), as the study
+   published it; with memory tiers (``tiers=True``: the decision's) a node's working set
+   (``kernels_ext.biccg.working_set_bytes`` / nodes) is priced at the tier it fits: on a
+   measured machine at the Triad its ladder measured for that working set (log-log
+   between the ladder's points and the rule size's, the rule size's beyond); on a
+   published one at its DRAM Triad where the set exceeds its L3 (Table 1's, all sockets)
+   or where no L3 bandwidth is published for it, else at the DRAM Triad x the cache's
+   speed-up, an uncertain input the decision draws (uncertainty.cache(name)).
 3. Messages.  What one iteration sends is the solver's own count (:class:`Traffic`: the
    busiest rank's halo messages and bytes, the Allreduces and their bytes, recorded by
    the kernel for a problem and rank count); where none was recorded, the rule those
@@ -43,7 +51,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from kernels_ext.biccg import bytes_per_iteration
+from kernels_ext.biccg import bytes_per_iteration, working_set_bytes
 
 _GRID = re.compile(r"poisson(\d+)x(\d+)x(\d+)$")
 
@@ -83,6 +91,11 @@ class MatrixModel:
     def bytes(self) -> int:
         """Bytes one iteration moves (assumption 1)."""
         return bytes_per_iteration(self.n, self.nnz, self.factor)
+
+    @property
+    def working_set(self) -> int:
+        """Bytes one iteration touches, each once (assumption 2's tiers)."""
+        return working_set_bytes(self.n, self.nnz, self.factor)
 
     def traffic(self, ranks: int) -> Traffic:
         """What one iteration sends when no count was recorded (assumption 3's rule)."""
@@ -188,6 +201,12 @@ class NodeModel:
     max_nodes: int | None = None  # None: no limit known
     sources: dict[str, str] = field(default_factory=dict)
     intra_sockets: Link | None = None  # within a node, across its sockets, where measured
+    #: measured: the Triad's ladder by thread count, ((working set bytes, GB/s), ...)
+    ladder: dict[int, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    rule_bytes: float = 0.0  # the working set of the Triad behind triad_gbs (0: unknown)
+    cache_bytes: float = 0.0  # the node's last-level cache, all instances (0: unknown)
+    cpu: str = ""  # the CPU, as the run's provenance or Table 1 names it
+    cache_peak_gbs: float = 0.0  # published: its L3's bandwidth at most (0: unknown)
 
     def within(self, layout: SolveLayout) -> Link | None:
         """The ping-pong between `layout`'s ranks on one node: across sockets where measured
@@ -211,6 +230,29 @@ class NodeModel:
             return self.triad_gbs[at]
         (t, best), = list(self.triad_gbs.items())[:1]
         return best if cores >= t else best * cores / t
+
+    def tier(self, cores: int, working_set: float) -> tuple[float, str]:
+        """(GB/s, tier) of `cores` cores on a node streaming `working_set` bytes (assumption
+        2's tiers).  The tier: 'ladder' (measured at that working set), 'memory' (the
+        set exceeds the cache, or nothing else is known of the machine), or 'cache' (a
+        published machine whose L3 holds the set: its DRAM Triad is returned, and the
+        caller multiplies in the cache's drawn speed-up, cache_input(name))."""
+        dram = self.bandwidth(cores)
+        if self.measured:
+            at = max([t for t in sorted(self.ladder) if t <= cores] or sorted(self.ladder)[:1],
+                     default=None)
+            if at is None:
+                return dram, "memory"
+            points = sorted(self.ladder[at])
+            if self.rule_bytes > points[-1][0]:
+                points.append((self.rule_bytes, dram))
+            if working_set >= points[-1][0]:
+                return points[-1][1], "memory" if points[-1][1] == dram else "ladder"
+            return _loglog([p[0] for p in points], [p[1] for p in points],
+                           working_set), "ladder"
+        if self.cache_bytes and self.cache_peak_gbs > dram and working_set <= self.cache_bytes:
+            return dram, "cache"
+        return dram, "memory"
 
 
 @dataclass(frozen=True)
@@ -245,6 +287,7 @@ class Prediction:
     halo_s: float
     reduce_s: float
     setup_s: float = 0.0
+    tier: str = "memory"  # the memory tier the working set was priced at (NodeModel.tier)
 
     @property
     def iteration_s(self) -> float:
@@ -252,10 +295,12 @@ class Prediction:
 
 
 def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, efficiency: float,
-              traffic: Traffic | None = None,
-              latency_position: float = 0.0) -> tuple[float, float, float]:
-    """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4); `traffic`
-    the solver's count for this problem and rank count, else the slab rule.
+              traffic: Traffic | None = None, latency_position: float = 0.0,
+              tiers: bool = False) -> tuple[float, float, float, str]:
+    """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4) and the
+    memory tier it was priced at (assumption 2: STREAM's rule size, 'memory', without
+    `tiers`); `traffic` the solver's count for this problem and rank count, else the slab
+    rule.
 
     ValueError where the machine lacks what the layout needs: a Triad, a ping-pong for
     more than one rank, an interconnect for more than one node (or more nodes than it
@@ -266,10 +311,11 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
     if machine.max_nodes is not None and layout.nodes > machine.max_nodes:
         raise ValueError(f"{machine.name}: no interconnect for {layout.nodes} nodes (a VM "
                          "without InfiniBand runs on one)")
-    gbs = machine.bandwidth(layout.cores_per_node) * efficiency
-    memory = problem.bytes / layout.nodes / (gbs * 1e9)
+    gbs, tier = machine.tier(layout.cores_per_node, problem.working_set / layout.nodes) \
+        if tiers else (machine.bandwidth(layout.cores_per_node), "memory")
+    memory = problem.bytes / layout.nodes / (gbs * efficiency * 1e9)
     if layout.ranks == 1:
-        return memory, 0.0, 0.0
+        return memory, 0.0, 0.0, tier
     across = layout.nodes > 1
     link = machine.inter if across else machine.within(layout)
     if link is None:
@@ -279,27 +325,29 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
     halo = t.messages * link.time_us(t.message_size, latency_position) * 1e-6
     steps = 2 * math.ceil(math.log2(layout.ranks))
     reduce = t.reductions * steps * link.time_us(t.reduction_size, latency_position) * 1e-6
-    return memory, halo, reduce
+    return memory, halo, reduce, tier
 
 
 def predict(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, iterations: float,
             efficiency: float, traffic: Traffic | None = None, setup_iterations: float = 0.0,
-            latency_position: float = 0.0) -> Prediction:
-    """The predicted solve time of `problem` on `layout` of `machine` (the module's model);
-    its setup is `setup_iterations` x one iteration's memory time (assumption 6)."""
+            latency_position: float = 0.0, tiers: bool = False) -> Prediction:
+    """The predicted solve time of `problem` on `layout` of `machine` (the module's model;
+    `tiers`: its working set priced at the memory tier it fits, assumption 2); its setup
+    is `setup_iterations` x one iteration's memory time (assumption 6).  A 'cache' tier's
+    time is at the DRAM Triad: the caller divides in the cache's speed-up."""
     if not iterations > 0:
         raise ValueError(f"{problem.name}: no iteration count")
-    memory, halo, reduce = iteration(problem, machine, layout, efficiency, traffic,
-                                     latency_position)
+    memory, halo, reduce, tier = iteration(problem, machine, layout, efficiency, traffic,
+                                           latency_position, tiers)
     return Prediction(iterations * (memory + halo + reduce), iterations, memory, halo, reduce,
-                      setup_iterations * memory)
+                      setup_iterations * memory, tier)
 
 
 def fit_efficiency(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, iterations: float,
-                   solve_s: float, traffic: Traffic | None = None) -> float:
+                   solve_s: float, traffic: Traffic | None = None, tiers: bool = False) -> float:
     """The efficiency that makes predict() give `solve_s` for this measured solve: the
     memory part's share of the time left after the halo and reductions (assumption 1)."""
-    memory, halo, reduce = iteration(problem, machine, layout, 1.0, traffic)
+    memory, halo, reduce, _ = iteration(problem, machine, layout, 1.0, traffic, 0.0, tiers)
     left = solve_s / iterations - halo - reduce
     if left <= 0:
         raise ValueError(f"{problem.name} on {machine.name}: the measured solve is faster "

@@ -22,12 +22,18 @@ PAIR = ("HB120rs_v3", "HC44rs")
 STUDY = {"small": PAIR[0], "large": PAIR[1]}
 
 
+#: The two views of the check: every byte at STREAM's rule-size Triad (the study's), and
+#: each node's working set at the memory tier it fits (predict's assumption 2).
+CACHES = {False: "DRAM Triad only", True: "L3 tiers"}
+
+
 def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str, u.Range],
                 draws: int, seed: int, nodes: tuple[int, ...] = NODES,
                 pair: tuple[str, str] = PAIR) -> pd.DataFrame:
-    """One row per node count: each machine's predicted solve (10th, 50th, 90th percentile
-    of the draws), its memory and message seconds per iteration (inputs at their modes),
-    P(first faster), the faster (by median) and the term that decides it."""
+    """One row per view (CACHES: before and after the memory tiers) and node count: each
+    machine's predicted solve (10th, 50th, 90th percentile of the draws), the tier its
+    working set was priced at, its memory and message seconds of a solve (inputs at their
+    modes), P(first faster), the faster (by median) and the term that decides it."""
     missing = [v for v in pair if v not in machine_of]
     if missing:
         raise ValueError(f"the study check needs {' and '.join(missing)}: not among the "
@@ -36,18 +42,21 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
     mode = u.modes(ranges)
     problem = MatrixModel.poisson(*STUDY_GRID)
     rows = []
-    for n in nodes:
+    for tiers, n in ((t, n) for t in CACHES for n in nodes):
         jc = JobClass(f"{problem.name}, {n} node(s)", n, job.Data(1, 1), problem, 1)
-        row: dict = {"problem": problem.name, "nodes": n, "ranks": 2 * n}
+        row: dict = {"caches": CACHES[tiers], "problem": problem.name, "nodes": n,
+                     "ranks": 2 * n,
+                     "working_set_mib_per_node": problem.working_set / n / 2**20}
         times, split = {}, {}
         for vm in pair:
-            p = parts(jc, machine_of[vm], model, machine_of[vm])
+            p = parts(jc, machine_of[vm], model, machine_of[vm], tiers)
             t = p.hours(x) * 3600
             times[vm] = t
             it, mem, comm = (float(np.ravel(v)[0]) for v in p.terms(mode))
             split[vm] = (it * mem * (1 + p.setup_iterations / it), it * comm)
             q = np.percentile(t, [10, 50, 90])
-            row |= {f"{vm}_p10_s": q[0], f"{vm}_p50_s": q[1], f"{vm}_p90_s": q[2],
+            row |= {f"{vm}_tier": p.tier,
+                    f"{vm}_p10_s": q[0], f"{vm}_p50_s": q[1], f"{vm}_p90_s": q[2],
                     f"{vm}_memory_s": split[vm][0], f"{vm}_messages_s": split[vm][1]}
         a, b = pair
         row["p_first_faster"] = float(np.mean(times[a] < times[b]))
@@ -61,11 +70,13 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
     return pd.DataFrame(rows)
 
 
-def agreement(check: pd.DataFrame, pair: tuple[str, str] = PAIR) -> dict[str, dict]:
-    """At the smallest and the largest node count: the model's faster machine, the study's,
-    whether they agree, and the deciding term."""
+def agreement(check: pd.DataFrame, pair: tuple[str, str] = PAIR,
+              caches: str = CACHES[True]) -> dict[str, dict]:
+    """At the smallest and the largest node count of one view (`caches`): the model's
+    faster machine, the study's, whether they agree, and the deciding term."""
     out = {}
-    for scale, row in (("small", check.iloc[0]), ("large", check.iloc[-1])):
+    view = check[check["caches"] == caches] if "caches" in check else check
+    for scale, row in (("small", view.iloc[0]), ("large", view.iloc[-1])):
         out[scale] = {"nodes": int(row["nodes"]), "model": row["faster"],
                       "study": STUDY[scale], "agrees": row["faster"] == STUDY[scale],
                       "term": row["deciding_term"],

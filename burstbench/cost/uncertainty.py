@@ -31,6 +31,12 @@ LATENCY = "published MPI latency"
 SPOT_START = "spot start delay"
 
 
+def cache(machine: str) -> str:
+    """The cache-tier input of one machine: 'cache speed-up of HB120rs_v3', the factor its
+    L3 streams faster than its DRAM Triad (predict's assumption 2)."""
+    return f"cache speed-up of {machine}"
+
+
 def wan(region: str) -> str:
     """The WAN input of one region: 'WAN rate to East US' (each region its own path); ''
     names the one WAN of a caller that draws a single WAN for every region."""

@@ -158,7 +158,8 @@ def pricing(classes: list[policy.LoggedClass], *, runs_dir: Path | str = "",
                          f"{why_unfitted}")
     ranges = inputs.ranges(fitted or _Unfitted(), flow_fraction, flow_measured, ref_dir,
                            wan_mib_s, deploy_minutes, 0.0, problems,
-                           machines.merit(merits, "wan_mib_s"), (region,))
+                           machines.merit(merits, "wan_mib_s"), (region,),
+                           machine_of=machine_of)
     x = {k: np.concatenate([[r.mode], r.draw(draws, seed)]) for k, r in ranges.items()}
     scale = np.ones(draws + 1) if flow_measured else x[u.FLOW_FRACTION] / ranges[
         u.FLOW_FRACTION].mode  # Flow's bandwidth drawn / nominal: the VM's time scales by it

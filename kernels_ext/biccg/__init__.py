@@ -53,6 +53,21 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
     return 12 * nnz + 24 * n + (4 + f) * (nnz - n) + (72 + f) * n + 40 * n
 
 
+def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
+    """Bytes of the arrays one CG iteration of this solver touches, each counted once: what
+    a cache must hold for the next iteration to find it there (bytes_per_iteration counts
+    a vector each time a pass streams it).
+
+    A: 12 nnz + 8 n (values, columns, row pointers); L and U: (4 + f)(nnz - n) + 16 n
+    (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
+    the five vectors x, r, p, q, z, 40 n.  434 MB at Poisson 128^3 with the single factor.
+    """
+    if factor not in ("single", "double"):
+        raise BadInput(f"factor must be single or double, not {factor!r}")
+    f = 4 if factor == "single" else 8
+    return 12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 40 * n
+
+
 def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:
     """Rows [r0, r1) of `rank`: contiguous, sizes differing by at most one."""
     return n * rank // nranks, n * (rank + 1) // nranks

@@ -18,7 +18,7 @@ from burstbench.registry import Benchmark, lazy
 
 #: The configuration columns of its rows (besides store.HEAD and store.TAIL).
 COLUMNS = ("variant", "compiler", "compiler_version", "flags", "stores", "places", "bind",
-           "kmp_affinity", "threads", "size", "function", "bound_cpus", "moved_threads")
+           "kmp_affinity", "threads", "size", "tier", "function", "bound_cpus", "moved_threads")
 
 SPEC = Benchmark(
     name="triad", params=tuple(PARAMS), columns=COLUMNS, notebook="010_measure_triad.ipynb",

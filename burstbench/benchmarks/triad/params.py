@@ -19,6 +19,7 @@ from burstbench.core.checks import (
     check_positive,
     check_text,
 )
+from kernels_ext.common.cli import size_bytes
 from kernels_ext.triad import STORES, affinity
 
 
@@ -65,6 +66,26 @@ def _size(v: Any) -> str | int:
     if isinstance(v, str) and v.strip().lower() == "auto":
         return "auto"
     return check_count("triad_size", 1)(v)
+
+
+#: Cache tiers a Triad ladder point may be named by: half the machine's L2 (all its
+#: instances), half its last-level cache: working sets that fit with room to spare.
+TIER_NAMES = ("l2", "llc")
+#: The smallest working set a ladder point may ask for: three arrays of 1,024 doubles.
+MIN_TIER_BYTES = 3 * 8 * 1024
+
+
+def _tier(v: Any) -> str | int:
+    """A ladder point: 'l2', 'llc', or a working set (three arrays) in bytes: 64MiB, 1G."""
+    if isinstance(v, str) and v.strip().lower() in TIER_NAMES:
+        return v.strip().lower()
+    n = size_bytes(v.strip() if isinstance(v, str) else v)
+    if n is None:
+        raise ParamError(f"triad_tiers: {v!r} is not l2, llc or a size such as 64MiB")
+    if n < MIN_TIER_BYTES:
+        raise ParamError(f"triad_tiers: {v!r} is under {MIN_TIER_BYTES:,} bytes (three "
+                         "arrays of 1,024 doubles)")
+    return n
 
 
 VARIANT_KEYS = {"compiler": "C compiler: gcc, clang, icx, icc, nvc, a path, or 'installed' "
@@ -150,6 +171,15 @@ PARAMS = [
         Param("triad_timeout_s", 600,
               "seconds per configuration before it is stopped and reported as failed",
               check_positive("triad_timeout_s")),
+        Param("triad_tiers", ["llc"],
+              "the Triad's ladder of working sets (its three arrays together), each measured "
+              "at every thread count with the first C variant's first affinity setting, "
+              "normal stores, beside the sweep's STREAM-rule size: `llc` (half the last-level "
+              "cache: fits it), `l2` (half the L2s), or a size (`64MiB`: a solve's working "
+              "set per node, say). The cost model prices a working set at the bandwidth "
+              "the ladder measured for its size; `[]` measures none",
+              check_list("triad_tiers", _tier, takes="a list of l2, llc or sizes such as "
+                         "64MiB"), since_runs=[]),
         Param("triad_peak_gbs", 0,
               "theoretical memory bandwidth of the VM in GB/s (0: unknown; the report also looks "
               "in `data/reference/vm_memory_bandwidth.csv`)",

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from burstbench.benchmarks.triad.results import spread, triad_traffic_factor
+from burstbench.benchmarks.triad.results import at_size, spread, triad_traffic_factor
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.report import sections, style
 from burstbench.report.style import IMPL_MARKER, IMPL_STYLE
@@ -50,8 +50,8 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
             style.reference_line(ax, peak, f"theoretical {peak:g} GB/s", ":", "0.6")
             marks.append(f"theoretical bandwidth ({peak_src})")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-        sizes = loaded.table.loc[loaded.table["run_id"] == run["run_id"], "size"].dropna()
-        size = f"{int(sizes.iloc[0]):,}" if len(sizes) else "?"
+        elements = at_size(loaded.table, run["run_id"])
+        size = f"{int(elements):,}" if elements == elements else "?"
         caption = (f"Data: {run_rel} ({run['status']}); median of "
                    f"{int(s['n'].max())} repetitions per point, bars min-max; "
                    f"N = {size} doubles per array, "

@@ -77,14 +77,36 @@ GROUP = ["vm", "run_id", "label", "impl", "variant", "compiler", "stores", "plac
          "kmp_affinity", "threads", "function"]
 
 
+def sweep(table: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's rows, at its STREAM-rule size: the ladder's (a tier named) left out."""
+    if "tier" not in table:
+        return table
+    return table[~_tiered(table)]
+
+
+def _tiered(table: pd.DataFrame) -> pd.Series:
+    """Which rows are a ladder point's (a tier named; NaN, a float, where none is)."""
+    return table["tier"].astype(object).fillna("").astype(str) != ""
+
+
+def ladder(table: pd.DataFrame) -> pd.DataFrame:
+    """The ladder's Triad rows (params.triad_tiers), with ``bytes``: their working set."""
+    if "tier" not in table:
+        return table.iloc[0:0].assign(bytes=pd.Series(dtype=float))
+    t = table[_tiered(table) & (table["function"] == "Triad")
+              & (table["metric"] == "best_rate")]
+    return t.assign(bytes=24.0 * pd.to_numeric(t["size"], errors="coerce"))
+
+
 def spread(table: pd.DataFrame, function: str | None = "Triad",
            metric: str = "best_rate") -> pd.DataFrame:
     """Median and spread of the best rate (STREAM's count; "traffic_rate": the bytes moved)
-    over repetitions, per configuration.
+    over repetitions, per configuration of the sweep (the ladder's points: ladder()).
 
     Columns: median_gbs, min_gbs, max_gbs, cv (standard deviation / mean),
     n (repetitions) and bound_cpus (every distinct binding seen).
     """
+    table = sweep(table)
     df = table[table["metric"] == metric].copy()
     if "stores" not in df:
         df["stores"] = pd.NA
@@ -114,7 +136,8 @@ def triad_traffic_factor(stores: str) -> float:
 
 def headline(table: pd.DataFrame) -> pd.DataFrame:
     """Triad's best rate (GB/s) per label and thread count, in explore's common columns."""
-    t = table[(table["function"] == "Triad") & (table["metric"] == "best_rate")]
+    t = sweep(table)
+    t = t[(t["function"] == "Triad") & (t["metric"] == "best_rate")]
     return t.assign(config=t["label"], x_name="threads", x=t["threads"],
                     quantity="Triad bandwidth", higher_is_better=True)
 
@@ -135,6 +158,13 @@ def against_study(newest: pd.DataFrame, summary: pd.DataFrame, vm: str,
     return out
 
 
+def at_size(table: pd.DataFrame, run_id: str) -> float:
+    """Elements per array of a run's sweep (its STREAM-rule size); nan where not recorded."""
+    t = sweep(table)
+    sizes = pd.to_numeric(t.loc[t["run_id"] == run_id, "size"], errors="coerce").dropna()
+    return float(sizes.max()) if len(sizes) else math.nan
+
+
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``memory_bandwidth_gbs``: the best median Triad bandwidth (STREAM's count) of the
     store.merit_runs run of each VM measured here (test runs never), then the study's published best
@@ -142,7 +172,11 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     study); ``memory_bandwidth_gbs_at_threads``: per thread count of every run (``newest``
     marks each VM's merit run), the best median of the C kernel with normal stores over its
     variants and affinities (a layout's bandwidth depends on the cores it uses, and this
-    VM's bandwidth changes between runs; solvers write through the cache)."""
+    VM's bandwidth changes between runs; solvers write through the cache), its ``bytes``
+    the sweep's working set (three arrays at the STREAM-rule size);
+    ``memory_bandwidth_gbs_at_bytes``: per run, ladder point (``tier``, ``bytes``: its
+    working set) and thread count, the median over repetitions.  Each run's rows name its
+    machine (``cpu``, ``llc_bytes``: store.load's, from its provenance)."""
     from burstbench.benchmarks.triad import COLUMNS
 
     loaded = store.load(Path(runs_dir), "triad", False, COLUMNS)
@@ -165,14 +199,23 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         # the C kernel with normal stores: the solvers it stands for write through the cache
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
                   & (stats["impl"] == "c") & (stats["stores"] == "normal")]
+        where = {"source": "measured here", "run_id": run["run_id"],
+                 "data": paths.rel_path(Path(run["path"]), paths.project_root()),
+                 "newest": run["run_id"] in newest, "cpu": run.get("cpu", ""),
+                 "llc_bytes": run.get("llc_bytes", 0)}
         for threads, d in s.groupby("threads", sort=True):
             at = d.loc[d["median_gbs"].idxmax()]
             rows.append({"vm": run["vm"], "merit": "memory_bandwidth_gbs_at_threads",
                          "value": round(float(at["median_gbs"]), 2), "unit": "GB/s",
-                         "source": "measured here",
-                         "data": paths.rel_path(Path(run["path"]), paths.project_root()),
                          "label": at["label"], "threads": int(threads),
-                         "run_id": run["run_id"], "newest": run["run_id"] in newest})
+                         "bytes": 24.0 * float(at_size(loaded.table, run["run_id"]))} | where)
+        lad = ladder(loaded.table)
+        lad = lad[lad["run_id"] == run["run_id"]]
+        for (tier, b, threads), d in lad.groupby(["tier", "bytes", "threads"], sort=True):
+            rows.append({"vm": run["vm"], "merit": "memory_bandwidth_gbs_at_bytes",
+                         "value": round(float(d["value"].median()), 2), "unit": "GB/s",
+                         "label": d["label"].iloc[0], "threads": int(threads),
+                         "bytes": float(b), "tier": tier} | where)
     study = read_reference(reference_dir, "triad_best.csv", ["vm", "best_triad_gbs", "source"],
                            problems)
     for r in study.itertuples():

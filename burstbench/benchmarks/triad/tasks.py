@@ -177,20 +177,51 @@ def expand(P: dict, m: Machine) -> Plan:
     if not groups:
         raise ParamError("nothing to measure: every variant was skipped and no baseline asked")
 
+    ladder = tier_sizes(P.get("triad_tiers", []), m.size)
+    first_c = next(((info, affs) for info, affs, _ in groups if info.get("impl", "c") == "c"),
+                   None)
+    if ladder and first_c is None:
+        notes.append("triad_tiers: no C variant was built, so no ladder is measured")
     tasks = []
     for rep in range(1, P["triad_repetitions"] + 1):
         for info, affs, configs in groups:
             for aff in affs:
                 tasks.append(_task(P, info, aff, configs, rep, m))
+        if first_c is not None:  # the ladder: the first C variant's first affinity setting
+            info, affs = first_c
+            for tier, elements in ladder:
+                tasks.append(_task(P, info, affs[0], [("normal", t) for t in threads], rep, m,
+                                   (tier, elements)))
     return Plan(_needed_first(tasks), built, notes, calibration=m.calibration.said)
+
+
+def tier_sizes(tiers: list, rule_size: int) -> list[tuple[str, int]]:
+    """(name, elements per array) of each ladder point (params.triad_tiers): 'l2' and 'llc'
+    half of those caches' bytes on this machine (dropped where the OS names no such cache),
+    a size its bytes, each over three arrays of doubles; none at or above the sweep's own
+    (STREAM-rule) size, which the sweep measures anyway; each size once."""
+    out: dict[int, str] = {}
+    caches = sysinfo.caches()
+    for tier in tiers:
+        if tier == "llc":
+            total = sysinfo.last_level_cache_bytes() // 2
+        elif tier == "l2":
+            total = sum(c["size_bytes"] for c in caches if c["level"] == 2) // 2
+        else:
+            total = int(tier)
+        elements = total // 24
+        if 1024 <= elements < rule_size:
+            out.setdefault(elements, tier if isinstance(tier, str) else f"{total / 2**20:g}MiB")
+    return [(name, n) for n, name in sorted(out.items())]
 
 
 def _needed_first(tasks: list[runner.Task]) -> list[runner.Task]:
     """Priority 0 (measured first within a budget): what the time model uses, the process
     of the first compiled variant's first affinity setting (its normal stores at every
-    thread count, the study layout's among them: 2 ranks per node, half the CPUs each)."""
+    thread count, the study layout's among them: 2 ranks per node, half the CPUs each) and
+    the ladder of working sets (the bandwidth of a solve that fits a cache)."""
     first = next((t.config["label"] for t in tasks if t.config["impl"] == "c"), None)
-    return budget.prioritized(tasks, lambda c: c["label"] == first)
+    return budget.prioritized(tasks, lambda c: c["label"] == first or bool(c.get("tier")))
 
 
 def plan(P: dict) -> Plan:
@@ -199,16 +230,21 @@ def plan(P: dict) -> Plan:
 
 
 def _task(P: dict, info: dict, aff: Affinity, configs: list[tuple[str, int]], rep: int,
-          m: Machine) -> runner.Task:
+          m: Machine, tier: tuple[str, int] | None = None) -> runner.Task:
     """One process: `info`'s variant under `aff`, measuring `configs` ((stores, threads)
-    each) in turn; its config lists them under "runs", each with its row label."""
+    each) in turn; its config lists them under "runs", each with its row label.  A ladder
+    point (`tier`: its name and elements per array) measures at its own size, its rows
+    marked with the tier's name (the sweep's rows have none)."""
     impl = info.get("impl", "c")
     process = info["variant"] if impl == "numpy" else f"{info['variant']}+{aff.label}"
-    runs = [{"label": process if impl == "numpy" else
+    if tier:
+        process = f"{process}@{tier[0]}"
+    runs = [{"label": process if impl == "numpy" or tier else
              f"{info['variant']}{'-streaming' if stores == 'streaming' else ''}+{aff.label}",
              "stores": stores, "threads": threads} for stores, threads in configs]
-    size = m.size
-    config = {"benchmark": BENCHMARK, "label": process, "impl": impl,
+    size = tier[1] if tier else m.size
+    config = {"benchmark": BENCHMARK, "label": process, "impl": impl, "tier": tier[0] if tier
+              else "",
               "variant": info["variant"],
               "compiler": info["compiler"], "compiler_version": info["compiler_version"],
               "flags": info["flags"], "places": aff.places if not aff.kmp_affinity else "",

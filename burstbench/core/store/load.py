@@ -110,10 +110,18 @@ def load(runs_dir: Path, benchmark: str, include_tests: bool = False,
                      "started": sec.get("started"), "finished": sec.get("finished"),
                      "params": sec.get("params", {}), "contended": busy,
                      "host": prov.get("system", {}).get("hostname", ""),
-                     "builds": prov.get("builds", {})})
+                     "builds": prov.get("builds", {})} | cpu_of(prov))
     table = ordered(pd.concat(frames, ignore_index=True), columns) if frames \
         else pd.DataFrame(columns=table_columns(columns))
     return Loaded(table, runs, problems)
+
+
+def cpu_of(prov: dict) -> dict:
+    """The machine a run measured, as its provenance names it: ``cpu`` (the CPU's model)
+    and ``llc_bytes`` (its last-level cache, all instances; 0 where not recorded)."""
+    cpu = prov.get("system", {}).get("cpu", {})
+    return {"cpu": str(cpu.get("model") or ""),
+            "llc_bytes": int(cpu.get("last_level_cache_bytes") or 0)}
 
 
 def contended(table: pd.DataFrame) -> int:

@@ -109,7 +109,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     regions = tuple(sorted(set(cloud["region"].dropna()) - {"(run)"}))
     ranges = inputs.ranges(fitted, flow_fraction, flow_measured, ref_dir, wan_mib_s,
                            deploy_minutes, spot_evictions_per_h, section.problems,
-                           machines.merit(merits, "wan_mib_s"), regions, spot_start_minutes)
+                           machines.merit(merits, "wan_mib_s"), regions, spot_start_minutes,
+                           machine_of)
     jobs, notes = inputs.job_classes(merits, data, job_solves, g3_iterations, user_job or {})
     section.problems += notes
     tiers, egress, flow_tb = inputs.storage_prices(ref_dir, section.problems)
@@ -166,8 +167,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     except ValueError as exc:
         section.problems.append(f"no Figure 12 check: {exc}")
     else:
-        section.entries.append(text.study_table(section, check, study_check.agreement(check),
-                                                fig_dir, drawn_from))
+        section.entries.append(text.study_table(section, check, fig_dir, drawn_from))
     return section
 
 
