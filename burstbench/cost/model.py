@@ -149,6 +149,22 @@ class Model:
         solve's 0."""
         return pd.concat([self._checks()["error"], pd.Series([0.0])], ignore_index=True)
 
+    def bands(self) -> pd.DataFrame:
+        """Per machine (cpu, llc_mib) of the solves that validate the model, the fitted one
+        among them: how many, and their error's lowest and highest with the memory tiers
+        and at the rule size's Triad alone (empty where none is recorded)."""
+        v = self.validation
+        if "used" not in v or "cpu" not in v:
+            return pd.DataFrame()
+        used = v[v["used"].astype(bool)]
+        rows = []
+        for (cpu, llc), d in used.groupby(["cpu", "llc_mib"], sort=True):
+            rows.append({"cpu": cpu, "llc_mib": llc, "solves": len(d),
+                         "error_low": d["error"].min(), "error_high": d["error"].max(),
+                         "error_rule_low": d["error_rule"].min(),
+                         "error_rule_high": d["error_rule"].max()})
+        return pd.DataFrame(rows)
+
     @property
     def validated(self) -> bool:
         """True when some solve besides the fitted one validates the model."""

@@ -91,6 +91,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"no burst decision: {exc}")
         return section
     section.entries.append(figures.validation(section, fitted, fig_dir, show))
+    figures.tiers(section, fitted, fig_dir)
     if not fitted.validated and len(fitted.validation) > 1:
         section.problems.append(
             f"the time model is fitted on {reference['problem']} {reference['layout']} on "

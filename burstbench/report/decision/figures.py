@@ -46,20 +46,41 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     v = model.validation
     if "used" not in v:
         v = v.assign(used=True, not_used="", build="")
+    for col, fill in (("cpu", ""), ("llc_mib", 0.0), ("working_set_mib", 0.0),
+                      ("tier", "memory"), ("predicted_rule_s", np.nan), ("error_rule", np.nan)):
+        if col not in v:
+            v = v.assign(**{col: fill})
     table_entry(section, [{
-        "vm": r.vm, "problem": r.problem, "layout": r.layout, "iterations": int(r.iterations),
+        "vm": r.vm, "cpu": r.cpu, "llc_mib": round(r.llc_mib, 1), "problem": r.problem,
+        "layout": r.layout, "iterations": int(r.iterations),
+        "working_set_mib": round(r.working_set_mib, 1), "tier": r.tier,
         "measured_s": round(r.measured_s, 4), "predicted_s": round(r.predicted_s, 4),
-        "error": round(r.error, 3), "fitted_here": bool(r.reference), "used": bool(r.used),
-        "not_used": r.not_used, "build": r.build, "data": r.data}
+        "error": round(r.error, 3), "predicted_rule_s": round(r.predicted_rule_s, 4),
+        "error_rule": round(r.error_rule, 3), "fitted_here": bool(r.reference),
+        "used": bool(r.used), "not_used": r.not_used, "build": r.build, "data": r.data}
         for r in v.itertuples()], fig_dir, "biccg_model_validation",
         "BICCG time model: predicted against measured solves",
         "Every measured solve of the C solver (median of its repetitions, each VM's runs), "
         "predicted by burstbench/cost/predict.py with the efficiency fitted on the one "
-        "marked fitted_here; error = predicted / measured - 1. The model takes each run's "
-        "own Triad where it measured one. used: the solve is of the fitted build (build: "
-        "the digest of the solver's C in its run's provenance), in the layout the decision "
-        f"prices ({RANKS_PER_NODE} ranks a node) and of at least {MIN_SOLVE_S:g} s: only "
-        "these make the model's error band; not_used says why the others do not.")
+        "marked fitted_here; error = predicted / measured - 1. Each row names the machine "
+        "its run measured (cpu, llc_mib: its last-level cache, from the run's provenance) "
+        "and is predicted from that run's own Triad: predicted_s with the node's working "
+        "set (working_set_mib) at the tier it fits (tier: ladder, the Triad the run "
+        "measured at that working set; memory, at STREAM's rule size), predicted_rule_s "
+        "with every byte at the rule size's Triad, as the study's VMs are published. used: "
+        "the solve is of the fitted build (build: the digest of the solver's C in its "
+        "run's provenance), in the layout the decision prices "
+        f"({RANKS_PER_NODE} ranks a node) and of at least {MIN_SOLVE_S:g} s: only these make "
+        "the model's error band; not_used says why the others do not.")
+    bands = model.bands()
+    if len(bands):
+        table_entry(section, bands.round(3).to_dict("records"), fig_dir, "biccg_model_bands",
+                    "BICCG time model: its error band machine by machine",
+                    "Per machine (its CPU and last-level cache, as its runs' provenance "
+                    "names them): the solves that validate the model (biccg_model_validation"
+                    ".csv: used) and their error's range with the memory tiers (the "
+                    "decision's) and with every byte at the rule size's Triad; where machines "
+                    "disagree, the decision's band (their union) shows it.")
     style.apply_style()
     fig, ax = plt.subplots(figsize=(7.5, 6.2))
     lo, hi = model.error_range
@@ -134,6 +155,41 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     return figure_entry(fig, fig_dir, "biccg_model_validation",
                         "BICCG time model: predicted against measured", caption,
                         sorted(set(v["data"])), show)
+
+
+def tiers(section: Section, model: Model, fig_dir: Path) -> None:
+    """figures/biccg_model_tiers.{csv,md}: the memory tiers checked on the fitted machine,
+    solves whose working set fits its last-level cache and solves whose set does not,
+    each of the fitted build in the decision's layout (short ones too: a time per
+    iteration), predicted with the tiers and at the rule size's Triad alone."""
+    v = model.validation
+    if not {"cpu", "tier", "ranks_per_node"} <= set(v):
+        return
+    ref = model.reference
+    mine = v[(v["build"] == (ref.get("build") or "")) & (v["ranks_per_node"] == RANKS_PER_NODE)
+             & (v["cpu"] == v.loc[v["reference"].astype(bool), "cpu"].iloc[0])]
+    if mine.empty:
+        return
+    per = mine["iterations"].astype(float) / 1e3
+    table_entry(section, [{
+        "cpu": r.cpu, "llc_mib": round(r.llc_mib, 1), "problem": r.problem, "layout": r.layout,
+        "working_set_mib": round(r.working_set_mib, 1),
+        "fits_llc": bool(r.llc_mib and r.working_set_mib <= r.llc_mib), "tier": r.tier,
+        "measured_ms_per_iteration": round(r.measured_s / it, 4),
+        "predicted_ms_per_iteration": round(r.predicted_s / it, 4), "error": round(r.error, 3),
+        "predicted_rule_ms_per_iteration": round(r.predicted_rule_s / it, 4),
+        "error_rule": round(r.error_rule, 3), "fitted_here": bool(r.reference), "data": r.data}
+        for r, it in zip(mine.sort_values("working_set_mib").itertuples(),
+                         per[mine.sort_values("working_set_mib").index])],
+        fig_dir, "biccg_model_tiers",
+        "BICCG time model's memory tiers, checked on the machine it was fitted on",
+        "Each solve of the fitted build in the decision's layout on the fitted machine, "
+        "small to large working set a node (working_set_mib; fits_llc: within its "
+        "last-level cache as the OS reports it, which a VM shares with the host's other "
+        "tenants), its time per iteration measured and predicted: with the tiers (the "
+        "Triad the run's ladder measured at that working set) and at the rule size's "
+        "Triad alone. Short solves are here, as a time per iteration, not in the error "
+        "band.")
 
 
 def _spread(rows) -> str:
