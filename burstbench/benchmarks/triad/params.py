@@ -76,10 +76,14 @@ MIN_TIER_BYTES = 3 * 8 * 1024
 
 
 def _tier(v: Any) -> str | int:
-    """A ladder point: 'l2', 'llc', or a working set (three arrays) in bytes: 64MiB, 1G."""
+    """A ladder point: 'l2', 'llc', or a working set (three arrays) in bytes: 64MiB, 6.4MiB,
+    1G."""
     if isinstance(v, str) and v.strip().lower() in TIER_NAMES:
         return v.strip().lower()
     n = size_bytes(v.strip() if isinstance(v, str) else v)
+    m = re.fullmatch(r"\s*(\d+\.\d+)\s*([kKmMgG])(i?[bB])?\s*", v) if isinstance(v, str) else None
+    if n is None and m:  # a fraction of a unit: 6.4MiB
+        n = int(float(m.group(1)) * (1 << {"k": 10, "m": 20, "g": 30}[m.group(2).lower()]))
     if n is None:
         raise ParamError(f"triad_tiers: {v!r} is not l2, llc or a size such as 64MiB")
     if n < MIN_TIER_BYTES:

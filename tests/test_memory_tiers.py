@@ -1,0 +1,191 @@
+"""Issue 50, item 5: memory tiers.  The Triad's ladder of working sets (its parameters, its
+rows kept out of the sweep's statistics, its figure of merit), a solve's working set, and the
+time model pricing a node's working set at the tier it fits: a measured machine at its
+ladder, a published one at its DRAM Triad or, where its L3 holds the set, times a drawn
+cache speed-up; the Figure 12 check without and with the tiers.  Each against a number
+worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from burstbench.benchmarks.triad import params as triad_params
+from burstbench.benchmarks.triad import results as triad_results
+from burstbench.benchmarks.triad import tasks as triad_tasks
+from burstbench.core.checks import ParamError
+from burstbench.cost import burst, inputs, job
+from burstbench.cost import uncertainty as u
+from burstbench.cost.model import Model
+from burstbench.cost.predict import Link, MatrixModel, NodeModel, SolveLayout, predict
+from kernels_ext.biccg import bytes_per_iteration, working_set_bytes
+
+MIB = 2 ** 20
+
+
+def test_a_solves_working_set_counts_each_array_once():
+    """Poisson 4 x 4 x 4: 64 rows, 7 x 64 - 2 x 48 = 352 nonzeros.  A: 12 x 352 + 8 x 64;
+    L and U (single): 8 x (352 - 64) + 16 x 64, split counts 8 x 64; 1/d 4 x 64; five
+    vectors 40 x 64: 4,224 + 512 + 2,304 + 1,024 + 512 + 256 + 2,560 = 11,392 bytes."""
+    p = MatrixModel.poisson(4, 4, 4)
+    assert (p.n, p.nnz) == (64, 352)
+    assert working_set_bytes(64, 352) == 11_392 == p.working_set
+    # the double factor: 4 more bytes a value of L and U and of 1/d
+    assert working_set_bytes(64, 352, "double") == 11_392 + 4 * 288 + 4 * 64
+    # an iteration streams more than it holds: vectors pass several times
+    assert bytes_per_iteration(64, 352) > working_set_bytes(64, 352)
+    assert working_set_bytes(2_097_152, MatrixModel.poisson(128, 128, 128).nnz) == 434_241_536
+
+
+@pytest.mark.parametrize("given,wanted", [
+    ("llc", "llc"), (" L2 ", "l2"), ("64MiB", 64 * MIB), ("6.4MiB", int(6.4 * MIB)),
+    (1_000_000, 1_000_000), ("1G", 2 ** 30)])
+def test_a_ladder_point_is_a_cache_or_a_size(given, wanted):
+    assert triad_params._tier(given) == wanted
+
+
+@pytest.mark.parametrize("given,message", [
+    ("6.4 parsecs", "triad_tiers: '6.4 parsecs' is not l2, llc or a size such as 64MiB"),
+    ("1KiB", "triad_tiers: '1KiB' is under 24,576 bytes (three arrays of 1,024 doubles)"),
+    ("l3", "triad_tiers: 'l3' is not l2, llc or a size such as 64MiB")])
+def test_a_ladder_point_given_wrong_is_one_line(given, message):
+    with pytest.raises(ParamError) as e:
+        triad_params._tier(given)
+    assert str(e.value) == message
+
+
+def test_the_ladder_keeps_what_is_below_the_rule_size_once(monkeypatch):
+    """llc: half of a 300 MiB cache, over three arrays of doubles; l2: half of two 2 MiB L2s;
+    a size at or past the sweep's own (rule) size is dropped, a repeat measured once."""
+    monkeypatch.setattr(triad_tasks.sysinfo, "last_level_cache_bytes", lambda: 300 * MIB)
+    monkeypatch.setattr(triad_tasks.sysinfo, "caches", lambda: [
+        {"level": 2, "size_bytes": 2 * MIB}, {"level": 2, "size_bytes": 2 * MIB},
+        {"level": 3, "size_bytes": 300 * MIB}])
+    rule = 157_286_400  # elements per array: 4 x the 300 MiB cache
+    got = triad_tasks.tier_sizes(["llc", "l2", 64 * MIB, 150 * MIB, 24 * rule], rule)
+    assert got == [("l2", 2 * MIB // 24), ("64MiB", 64 * MIB // 24), ("llc", 150 * MIB // 24)]
+
+
+def test_the_ladders_rows_stay_out_of_the_sweeps_statistics():
+    """Two runs' rows of one label: the sweep's at its rule size, a ladder point's at 2 MiB
+    (far faster, in cache).  spread() and the headline see the sweep's; ladder() the
+    ladder's, with its working set of three arrays."""
+    base = {"vm": "v", "run_id": "r", "label": "gcc+cores+close", "impl": "c",
+            "variant": "gcc", "compiler": "gcc", "stores": "normal", "places": "cores",
+            "bind": "close", "kmp_affinity": "", "threads": 2, "function": "Triad",
+            "metric": "best_rate", "bound_cpus": "0,1"}
+    rows = [base | {"size": 10_000_000, "tier": "", "value": 30.0},
+            base | {"size": 10_000_000, "tier": "", "value": 32.0},
+            base | {"label": "gcc+cores+close@l2", "size": 87_381, "tier": "l2",
+                    "value": 150.0}]
+    table = pd.DataFrame(rows)
+    s = triad_results.spread(table)
+    assert list(s["median_gbs"]) == [31.0]
+    assert list(triad_results.headline(table)["value"]) == [30.0, 32.0]
+    lad = triad_results.ladder(table)
+    assert list(lad["bytes"]) == [24.0 * 87_381] and list(lad["tier"]) == ["l2"]
+    old = table.drop(columns="tier").iloc[:2]  # a run from before the ladder
+    assert list(triad_results.spread(old)["median_gbs"]) == [31.0]
+    assert triad_results.ladder(old).empty
+
+
+LADDER = NodeModel(name="here", cores=2, triad_gbs={1: 20.0, 2: 30.0}, measured=True,
+                   ladder={2: ((8 * MIB, 120.0), (64 * MIB, 60.0))},
+                   rule_bytes=1024 * MIB, cache_bytes=300 * MIB, cpu="X")
+
+
+def test_a_measured_machine_prices_a_working_set_at_its_ladder():
+    """Below the ladder: its smallest point; between two points, log-log (8 and 64 MiB at
+    120 and 60 GB/s: a third of the way, at 16 MiB, 120 x 0.5^(1/3) = 95.2 GB/s); past
+    its last point, toward the rule size's working set at the sweep's Triad (30 GB/s at
+    1 GiB); from there on that Triad, 'memory'."""
+    assert LADDER.tier(2, 4 * MIB) == (120.0, "ladder")
+    gbs, tier = LADDER.tier(2, 16 * MIB)
+    assert tier == "ladder" and gbs == pytest.approx(120.0 * 0.5 ** (1 / 3))
+    gbs, _ = LADDER.tier(2, 256 * MIB)  # between 64 MiB (60) and the rule's 1 GiB (30)
+    assert gbs == pytest.approx(60.0 * 0.5 ** 0.5)
+    assert LADDER.tier(2, 2048 * MIB) == (30.0, "memory")
+    # no ladder at or below one thread's count: the smallest measured stands in
+    assert LADDER.tier(1, 4 * MIB) == (120.0, "ladder")
+    bare = NodeModel(name="old", cores=2, triad_gbs={2: 30.0}, measured=True)
+    assert bare.tier(2, 4 * MIB) == (30.0, "memory")
+
+
+def test_a_published_machine_holds_a_working_set_in_its_l3_only_where_known():
+    hb = NodeModel(name="HB", cores=120, triad_gbs={24: 235.1}, measured=False,
+                   cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0)
+    assert hb.tier(120, 1000 * MIB) == (235.1, "cache")
+    assert hb.tier(120, 2000 * MIB) == (235.1, "memory")
+    unknown = NodeModel(name="D", cores=48, triad_gbs={48: 310.4}, measured=False,
+                        cache_bytes=96 * MIB)  # no L3 bandwidth published
+    assert unknown.tier(48, 10 * MIB) == (310.4, "memory")
+
+
+def test_the_cache_speed_up_is_drawn_between_no_gain_and_the_l3s_peak():
+    """HB120rs_v3: 120 cores x 32 B a cycle x 3.0 GHz = 11,520 GB/s over its 235.1 GB/s
+    DRAM Triad: 49.0x at most, log-uniform from 1 (its mode the geometric mean, 7.0x).  A
+    measured machine and one without a published L3 bandwidth get no input."""
+    hb = NodeModel(name="HB120rs_v3", cores=120, triad_gbs={24: 235.1}, measured=False,
+                   cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0,
+                   sources={"cache": "11,520 GB/s at most: AMD, Azure"})
+    r = inputs.cache_ranges({"HB120rs_v3": hb, "here": LADDER,
+                             "D96s_v5": NodeModel(name="D96s_v5", cores=48,
+                                                  triad_gbs={48: 310.4}, measured=False,
+                                                  cache_bytes=96 * MIB)})
+    assert list(r) == ["cache speed-up of HB120rs_v3"] == [u.cache("HB120rs_v3")]
+    c = r[u.cache("HB120rs_v3")]
+    assert (c.low, c.high, c.log) == (1.0, pytest.approx(11_520 / 235.1), True)
+    assert c.mode == pytest.approx(math.sqrt(11_520 / 235.1))
+    assert "AMD, Azure" in c.source and "1,536 MiB of L3" in c.source
+    assert c.tables == ("cache_peaks.csv", "vm_sizes.csv")
+
+
+def test_a_working_set_in_cache_is_priced_at_the_drawn_speed_up():
+    """Poisson 256 x 256 x 512 on 8 nodes of a published machine with 1,536 MiB of L3: 830
+    MiB a node fits, so the memory part is the DRAM one over the drawn speed-up; on 2 nodes
+    (3,322 MiB) it does not, and no input is named."""
+    fitted = Model(0.9, {}, pd.DataFrame(), pd.DataFrame({
+        "problem": ["poisson256x256x512"] * 2, "ranks": [16, 4], "value": [300.0, 300.0]}),
+        pd.DataFrame(), 0.0)
+    p = MatrixModel.poisson(256, 256, 512)
+    jc8 = burst.JobClass("j8", 8, job.Data(0, 0), p, 1)
+    link = Link(latency_us=2.0, bandwidth_gbs=20.0)  # two ranks a node send messages
+    hb = NodeModel(name="HB", cores=120, triad_gbs={24: 235.1}, measured=False, intra=link,
+                   inter=link, cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0)
+    parts8 = burst.parts(jc8, hb, fitted, hb)
+    assert (parts8.tier, parts8.cache) == ("cache", u.cache("HB"))
+    dram = predict(p, hb, SolveLayout(8, 2, 60), 300.0, 0.9)
+    assert parts8.memory_s == pytest.approx(dram.memory_s)
+    x = {u.ITERATIONS: np.zeros(2), u.LATENCY: np.zeros(2), u.cache("HB"): np.array([1.0, 4.0])}
+    _, mem, _ = parts8.terms(x)
+    assert mem == pytest.approx([dram.memory_s, dram.memory_s / 4])
+    before = burst.parts(jc8, hb, fitted, hb, tiers=False)
+    assert (before.tier, before.cache) == ("memory", "")
+    jc2 = burst.JobClass("j2", 2, job.Data(0, 0), p, 1)
+    assert burst.parts(jc2, hb, fitted, hb).cache == ""
+
+
+def test_the_figure_12_check_is_given_without_and_with_the_tiers():
+    """The committed check: both views at 1-32 nodes; without tiers every working set at
+    the DRAM Triad; with them HB120rs_v3's 1,536 MiB of L3 a node holds the study job's
+    working set from 8 nodes on (830 MiB) and not at 4 (1,661), HC44rs's 66 MiB never."""
+    from pathlib import Path
+
+    check = pd.read_csv(Path(__file__).resolve().parents[1] / "figures/biccg_model_study.csv")
+    assert list(check["caches"].unique()) == ["DRAM Triad only", "L3 tiers"]
+    before = check[check["caches"] == "DRAM Triad only"]
+    after = check[check["caches"] == "L3 tiers"].set_index("nodes")
+    assert (before["HB120rs_v3_tier"] == "memory").all()
+    assert list(after["HB120rs_v3_tier"]) == ["memory"] * 3 + ["cache"] * 3
+    assert (after["HC44rs_tier"] == "memory").all()
+    assert after.loc[8, "working_set_mib_per_node"] == pytest.approx(
+        MatrixModel.poisson(256, 256, 512).working_set / 8 / MIB, abs=1e-3)
+    # in cache the memory part is the DRAM one over the cache speed-up's mode (the
+    # geometric mean of 1 and the L3's peak over the DRAM Triad)
+    dram = before.set_index("nodes")
+    mode = math.sqrt(120 * 32 * 3.0 / 235.1)
+    assert after.loc[32, "HB120rs_v3_memory_s"] == pytest.approx(
+        dram.loc[32, "HB120rs_v3_memory_s"] / mode, rel=1e-3)
