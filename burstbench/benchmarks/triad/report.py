@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from burstbench.benchmarks.triad.results import at_size, spread, triad_traffic_factor
+from burstbench.benchmarks.triad.results import at_size, ladder, spread, triad_traffic_factor
+from burstbench.core import paths
 from burstbench.core.reference import read_reference, vm_key
 from burstbench.report import sections, style
 from burstbench.report.style import IMPL_MARKER, IMPL_STYLE
@@ -114,6 +115,18 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
     if not table.empty:
         section.entries.append(_overview(table, fig_dir, show))
     sections.table_entry(
+        section, _tier_rows(loaded, root), fig_dir, "triad_tiers",
+        "Triad by working set: the caches and the solve's own, beside STREAM's rule size",
+        "Per VM measured here (its newest run with a ladder, params triad_tiers), the median "
+        "Triad (STREAM's count) of the first C variant's first affinity setting at each "
+        "ladder point's working set (its three arrays together: half the last-level cache, "
+        "half the L2s, or a size given, such as a solve's working set a node) and thread "
+        "count, and its ratio to the sweep's best median at STREAM's rule size (arrays of "
+        "4x the caches) at those threads. The machine is the run's (cpu, llc_mib: its "
+        "last-level cache as the OS reports it; a VM shares it with the host's other "
+        "tenants, so the ladder, not the OS, says where the cache ends). The cost model "
+        "prices a solve's working set at this curve.")
+    sections.table_entry(
         section, stores_rows, fig_dir, "triad_stores",
         "Triad with normal and streaming stores, per compiler variant",
         "Best median Triad (STREAM's count, 24 B per element) per VM and compiler "
@@ -121,6 +134,32 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
         "traffic each moved (32 B and 24 B per element). Measured here only: the "
         "study's published figures do not say which stores their compilers emitted.")
     return section
+
+
+def _tier_rows(loaded, root: Path) -> list[dict]:
+    """triad_tiers' rows: each VM's newest run that measured a ladder, point by point."""
+    lad = ladder(loaded.table)
+    stats = spread(loaded.table)
+    rows: list[dict] = []
+    if lad.empty:
+        return rows
+    runs = {r["run_id"]: r for r in loaded.runs}
+    for vm, d in lad.groupby("vm", sort=True):
+        run = runs[max(d["run_id"])]
+        d = d[d["run_id"] == run["run_id"]]
+        rule = stats[(stats["run_id"] == run["run_id"]) & (stats["impl"] == "c")
+                     & (stats["stores"] == "normal")].groupby("threads")["median_gbs"].max()
+        for (tier, b, threads), g in d.groupby(["tier", "bytes", "threads"], sort=True):
+            gbs = float(g["value"].median())
+            at_rule = float(rule.get(threads, math.nan))
+            rows.append({"vm": vm, "cpu": run.get("cpu", ""),
+                         "llc_mib": round(run.get("llc_bytes", 0) / 2**20, 1), "tier": tier,
+                         "working_set_mib": round(float(b) / 2**20, 1), "threads": int(threads),
+                         "median_gbs": round(gbs, 2), "repetitions": len(g),
+                         "rule_size_gbs": round(at_rule, 2),
+                         "ratio_to_rule_size": round(gbs / at_rule, 3),
+                         "data": paths.rel_path(Path(run["path"]), root)})
+    return sorted(rows, key=lambda r: (r["vm"], r["threads"], r["working_set_mib"]))
 
 
 def _series_rows(best_ref: pd.DataFrame, vm: str) -> pd.DataFrame:
