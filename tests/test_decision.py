@@ -602,7 +602,8 @@ def test_the_decision_names_every_file_it_reads(tmp_path, monkeypatch, kw):
                   "per job, VM, region, billing and storage scenario",
                   "What decides the break-even wait, per job class",
                   "BICCG model against the study's Figure 12: HB120rs_v3 and HC44rs, Poisson "
-                  "256x256x512, 1-32 nodes"):
+                  "256x256x512, 1-32 nodes (this project's range), without and with L3 "
+                  "tiers"):
         assert set(named[title]) == read, title
 
 
