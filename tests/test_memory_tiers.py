@@ -8,6 +8,7 @@ worked out by hand."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -172,8 +173,6 @@ def test_the_figure_12_check_is_given_without_and_with_the_tiers():
     """The committed check: both views at 1-32 nodes; without tiers every working set at
     the DRAM Triad; with them HB120rs_v3's 1,536 MiB of L3 a node holds the study job's
     working set from 8 nodes on (830 MiB) and not at 4 (1,661), HC44rs's 66 MiB never."""
-    from pathlib import Path
-
     check = pd.read_csv(Path(__file__).resolve().parents[1] / "figures/biccg_model_study.csv")
     assert list(check["caches"].unique()) == ["DRAM Triad only", "L3 tiers"]
     before = check[check["caches"] == "DRAM Triad only"]
@@ -183,9 +182,74 @@ def test_the_figure_12_check_is_given_without_and_with_the_tiers():
     assert (after["HC44rs_tier"] == "memory").all()
     assert after.loc[8, "working_set_mib_per_node"] == pytest.approx(
         MatrixModel.poisson(256, 256, 512).working_set / 8 / MIB, abs=1e-3)
-    # in cache the memory part is the DRAM one over the cache speed-up's mode (the
-    # geometric mean of 1 and the L3's peak over the DRAM Triad)
+    # in cache the memory part is the DRAM one over the cache speed-up's mode: the
+    # geometric mean of 1 and its top, the lesser of the L3's peak over the DRAM Triad
+    # (49x) and what 120 cores take at the solver's in-cache rate a core measured here
     dram = before.set_index("nodes")
-    mode = math.sqrt(120 * 32 * 3.0 / 235.1)
+    drawn = pd.read_csv(Path(__file__).resolve().parents[1] / "figures/burst_inputs.csv")
+    cache = drawn.set_index("input").loc["cache speed-up of HB120rs_v3"]
+    low, mode, high = (float(cache[k]) for k in ("low", "mode", "high"))
+    assert (low, cache["drawn"]) == (1.0, "log-uniform")
+    assert 1.0 < high < 120 * 32 * 3.0 / 235.1
+    assert mode == pytest.approx(math.sqrt(high))
     assert after.loc[32, "HB120rs_v3_memory_s"] == pytest.approx(
         dram.loc[32, "HB120rs_v3_memory_s"] / mode, rel=1e-3)
+
+
+def test_a_cache_feeds_the_solver_no_faster_than_its_cores_take():
+    """The ladder reads 60 GB/s at a working set, the DRAM Triad 30, efficiency 0.8: 48 GB/s
+    uncapped; the solver's in-cache rate, 10 GB/s a core x 2 cores, caps it at 20, but
+    never below the DRAM rate (24): so 24.  Published: HB120rs_v3's speed-up tops at what
+    120 cores take at 8 GB/s a core over 0.8 x 235.1 (5.1x), not its L3's 49x; HB120-16rs_v3
+    (16 cores: 0.68x, under 1) gains nothing, a known 1."""
+    p = MatrixModel.poisson(32, 32, 32)
+    m = NodeModel(name="here", cores=2, triad_gbs={2: 30.0}, measured=True,
+                  ladder={2: ((p.working_set / 2, 60.0), (p.working_set * 2, 60.0))},
+                  rule_bytes=2 ** 32, intra=Link(latency_us=1.0, bandwidth_gbs=10.0))
+    lay = SolveLayout(1, 2, 1)
+    free = predict(p, m, lay, 10, 0.8, tiers=True)
+    capped = predict(p, m, lay, 10, 0.8, tiers=True, core_gbs=10.0)
+    assert free.memory_s == pytest.approx(p.bytes / 48e9)
+    assert capped.memory_s == pytest.approx(p.bytes / 24e9)
+    assert predict(p, m, lay, 10, 0.8, tiers=True, core_gbs=20.0).memory_s == pytest.approx(
+        p.bytes / 40e9)
+    big = NodeModel(name="HB120rs_v3", cores=120, triad_gbs={24: 235.1}, measured=False,
+                    cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0)
+    small = NodeModel(name="HB120-16rs_v3", cores=16, triad_gbs={16: 248.1}, measured=False,
+                      cache_bytes=1536 * MIB, cache_peak_gbs=1_536.0)
+    r = inputs.cache_ranges({"HB120rs_v3": big, "HB120-16rs_v3": small}, 8.0, 0.8, "x")
+    assert r[u.cache("HB120rs_v3")].high == pytest.approx(8.0 * 120 / (0.8 * 235.1))
+    assert "its L3's peak would allow 49.0x" in r[u.cache("HB120rs_v3")].source
+    assert r[u.cache("HB120-16rs_v3")].fixed and r[u.cache("HB120-16rs_v3")].low == 1.0
+
+
+def test_the_tiers_checked_on_the_machine_they_were_fitted_on(tmp_path):
+    """The run of 28 November (an Intel Xeon with 300 MiB of LLC, shared with the host's
+    tenants): grids of 6-52 MiB whose ladder reads 2x the DRAM Triad solved no faster per
+    byte than 128^3 from memory.  Priced at the ladder alone the 32^3 solve comes out
+    more than 40% too fast; with the solver's own in-cache rate a core every solve of the
+    run is within 5%, and that rate is what the decision's cache speed-ups are capped by."""
+    import shutil
+
+    from burstbench.core import paths
+    from burstbench.cost import machines, model
+    from burstbench.registry import all_merits
+
+    for run in ("20261128T085334Z-5167", "20261124T010255Z-ae37"):  # the latter: ping-pong
+        shutil.copytree(Path(__file__).resolve().parents[1] / "data/runs/local" / run,
+                        tmp_path / "local" / run)
+    merits = all_merits(tmp_path, paths.reference_dir(), [])
+    of = machines.machines(merits, paths.reference_dir(), 0.793, [])
+    fitted = model.fit(merits, of, {"vm": "local", "problem": "poisson128x128x128",
+                                    "layout": "2x1"})
+    v = fitted.validation
+    v = v[v["run_id"] == "20261128T085334Z-5167"].set_index("problem")
+    assert (v["cpu"] == "Intel(R) Xeon(R) Processor").all() and (v["llc_mib"] == 300).all()
+    assert list(v.loc[["poisson32x32x32", "poisson64x64x64"], "tier"]) == ["ladder"] * 2
+    assert fitted.core_gbs > 0 and "poisson" in fitted.core_how
+    assert v["error"].abs().max() < 0.05
+    m = of["local"]
+    p, lay = MatrixModel.poisson(32, 32, 32), SolveLayout(1, 2, 1)
+    n = v.loc["poisson32x32x32", "iterations"]
+    uncapped = predict(p, m, lay, n, fitted.efficiency, tiers=True).solve_s
+    assert uncapped / v.loc["poisson32x32x32", "measured_s"] - 1 < -0.4

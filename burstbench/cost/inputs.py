@@ -240,10 +240,14 @@ def wan_ranges(regions: tuple[str, ...], wan_mib_s, ref_dir: Path, problems: lis
     return out
 
 
-def cache_ranges(machine_of: dict[str, NodeModel]) -> dict[str, u.Range]:
+def cache_ranges(machine_of: dict[str, NodeModel], core_gbs: float = 0.0,
+                 efficiency: float = 1.0, core_how: str = "") -> dict[str, u.Range]:
     """The cache speed-up of each published machine whose L3's bandwidth is known
-    (machines.machines: cache_peaks.csv): nobody measured a Triad in its cache, so it is
-    log-uniform between 1 (no gain over its DRAM Triad) and its L3's peak over that Triad."""
+    (machines.machines: cache_peaks.csv).  Nobody measured a Triad in its cache, so it is
+    log-uniform between 1 (no gain over its DRAM Triad) and the lesser of its L3's peak
+    over that Triad and what its cores can take from a cache: `core_gbs` a core of the
+    solver's bytes (model.core_rate, measured on the fitted machine's in-cache solves;
+    0: not measured) over `efficiency` x its DRAM Triad."""
     out = {}
     for name, m in machine_of.items():
         if m.measured or not m.cache_peak_gbs or not m.cache_bytes:
@@ -251,12 +255,19 @@ def cache_ranges(machine_of: dict[str, NodeModel]) -> dict[str, u.Range]:
         dram = m.bandwidth(m.cores)
         if m.cache_peak_gbs <= dram:
             continue
+        top, why = m.cache_peak_gbs / dram, f"its L3's peak ({m.sources.get('cache', '')})"
+        if core_gbs > 0:
+            cores = max(1.0, core_gbs * m.cores / (efficiency * dram))
+            if cores < top:
+                top, why = cores, (f"what its {m.cores} cores take from a cache, at the "
+                                   f"solver's {core_how} over its DRAM Triad x "
+                                   f"{efficiency:.2f} (its L3's peak would allow "
+                                   f"{m.cache_peak_gbs / dram:.1f}x)")
         out[u.cache(name)] = u.Range.log_uniform(
-            u.cache(name), 1.0, m.cache_peak_gbs / dram, "x",
-            f"never measured: from no gain over its DRAM Triad ({dram:g} GB/s) to its L3's "
-            f"peak ({m.sources.get('cache', 'cache_peaks.csv')}), where a node's working set "
-            f"fits its {m.cache_bytes / 2**20:,.0f} MiB of L3 (Table 1)",
-            tables=("cache_peaks.csv", "vm_sizes.csv"))
+            u.cache(name), 1.0, top, "x",
+            f"never measured: from no gain over its DRAM Triad ({dram:g} GB/s) to {why}, "
+            f"where a node's working set fits its {m.cache_bytes / 2**20:,.0f} MiB of L3 "
+            "(Table 1)", tables=("cache_peaks.csv", "vm_sizes.csv"))
     return out
 
 
@@ -270,7 +281,8 @@ def ranges(model: Model | _Erring, flow_fraction, flow_measured: bool, ref_dir: 
     region, bounded by no path's round trip; the cache speed-up of each machine of
     `machine_of` that may hold a working set in its L3 (cache_ranges)."""
     out = {u.ERROR: model.error()}
-    out |= cache_ranges(machine_of or {})
+    out |= cache_ranges(machine_of or {}, getattr(model, "core_gbs", 0.0),
+                        getattr(model, "efficiency", 1.0), getattr(model, "core_how", ""))
     if flow_measured:
         out[u.FLOW_FRACTION] = u.Range.known(u.FLOW_FRACTION, 1.0, "",
                                              "Flow measured here: its own Triad")

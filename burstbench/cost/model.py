@@ -130,6 +130,8 @@ class Model:
     iterations: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     counts: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     setup_iterations: float = 0.0  # the reference's setup in its own iterations' memory time
+    core_gbs: float = 0.0  # the solver's bytes a core can take from a cache (core_rate)
+    core_how: str = ""
 
     def _checks(self) -> pd.DataFrame:
         """The solves besides the fitted one that validate the model (module docstring);
@@ -235,18 +237,20 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     setup = same(setups, r)
     ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic, tiers=True)
     setup_iterations = float(setup["value"].iloc[0]) / ref_pred.memory_s if len(setup) else 0.0
-    rows = []
+    solves = []
     for s in ours.itertuples(index=False):
         s = s._asdict()
         m = machine(s["vm"], s["run_id"])
         lay = SolveLayout(int(s["nodes"]), int(s["ranks"]) // int(s["nodes"]), int(s["threads"]))
         it = same(iters, s)
-        if m is None or it.empty:
-            continue
-        problem, n = _problem(s), float(it["value"].iloc[0])
+        if m is not None and len(it):
+            solves.append((s, m, lay, _problem(s), float(it["value"].iloc[0])))
+    core_gbs, core_how = core_rate(solves, fitted_build, m_ref)
+    rows = []
+    for s, m, lay, problem, n in solves:
         traffic = traffic_for(s["problem"], int(s["ranks"]), same(counts, s))
         try:
-            p = predict(problem, m, lay, n, eff, traffic, tiers=True)
+            p = predict(problem, m, lay, n, eff, traffic, tiers=True, core_gbs=core_gbs)
             rule = predict(problem, m, lay, n, eff, traffic)
         except ValueError:
             continue
@@ -257,7 +261,7 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                                          float(s["value"]))
         rows.append({"vm": s["vm"], "run_id": s["run_id"], "problem": s["problem"],
                      "layout": f"{lay.nodes}n {s['label']}", "cores": s["cores"],
-                     "iterations": float(it["value"].iloc[0]), "measured_s": s["value"],
+                     "iterations": n, "measured_s": s["value"],
                      "predicted_s": p.solve_s, "error": p.solve_s / s["value"] - 1,
                      "predicted_rule_s": rule.solve_s,
                      "error_rule": rule.solve_s / s["value"] - 1, "tier": p.tier,
@@ -267,4 +271,34 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "build": _build(s.get("build")), "used": is_ref or not why,
                      "not_used": why, "ranks_per_node": lay.ranks_per_node,
                      "threads": lay.threads, "data": s["data"]})
-    return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations)
+    return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations, core_gbs,
+                 core_how)
+
+
+#: A solve is in its machine's cache where the Triad's ladder there reads at least this
+#: much over the machine's DRAM Triad.
+IN_CACHE = 1.2
+
+
+def core_rate(solves: list, build: str, machine: NodeModel) -> tuple[float, str]:
+    """(GB/s a core, how) of the solver's bytes (bytes_per_iteration) where its working set
+    was in cache: the fastest per core of the solves of `build` on the fitted `machine`
+    (its CPU) in the decision's layout whose working set a node the ladder reads at least
+    IN_CACHE x the DRAM Triad; (0, why) where none was measured.  A cache feeds the solver
+    no faster than this (predict's assumption 2)."""
+    best, how = 0.0, "no solve of the fitted build measured in its machine's cache"
+    for s, m, lay, problem, n in solves:
+        if _build(s.get("build")) != build or m.cpu != machine.cpu or \
+                lay.ranks_per_node != RANKS_PER_NODE:
+            continue
+        dram = m.bandwidth(lay.cores_per_node)
+        gbs, tier = m.tier(lay.cores_per_node, problem.working_set / lay.nodes)
+        if tier != "ladder" or gbs < IN_CACHE * dram:
+            continue
+        rate = problem.bytes / lay.nodes / (float(s["value"]) / n) / lay.cores_per_node / 1e9
+        if rate > best:
+            best = rate
+            how = (f"{rate:.2f} GB/s a core: {problem.name} "
+                   f"({problem.working_set / 2**20:,.0f} MiB, the ladder's Triad {gbs:.1f} "
+                   f"GB/s against {dram:.1f} from memory) on {m.cpu} ({s['data']})")
+    return best, how

@@ -20,7 +20,10 @@ where nothing was fitted):
    between the ladder's points and the rule size's, the rule size's beyond); on a
    published one at its DRAM Triad where the set exceeds its L3 (Table 1's, all sockets)
    or where no L3 bandwidth is published for it, else at the DRAM Triad x the cache's
-   speed-up, an uncertain input the decision draws (uncertainty.cache(name)).
+   speed-up, an uncertain input the decision draws (uncertainty.cache(name)).  A cache
+   feeds the solver no faster than its cores consume: where the fitted machine solved
+   grids in its cache, the fastest of them per core (`core_gbs`, model.Model.core_gbs)
+   x the layout's cores caps a tier's rate (never below the DRAM Triad's).
 3. Messages.  What one iteration sends is the solver's own count (:class:`Traffic`: the
    busiest rank's halo messages and bytes, the Allreduces and their bytes, recorded by
    the kernel for a problem and rank count); where none was recorded, the rule those
@@ -296,7 +299,7 @@ class Prediction:
 
 def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, efficiency: float,
               traffic: Traffic | None = None, latency_position: float = 0.0,
-              tiers: bool = False) -> tuple[float, float, float, str]:
+              tiers: bool = False, core_gbs: float = 0.0) -> tuple[float, float, float, str]:
     """(memory, halo, reductions) seconds of one iteration (assumptions 1, 3, 4) and the
     memory tier it was priced at (assumption 2: STREAM's rule size, 'memory', without
     `tiers`); `traffic` the solver's count for this problem and rank count, else the slab
@@ -311,9 +314,13 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
     if machine.max_nodes is not None and layout.nodes > machine.max_nodes:
         raise ValueError(f"{machine.name}: no interconnect for {layout.nodes} nodes (a VM "
                          "without InfiniBand runs on one)")
+    dram = machine.bandwidth(layout.cores_per_node) * efficiency
     gbs, tier = machine.tier(layout.cores_per_node, problem.working_set / layout.nodes) \
         if tiers else (machine.bandwidth(layout.cores_per_node), "memory")
-    memory = problem.bytes / layout.nodes / (gbs * efficiency * 1e9)
+    rate = gbs * efficiency
+    if tier == "ladder" and core_gbs > 0:  # a cache feeds no faster than the cores consume
+        rate = min(rate, max(core_gbs * layout.cores_per_node, dram))
+    memory = problem.bytes / layout.nodes / (rate * 1e9)
     if layout.ranks == 1:
         return memory, 0.0, 0.0, tier
     across = layout.nodes > 1
@@ -330,15 +337,17 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
 
 def predict(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, iterations: float,
             efficiency: float, traffic: Traffic | None = None, setup_iterations: float = 0.0,
-            latency_position: float = 0.0, tiers: bool = False) -> Prediction:
+            latency_position: float = 0.0, tiers: bool = False,
+            core_gbs: float = 0.0) -> Prediction:
     """The predicted solve time of `problem` on `layout` of `machine` (the module's model;
-    `tiers`: its working set priced at the memory tier it fits, assumption 2); its setup
+    `tiers`: its working set priced at the memory tier it fits, capped by `core_gbs` a
+    core, assumption 2); its setup
     is `setup_iterations` x one iteration's memory time (assumption 6).  A 'cache' tier's
     time is at the DRAM Triad: the caller divides in the cache's speed-up."""
     if not iterations > 0:
         raise ValueError(f"{problem.name}: no iteration count")
     memory, halo, reduce, tier = iteration(problem, machine, layout, efficiency, traffic,
-                                           latency_position, tiers)
+                                           latency_position, tiers, core_gbs)
     return Prediction(iterations * (memory + halo + reduce), iterations, memory, halo, reduce,
                       setup_iterations * memory, tier)
 
