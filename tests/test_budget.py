@@ -237,6 +237,33 @@ def test_a_budget_that_ended_before_a_benchmark_started_names_it(tmp_path, capsy
         f"command and --run-id {run_dir.name}"]
 
 
+@pytest.mark.parametrize("only", ["pingpong", "biccg"])
+def test_a_notebook_whose_budget_ends_before_its_first_configuration_ends_cleanly(
+        tmp_path, capsys, monkeypatch, only):
+    """The budget left when the notebook starts is spent before its sweep's first
+    configuration fits (a machine busier than the estimates: a fresh clone's `make report`
+    beside a test suite): the notebook says nothing was measured and ends; it does not
+    fail on an empty table (it did: plt.subplots with no column)."""
+    from burstbench import supervise
+
+    real = supervise.execute_notebook
+
+    def spent_inside(*args, **kwargs):
+        os.environ[budget.DEADLINE_ENV] = str(time.time() + 1)  # the kernel inherits it
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(supervise, "execute_notebook", spent_inside)
+    code = _smoke_in_10m(tmp_path, only)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    table = out[out.index("benchmark  status"):].splitlines()
+    row = table[1].split()
+    assert row[:4] == [only, "stopped", "at", "budget"] and row[4].startswith("0/"), row
+    (run_dir,) = (tmp_path / "smoke").iterdir()
+    (nb,) = (p.read_text() for p in run_dir.glob(f"0*_measure_{only}.ipynb"))
+    assert "nothing measured in this run yet: no curves" in nb
+
+
 def test_a_kernel_killed_in_a_later_pass_leaves_no_earlier_count(tmp_path):
     """A notebook's kernel killed in the second pass cannot say what it left: the first
     pass's count (4 left, 30 s) is dropped when the run marks it interrupted, and the table
