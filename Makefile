@@ -18,13 +18,19 @@ measure: $(STAMP)
 figures: $(STAMP)
 	$(PY) -m burstbench report
 
-## test: the test suite, all of it (Slurm, PBS, Gfarm, the browser where they can run)
+## test: the test suite, all of it (Slurm, PBS, Gfarm, the browser where they can run), in
+## TEST_WORKERS processes (pytest-xdist): most of its time is spent waiting on jobs,
+## clusters and the browser, so more workers than cores. Each takes whole modules
+## (--dist loadfile: a module's cluster or JupyterLab is started once), the slowest first
+## (tests/conftest.py; --no-loadscope-reorder keeps that order). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 3
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 ## test-fast: the edit-test loop: every test but those marked slurm, pbs, browser, gfarm, slow
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not (slurm or pbs or browser or gfarm or slow)"
+	$(PY) -m pytest $(XDIST) -m "not (slurm or pbs or browser or gfarm or slow)"
 
 ## lint: ruff, with the rules in pyproject.toml, and mypy on burstbench/ (the hooks a
 ## benchmark declares are typed: registry.py); CI fails on a finding of either

@@ -68,11 +68,36 @@ FIXTURE_MARKERS = {"slurm": ("slurm", "slow"), "pbs": ("pbs", "slow"),
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by the fixtures it uses (FIXTURE_MARKERS), beside its own marks."""
+    """Mark each test by the fixtures it uses (FIXTURE_MARKERS), beside its own marks; under
+    pytest-xdist, order the modules slowest first (:func:`slowest_modules_first`)."""
     for item in items:
         for fixture in getattr(item, "fixturenames", ()):
             for name in FIXTURE_MARKERS.get(fixture, ()):
                 item.add_marker(getattr(pytest.mark, name))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = slowest_modules_first(items)
+
+
+def slowest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """`items`, whole modules ordered by what they start (a cluster or the browser first),
+    then by how many of their tests are marked slow (most first; a tie in collection
+    order), each module's tests in their own order.
+
+    `make test` gives each worker whole modules (``--dist loadfile``, in this order:
+    ``--no-loadscope-reorder``): the browser's and the clusters' modules, minutes each, start
+    at once on workers of their own, and the quick ones fill in around them, instead of one
+    of them starting last and running alone at the end."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def slow(tests: list[pytest.Item]) -> tuple[bool, int]:
+        def marked(*names: str) -> int:
+            return sum(any(t.get_closest_marker(n) for n in names) for t in tests)
+
+        return marked("slurm", "pbs", "browser") > 0, marked("slow")
+
+    return [t for tests in sorted(modules.values(), key=slow, reverse=True) for t in tests]
 
 
 def _git_status() -> str | None:

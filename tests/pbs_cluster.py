@@ -57,6 +57,11 @@ BUILD_DEPS = ("gcc g++ make libtool autoconf automake pkg-config libhwloc-dev li
 USER, UID = "bbpbs", 61029
 #: The host's name resolves to this, on the namespace's loopback device (TEST-NET-3).
 ADDRESS = "203.0.113.2"  # the nodes: .21, .22
+#: How long :meth:`PbsCluster.stop` lets PBS's own script stop its daemons (it waits up to
+#: 180 s for them) before it signals what is left: after test_pbs.py's jobs it once took the
+#: whole two minutes it was given, waiting on a server that had nothing left to keep, in a
+#: namespace that is thrown away with its PBS_HOME (5 s after one job).
+GRACEFUL_STOP_S = 20
 
 
 def tarball() -> Path:
@@ -423,7 +428,8 @@ PBS_TMPDIR={self.root / 'tmp'}
             return
         if self.holder.poll() is None:
             try:
-                self.run(f"{self.prefix}/libexec/pbs_init.d", "stop", user=False, timeout=120)
+                self.run(f"{self.prefix}/libexec/pbs_init.d", "stop", user=False,
+                         timeout=GRACEFUL_STOP_S)
             except (subprocess.TimeoutExpired, ClusterError, OSError):
                 pass
             for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):

@@ -209,10 +209,11 @@ def test_a_job_killed_at_its_walltime_says_how_to_resume(pbs):
     """PBS kills a job at its walltime (SIGTERM, then SIGKILL after kill_delay): the run
     keeps what it stored, the job's output says how to resume, and the same script
     submitted again resumes that run."""
-    # ENDLESS outlasts the 20 s walltime on any machine (test_slurm.py's time-limit test
-    # once finished before its kill)
+    # ENDLESS outlasts the walltime on any machine (test_slurm.py's time-limit test once
+    # finished before its kill); 60 s, not 20: on a loaded machine (the other test workers)
+    # the job took over 20 s to store its first configuration, and was killed with none
     params, runs = study(pbs, "late", ENDLESS)
-    jobid = submit(pbs, params, 1, runs, "--only", "triad", "--walltime", "00:00:20")
+    jobid = submit(pbs, params, 1, runs, "--only", "triad", "--walltime", "00:01:00")
     info = pbs.wait_job(jobid, timeout=240)
     out = job_output(runs, "late", jobid)
     assert info["Exit_status"] != 0, out[-3000:]

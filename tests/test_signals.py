@@ -14,6 +14,7 @@ configuration, and a resume after the release always finishes it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -143,7 +144,10 @@ def test_a_stop_signal_keeps_the_results_stops_everything_and_says_how_to_resume
         if target == "group":
             os.killpg(proc.pid, signum)
         for pid in {"run": [proc.pid], "every": [p for p, _ in marked(tag)]}.get(target, []):
-            os.kill(pid, signum)
+            # "every": one the signals before it already ended is gone (ProcessLookupError,
+            # seen on a loaded machine): stopped as the test wants it, and `left` checks all
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
         _, err = proc.communicate(timeout=60)
         left = marked(tag)  # at once: the run returns when all it started has ended
     finally:

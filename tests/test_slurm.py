@@ -62,9 +62,11 @@ def _no_job_outlives_its_test(slurm):
     slurm.clean()
 
 
-def job_processes(jobid: str) -> list[str]:
-    """Command lines of processes that still carry this job's SLURM_JOB_ID."""
-    return scheduler_cluster.job_processes(f"SLURM_JOB_ID={jobid}")
+def job_processes(slurm: SlurmCluster, jobid: str) -> list[str]:
+    """Command lines of processes that still carry this job's SLURM_JOB_ID and this
+    cluster's SLURM_CONF (another cluster's job 5 is not ours: test_advise_clusters.py's
+    `sleep 3600` failed the eviction test when the two ran at once)."""
+    return scheduler_cluster.job_processes(f"SLURM_JOB_ID={jobid}", f"SLURM_CONF={slurm.conf}")
 
 
 def test_the_cluster_has_two_idle_nodes(slurm):
@@ -149,9 +151,9 @@ def test_an_evicted_job_is_requeued_and_resumes_its_run(slurm, tmp_path):
     info = slurm.wait_job(jobid, states=("PENDING",), timeout=60)
     assert info["Restarts"] == "1"
     deadline = time.monotonic() + 30  # the job's processes are gone before it restarts
-    while job_processes(jobid) and time.monotonic() < deadline:
+    while job_processes(slurm, jobid) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not job_processes(jobid), job_processes(jobid)
+    assert not job_processes(slurm, jobid), job_processes(slurm, jobid)
     run_dir = the_run(runs, "evict")
     assert statuses(run_dir)["triad"] != "complete"
     before = stored_keys(run_dir, "triad")
@@ -161,7 +163,7 @@ def test_an_evicted_job_is_requeued_and_resumes_its_run(slurm, tmp_path):
                 lambda: job_output(runs, "evict", jobid)[-3000:])
     slurm.run("scancel", jobid, check=True)
     finished(slurm, jobid, runs, "evict", timeout=120, state="CANCELLED")
-    assert not job_processes(jobid), job_processes(jobid)
+    assert not job_processes(slurm, jobid), job_processes(slurm, jobid)
     assert the_run(runs, "evict") == run_dir and before < stored_keys(run_dir, "triad")
     none_twice(run_dir, "triad")
     out = job_output(runs, "evict", jobid)
@@ -182,7 +184,7 @@ def test_a_job_killed_at_its_time_limit_resumes_on_resubmit(slurm, tmp_path):
     run_dir = the_run(runs, "late")
     before = stored_keys(run_dir, "triad")
     assert before and statuses(run_dir)["triad"] != "complete"
-    assert not job_processes(jobid)
+    assert not job_processes(slurm, jobid)
     # The resubmission resumes that run. Its last 60-90 configurations would add a minute and
     # nothing new (the evicted job's test runs a resumed run to its end): a few, then cancel.
     jobid2 = submit(slurm, params, 1, runs, "--only", "triad")
@@ -190,7 +192,7 @@ def test_a_job_killed_at_its_time_limit_resumes_on_resubmit(slurm, tmp_path):
                 lambda: job_output(runs, "late", jobid2)[-3000:])
     slurm.run("scancel", jobid2, check=True)
     finished(slurm, jobid2, runs, "late", timeout=120, state="CANCELLED")
-    assert not job_processes(jobid2)
+    assert not job_processes(slurm, jobid2)
     assert the_run(runs, "late") == run_dir and statuses(run_dir)["triad"] != "complete"
     assert before < stored_keys(run_dir, "triad")  # kept what the first job stored, added more
 
