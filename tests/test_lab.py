@@ -544,8 +544,11 @@ def test_a_second_run_all_measures_with_the_edited_parameters(lab):
 
 # -- exploring changes nothing it should not (the checkout as people use it) -----------------
 
-#: Seconds between JupyterLab's autosaves in the clone's lab (its default is 120).
-AUTOSAVE_S = 3
+#: Seconds between JupyterLab's autosaves in the clone's lab (its default is 120).  Not
+#: fewer: a save that takes longer than the interval (the server's pre-save hook on a
+#: loaded machine: 3 test workers on 2 cores) overlaps the next, which then finds the file
+#: newer than the page's copy and opens "File Changed" over the menu (CI at 26d18b2, 3 s).
+AUTOSAVE_S = 8
 
 
 def _git(clone: Path, *args: str) -> str:
