@@ -36,18 +36,20 @@ def parse_count(value: Any, name: str) -> int:
     raise BadInput(f"{name} must be an integer, not {value!r}")
 
 
-_SIZE = re.compile(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*")
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*")
 
 
-def size_bytes(value: Any) -> int | None:
+def size_bytes(value: Any, fractions: bool = False) -> int | None:
     """Bytes from an int or from ``1048576``, ``1M``, ``256K``, ``1MiB``, ``4g`` (binary
-    multiples, up to T); None for anything else (each caller says what it wanted)."""
+    multiples, up to T), and with `fractions` from ``6.4MiB`` (a fraction of a unit,
+    rounded down to a byte); None for anything else (each caller says what it wanted)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     m = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if not m:
+    if not m or ("." in m.group(1) and not (fractions and m.group(2))):
         return None
-    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+    unit = 1 << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+    return int(float(m.group(1)) * unit) if "." in m.group(1) else int(m.group(1)) * unit
 
 
 def write_lines(lines: list[str], out: str | None) -> None:

@@ -80,10 +80,7 @@ def _tier(v: Any) -> str | int:
     1G."""
     if isinstance(v, str) and v.strip().lower() in TIER_NAMES:
         return v.strip().lower()
-    n = size_bytes(v.strip() if isinstance(v, str) else v)
-    m = re.fullmatch(r"\s*(\d+\.\d+)\s*([kKmMgG])(i?[bB])?\s*", v) if isinstance(v, str) else None
-    if n is None and m:  # a fraction of a unit: 6.4MiB
-        n = int(float(m.group(1)) * (1 << {"k": 10, "m": 20, "g": 30}[m.group(2).lower()]))
+    n = size_bytes(v, fractions=True)
     if n is None:
         raise ParamError(f"triad_tiers: {v!r} is not l2, llc or a size such as 64MiB")
     if n < MIN_TIER_BYTES:

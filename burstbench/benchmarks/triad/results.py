@@ -195,6 +195,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "label": top["label"], "threads": int(top["threads"]),
                          "run_id": run["run_id"]})
     newest = {r["run_id"] for r in chosen.values()}
+    lad = ladder(loaded.table)
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):  # the model's B(cores)
         # the C kernel with normal stores: the solvers it stands for write through the cache
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
@@ -209,9 +210,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "value": round(float(at["median_gbs"]), 2), "unit": "GB/s",
                          "label": at["label"], "threads": int(threads),
                          "bytes": 24.0 * float(at_size(loaded.table, run["run_id"]))} | where)
-        lad = ladder(loaded.table)
-        lad = lad[lad["run_id"] == run["run_id"]]
-        for (tier, b, threads), d in lad.groupby(["tier", "bytes", "threads"], sort=True):
+        for (tier, b, threads), d in lad[lad["run_id"] == run["run_id"]].groupby(
+                ["tier", "bytes", "threads"], sort=True):
             rows.append({"vm": run["vm"], "merit": "memory_bandwidth_gbs_at_bytes",
                          "value": round(float(d["value"].median()), 2), "unit": "GB/s",
                          "label": d["label"].iloc[0], "threads": int(threads),

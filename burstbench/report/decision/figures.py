@@ -170,7 +170,6 @@ def tiers(section: Section, model: Model, fig_dir: Path) -> None:
              & (v["cpu"] == v.loc[v["reference"].astype(bool), "cpu"].iloc[0])]
     if mine.empty:
         return
-    per = mine["iterations"].astype(float) / 1e3
     table_entry(section, [{
         "cpu": r.cpu, "llc_mib": round(r.llc_mib, 1), "problem": r.problem, "layout": r.layout,
         "working_set_mib": round(r.working_set_mib, 1),
@@ -179,8 +178,8 @@ def tiers(section: Section, model: Model, fig_dir: Path) -> None:
         "predicted_ms_per_iteration": round(r.predicted_s / it, 4), "error": round(r.error, 3),
         "predicted_rule_ms_per_iteration": round(r.predicted_rule_s / it, 4),
         "error_rule": round(r.error_rule, 3), "fitted_here": bool(r.reference), "data": r.data}
-        for r, it in zip(mine.sort_values("working_set_mib").itertuples(),
-                         per[mine.sort_values("working_set_mib").index])],
+        for r in mine.sort_values("working_set_mib").itertuples()
+        for it in [r.iterations / 1e3]],  # ms: seconds over thousands of iterations
         fig_dir, "biccg_model_tiers",
         "BICCG time model's memory tiers, checked on the machine it was fitted on",
         "Each solve of the fitted build in the decision's layout on the fitted machine, "
