@@ -131,7 +131,7 @@ int main(int argc, char **argv)
      * precond_before reads lval, uval and dinv */
     const bc_params p = {.block_size = bs, .colors = colors};
     if (bc_order(&a, &p, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-        bc_prefetch_plan(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
+        bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
         fprintf(stderr, "error: setup failed\n");
         return 1;
     }

@@ -7,7 +7,12 @@ ordering, matrix, prefetch plan and factor bitwise unchanged), then runs it --ro
 times per grid, one fresh process each (the setup's pages are new to its process, as
 in a real run), and prints each phase's median and range.
 
+With --base REF, the solver's sources at git revision REF are built too, and the two
+run alternately (which goes first alternates by round): each build's phases, the
+per-round ratio of the setups' sums (this tree over REF), and both digests.
+
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
+    python comparisons/biccg_setup_profile.py --grid 128 128 128 --base HEAD --rounds 9
 """
 
 from __future__ import annotations
@@ -21,9 +26,63 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from biccg_kernels import build  # comparisons/ is on sys.path: these run as scripts
+from biccg_kernels import HERE, SRC, build  # comparisons/ is on sys.path: these run as scripts
 
 FLAGS = "-O3 -march=native -fopenmp -std=gnu99 -DBC_PROFILE"
+DRIVER = "biccg_setup_profile.c"
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The solver's sources and this driver at git revision ref, under into/; returns the
+    driver's path (the sources beside it in into/src)."""
+    root = HERE.parent
+    for rel in [*(p.relative_to(root) for p in sorted(SRC.glob("*.[ch]"))),
+                Path("comparisons") / DRIVER]:
+        proc = subprocess.run(["git", "-C", str(root), "show", f"{ref}:{rel.as_posix()}"],
+                              capture_output=True)
+        if proc.returncode != 0:
+            sys.exit(f"error: git show {ref}:{rel}: {proc.stderr.decode().strip()}")
+        dest = into / ("src" if rel.parent.name == "src" else "") / rel.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(proc.stdout)
+    return into / DRIVER
+
+
+def build_at(cc: str, driver: Path, exe: Path) -> None:
+    """Compile a checked-out driver with the sources in its src/ folder."""
+    src = driver.parent / "src"
+    args = [cc, *FLAGS.split(), f"-I{src}", str(driver), *map(str, sorted(src.glob("*.c"))),
+            "-lm", "-o", str(exe)]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: building {driver} failed: {proc.stderr.strip()[-600:]}")
+
+
+def run_once(exe: Path, grid: list[int], threads: int) -> tuple[dict[str, float], str]:
+    """One fresh process: its phases' seconds and its digest line."""
+    env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
+    proc = subprocess.run([str(exe), *map(str, grid), str(threads), "0"],
+                          capture_output=True, text=True, env=env, check=True)
+    phases: dict[str, float] = {}
+    digest = ""
+    for line in proc.stderr.splitlines():
+        if line.startswith("phase "):
+            name, secs, _ = line[6:].rsplit(None, 2)  # "phase NAME SECONDS s"
+            phases[name.strip()] = phases.get(name.strip(), 0.0) + float(secs)
+        elif line.startswith("digest "):
+            digest = line
+    return phases, digest
+
+
+def summary(label: str, runs: list[dict[str, float]]) -> list[float]:
+    """Print each phase's median (min-max) over runs; returns each run's sum."""
+    names = list(dict.fromkeys(k for r in runs for k in r))
+    totals = [sum(r.values()) for r in runs]
+    print(f"{label}; seconds, median (min-max):")
+    for name, xs in [*((k, [r.get(k, 0.0) for r in runs]) for k in names),
+                     ("setup (sum)", totals)]:
+        print(f"  {name:28} {statistics.median(xs):.4f} ({min(xs):.4f}-{max(xs):.4f})")
+    return totals
 
 
 def main() -> int:
@@ -33,28 +92,36 @@ def main() -> int:
     p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 128])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--base", metavar="REF",
+                   help="also build the solver at git revision REF and alternate with it")
     a = p.parse_args()
+    if a.rounds < 1 or a.threads < 1 or min(a.grid) < 1:
+        p.error("--rounds, --threads and the grid's sizes must be positive")
     with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "biccg_setup_profile"
-        build(a.cc, FLAGS, exe, "biccg_setup_profile.c")
-        phases: dict[str, list[float]] = defaultdict(list)
-        digests = set()
-        env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-        for _ in range(a.rounds):
-            proc = subprocess.run([str(exe), *map(str, a.grid), str(a.threads), "0"],
-                                  capture_output=True, text=True, env=env, check=True)
-            for line in proc.stderr.splitlines():
-                if line.startswith("phase "):
-                    name, secs, _ = line[6:].rsplit(None, 2)  # "phase NAME SECONDS s"
-                    phases[name.strip()].append(float(secs))
-                elif line.startswith("digest "):
-                    digests.add(line)
-    total = [sum(x) for x in zip(*phases.values(), strict=True)]
-    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.threads} thread(s), {a.rounds} fresh "
-          "processes; seconds, median (min-max):")
-    for name, xs in [*phases.items(), ("setup (sum)", total)]:
-        print(f"  {name:28} {statistics.median(xs):.4f} ({min(xs):.4f}-{max(xs):.4f})")
-    print(*sorted(digests), sep="\n")
+        exes = {"this tree": Path(tmp) / "now"}
+        build(a.cc, FLAGS, exes["this tree"], DRIVER)
+        if a.base:
+            exes[a.base] = Path(tmp) / "base"
+            build_at(a.cc, checkout(a.base, Path(tmp) / "at-base"), exes[a.base])
+        runs: dict[str, list[dict[str, float]]] = defaultdict(list)
+        digests: dict[str, set[str]] = defaultdict(set)
+        for r in range(a.rounds):
+            for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
+                phases, digest = run_once(exes[label], a.grid, a.threads)
+                runs[label].append(phases)
+                digests[label].add(digest)
+    where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.threads} thread(s), {a.rounds} fresh "
+             "processes")
+    totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
+    if a.base:
+        ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]
+        print(f"setup, this tree / {a.base}, per round: median {statistics.median(ratios):.2f} "
+              f"({min(ratios):.2f}-{max(ratios):.2f})")
+    for label in exes:
+        print(f"{label}:", *sorted(digests[label]), sep="\n  ")
+    if a.base and digests["this tree"] != digests[a.base]:
+        print("the digests differ: the setup no longer builds the same bytes", file=sys.stderr)
+        return 1
     return 0
 
 

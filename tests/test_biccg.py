@@ -4,6 +4,7 @@ and one clear line for every bad input."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,80 @@ def test_no_two_adjacent_blocks_share_a_color(make, bs, colors):
     assert list(color[order[starts]]) == sorted(color[order[starts]])
     counts = np.bincount(color, minlength=used)[:colors]
     assert counts.max() - counts.min() <= max(2, counts.max() // 2)  # cycling balances
+
+
+def greedy_reference(A: sp.csr_matrix, block_of: np.ndarray, colors: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The ordering biccg.h describes, written out: each block in turn takes the first color,
+    counting on from the previous block's, that no earlier coupled block has (a new one when
+    all are taken); rows then go color by color, blocks in their order, rows in theirs.
+    block_of: each row's block, numbered in the blocks' order."""
+    nb = int(block_of.max()) + 1
+    coo = A.tocoo()
+    bi, bj = block_of[coo.row], block_of[coo.col]
+    earlier = [set() for _ in range(nb)]
+    for i, j in zip(bi[bj < bi], bj[bj < bi], strict=True):
+        earlier[i].add(j)
+    color, ncol, nxt = np.full(nb, -1), colors, 0
+    for b in range(nb):
+        taken = {color[j] for j in earlier[b]}
+        free = [(nxt + t) % ncol for t in range(ncol) if (nxt + t) % ncol not in taken]
+        c = free[0] if free else ncol
+        ncol += not free
+        color[b], nxt = c, (c + 1) % ncol
+    rows = np.arange(A.shape[0])
+    perm = rows[np.lexsort((rows, block_of, color[block_of]))]
+    return color, perm
+
+
+def tile_blocks(grid: tuple[int, int, int], tile: tuple[int, int, int]) -> np.ndarray:
+    """Each grid point's tile (x fastest), tiles numbered lexicographically."""
+    nx, ny, nz = grid
+    i = np.arange(nx * ny * nz)
+    q = [(i % nx) // tile[0], (i // nx % ny) // tile[1], (i // (nx * ny)) // tile[2]]
+    ntx, nty = -(-nx // tile[0]), -(-ny // tile[1])
+    return (q[2] * nty + q[1]) * ntx + q[0]
+
+
+CHILD_COLORING = """
+import json, sys
+import numpy as np, scipy.sparse as sp
+from kernels_ext.biccg import _biccg as bc
+d = np.load(sys.argv[1])
+A = sp.csr_matrix((d["data"], d["indices"], d["indptr"]))
+color, perm = np.empty(int(d["nb"]), np.int32), np.empty(A.shape[0], np.int64)
+tiles = {k: tuple(map(int, d[k])) for k in ("grid", "tile")} if d["tile"][0] else {}
+used = bc.coloring(A.indptr, A.indices, A.data, int(d["bs"]), int(d["colors"]), color, perm,
+                   **tiles)
+print(json.dumps([used, color.tolist(), perm.tolist()]))
+"""
+
+
+@pytest.mark.parametrize("A,bs,colors,grid,tile", [
+    (biccg.poisson_matrix(16, 16, 16), 32, 20, None, None),
+    (random_spd(500, 0.01, 3), 8, 4, None, None),
+    (random_spd(300, 0.05, 5), 16, 2, None, None),
+    (biccg.poisson_matrix(10, 9, 8), 32, 3, (10, 9, 8), (4, 4, 2)),
+    (biccg.poisson_matrix(13, 5, 7), 12, 20, (13, 5, 7), (3, 2, 2)),
+])
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_the_parallel_ordering_is_the_serial_greedy_one(tmp_path, A, bs, colors, grid, tile,
+                                                        threads):
+    """Every thread count builds the same ordering, the greedy one written out in Python (the
+    tiles are keyed and sorted in thread shares)."""
+    n = A.shape[0]
+    block_of = tile_blocks(grid, tile) if tile else np.arange(n) // bs
+    f = tmp_path / "a.npz"
+    np.savez(f, data=A.data, indices=A.indices, indptr=A.indptr, nb=block_of.max() + 1, bs=bs,
+             colors=colors, grid=grid or (0, 0, 0), tile=tile or (0, 0, 0))
+    out = subprocess.run([sys.executable, "-c", CHILD_COLORING, str(f)], capture_output=True,
+                         text=True, env={**os.environ, "OMP_NUM_THREADS": threads}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    used, color, perm = json.loads(out.stdout)
+    want_color, want_perm = greedy_reference(A, block_of, colors)
+    assert used == want_color.max() + 1 >= colors
+    assert color == want_color.tolist()
+    assert perm == want_perm.tolist()
 
 
 @pytest.mark.parametrize("make", [lambda: biccg.poisson_matrix(4, 3, 3).toarray(),

@@ -245,8 +245,8 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
     if (rc == BC_OK)
         rc = bc_build_local(a, L);
     if (rc == BC_OK)
-        rc = bc_prefetch_plan(L);
-    BC_PHASE("prefetch plan");
+        rc = bc_scan_blocks(L);
+    BC_PHASE("plan + pattern");
     if (rc == BC_OK)
         rc = bc_factor(L, p->single_factor);
     toc(t, T_FACTOR);
@@ -463,7 +463,7 @@ double bc_ic0(const bc_csr_in *a, double *d, bc_gidx *uptr, int32_t *uidx, doubl
     /* one block of all rows, one color: the natural order, sequential */
     const bc_params one = {.block_size = (int)a->n, .colors = 1};
     if (bc_order(a, &one, &L, NULL) != BC_OK || bc_build_local(a, &L) != BC_OK ||
-        bc_factor(&L, 0) != BC_OK) {
+        bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
         bc_local_free(&L);
         return -1.0;
     }

@@ -15,37 +15,45 @@
 
 #include "internal.h"
 
-/* Row i of L and d_i; returns 0 when the pivot is not positive. */
-static int factor_row(bc_local *L, int i, double shift, double *d)
+/* Row i of L and d_i, in one pass over the row: each entry's column and A's
+ * value copied in, eliminated, and subtracted from the pivot, in order (the
+ * copies, the elimination, the pivot and the rounding were five loops a
+ * row); where l32 is given, the row and 1/d_i rounded to float as they are
+ * final.  Returns 0 when the pivot is not positive. */
+static int factor_row(bc_local *L, int i, double shift, double *d, float *l32, float *d32)
 {
     const int64_t l0 = L->lptr[i], l1 = L->lptr[i + 1];
+    /* the row's columns ascend, so its l1 - l0 lower entries come first in A's
+     * row and the diagonal (the last of equal ones, if any) next: no scan */
+    const int64_t a0 = L->rowptr[i] - l0, k0 = L->rowptr[i] + (l1 - l0);
     double diag = 0.0;
-    /* L's row with A's values before elimination, then the diagonal of A: the
-     * row's columns ascend, so its l1 - l0 lower entries come first and the
-     * diagonal (the last of equal ones, if any) next; no scan of the columns */
-    const int64_t k0 = L->rowptr[i] + (l1 - l0);
-    memcpy(L->lval + l0, L->val + L->rowptr[i], (size_t)(l1 - l0) * sizeof *L->lval);
     for (int64_t k = k0; k < L->rowptr[i + 1] && L->col[k] == i; k++)
         diag = L->val[k];
-    for (int64_t p = l0; p < l1; p++) {
-        int k = L->lidx[p];
-        /* a_ik - sum over j < k of l_ij d_j l_kj: merge row i (before k) with row k */
-        double s = L->lval[p];
-        int64_t q = l0, e = L->lptr[k + 1];
-        for (int64_t r = L->lptr[k]; q < p && r < e;) {
-            if (L->lidx[q] < L->lidx[r])
-                q++;
-            else if (L->lidx[q] > L->lidx[r])
-                r++;
-            else
-                s -= L->lval[q++] * d[L->lidx[r]] * L->lval[r], r++;
-        }
-        L->lval[p] = s / d[k];
-    }
     double piv = diag * (1.0 + shift);
-    for (int64_t p = l0; p < l1; p++)
-        piv -= L->lval[p] * L->lval[p] * d[L->lidx[p]];
+    for (int64_t p = l0; p < l1; p++) {
+        const int k = L->lidx[p] = L->col[a0 + p];
+        /* a_ik - sum over j < k of l_ij d_j l_kj: merge row i (before k) with
+         * row k; row k is not read for the first entry (nothing precedes it) */
+        double s = L->val[a0 + p];
+        if (p > l0) {
+            int64_t q = l0, e = L->lptr[k + 1];
+            for (int64_t r = L->lptr[k]; q < p && r < e;) {
+                if (L->lidx[q] < L->lidx[r])
+                    q++;
+                else if (L->lidx[q] > L->lidx[r])
+                    r++;
+                else
+                    s -= L->lval[q++] * d[L->lidx[r]] * L->lval[r], r++;
+            }
+        }
+        const double l = L->lval[p] = s / d[k];
+        piv -= l * l * d[k];
+        if (l32)
+            l32[p] = (float)l;
+    }
     d[i] = piv;
+    if (d32)
+        d32[i] = (float)(1.0 / piv);
     /* positive, and not lost to cancellation against the diagonal */
     return piv > 64.0 * DBL_EPSILON * fabs(diag) && isfinite(piv);
 }
@@ -64,14 +72,8 @@ static int factor_all(bc_local *L, double shift, double *d)
     for (int c = 0; c < L->ncolors; c++) {
 #pragma omp for schedule(static) reduction(& : ok)
         for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                ok &= factor_row(L, i, shift, d);
-                if (l32) {
-                    d32[i] = (float)(1.0 / d[i]);
-                    for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
-                        l32[p] = (float)L->lval[p];
-                }
-            }
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++)
+                ok &= factor_row(L, i, shift, d, l32, d32);
     }
     return ok;
 }
@@ -165,64 +167,14 @@ static void transpose_serial(bc_local *L)
         }
 }
 
-/* The pattern of L and U, in one pass over the rows (blocks by the thread that
- * sweeps them): the counts of each (sorted) row's strictly lower entries and
- * of its upper ones inside the rank, and of those coupling it to its own
- * block (lin, uin: the last lower ones, the first upper ones); then row
- * pointers and L's columns. */
-static int factor_pattern(bc_local *L)
-{
-    const int n = L->nloc;
-#pragma omp parallel
-    for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static) nowait
-        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                int32_t cl = 0, cu = 0, inl = 0, inu = 0;
-                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++) {
-                    const int j = L->col[k];
-                    cl += j < i;
-                    cu += j > i && j < n;
-                    inl += j < i && j >= L->bstart[b];
-                    inu += j > i && j < L->bstart[b + 1];
-                }
-                L->lptr[i + 1] = cl, L->uptr[i + 1] = cu;
-                L->lin[i] = inl, L->uin[i] = inu;
-            }
-    }
-    L->lptr[0] = L->uptr[0] = 0;
-    for (int i = 0; i < n; i++) {
-        L->lptr[i + 1] += L->lptr[i];
-        L->uptr[i + 1] += L->uptr[i];
-    }
-    const int64_t nl = L->lptr[n];
-    L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
-    L->lval = bc_alloc((size_t)nl, sizeof(double));
-    if (!L->lidx || !L->lval)
-        return BC_ENOMEM;
-#pragma omp parallel
-    for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static) nowait
-        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++)
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                int64_t m = L->lptr[i];
-                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-                    if (L->col[k] < i)
-                        L->lidx[m++] = L->col[k];
-            }
-    }
-    return BC_OK;
-}
-
 int bc_factor(bc_local *L, int single)
 {
     const int n = L->nloc;
-    L->lptr = bc_alloc((size_t)n + 1, sizeof(int64_t));
-    L->uptr = bc_alloc((size_t)n + 2, sizeof(int64_t));
-    L->lin = bc_alloc((size_t)n, sizeof(int32_t));
-    L->uin = bc_alloc((size_t)n, sizeof(int32_t));
+    const int64_t nl = L->lptr[n];
     double *d = bc_alloc((size_t)n, sizeof(double));
-    if (!L->lptr || !L->uptr || !L->lin || !L->uin || !d || factor_pattern(L) != BC_OK) {
+    L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
+    L->lval = bc_alloc((size_t)nl, sizeof(double));
+    if (!d || !L->lidx || !L->lval) {
         free(d);
         return BC_ENOMEM;
     }
@@ -234,7 +186,7 @@ int bc_factor(bc_local *L, int single)
             return BC_ENOMEM;
         }
     }
-    BC_PHASE("factor: pattern");
+    BC_PHASE("factor: alloc");
     /* A non-positive pivot: retry with A + shift * diag(A), the shift growing
      * tenfold from 1e-4 (Manteuffel); the shift used is reported. */
     L->shift = 0.0;
@@ -248,7 +200,6 @@ int bc_factor(bc_local *L, int single)
     BC_PHASE("factor: numeric");
     invert_pivots(L, d);
     BC_PHASE("factor: invert d");
-    const int64_t nl = L->lptr[n];
     if (!single) {
         L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
         L->uval = bc_alloc((size_t)nl, sizeof(double));

@@ -97,6 +97,27 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
             BC_PREFETCH(v + L->pf[k]);
 }
 
+/* The threads a parallel region gets (1 without OpenMP). */
+#ifdef _OPENMP
+#include <omp.h>
+static inline int bc_threads(void)
+{
+    return omp_get_max_threads();
+}
+#else
+static inline int bc_threads(void)
+{
+    return 1;
+}
+#endif
+
+/* Where share u of n items (n < 2^31) split into `of` shares begins: share u
+ * is [bc_share(n, u, of), bc_share(n, u + 1, of)). */
+static inline int64_t bc_share(int64_t n, int u, int of)
+{
+    return n * u / of;
+}
+
 /* cg.c: with -DBC_PROFILE, print to stderr the seconds since the previous call
  * (rank 0, thread 0), labelled `name`; name NULL only restarts the clock.  The
  * setup's phases call it (comparisons/biccg_setup_profile.c); without the flag
@@ -135,14 +156,17 @@ typedef int64_t (*bc_item_fn)(const void *ctx, int item, int32_t *scratch, int32
 int bc_gather(int items, int parts, int64_t most, bc_item_fn fn, const void *ctx,
               int64_t **ptr, int32_t **out);
 
-/* matrix.c: the local rows in the new numbering (halo columns mapped); the
- * prefetch plan that bc_prefetch_block follows (the SpMV and the sweeps need
- * it, the factorization does not). */
+/* matrix.c: the local rows in the new numbering (halo columns mapped); then,
+ * in one scan of them, the prefetch plan that bc_prefetch_block follows (the
+ * SpMV and the sweeps need it) and the factor's pattern: lptr, uptr (each
+ * row's lower entries, and upper ones inside the rank, as row pointers) and
+ * lin, uin (those coupling the row to its own block). */
 int bc_build_local(const bc_csr_in *a, bc_local *L);
-int bc_prefetch_plan(bc_local *L);
+int bc_scan_blocks(bc_local *L);
 
-/* ic0.c: factor the local diagonal block (shift retried until pivots are
- * positive), its values kept in single precision if `single`. */
+/* ic0.c: factor the local diagonal block (bc_scan_blocks' pattern; shift
+ * retried until pivots are positive), its values kept in single precision if
+ * `single`. */
 int bc_factor(bc_local *L, int single);
 
 /* ic0.c: z = M^-1 r.  Where q is given, first r -= alpha q (the CG update, in
