@@ -165,7 +165,7 @@ print(json.dumps([used, color.tolist(), perm.tolist()]))
     (biccg.poisson_matrix(10, 9, 8), 32, 3, (10, 9, 8), (4, 4, 2)),
     (biccg.poisson_matrix(13, 5, 7), 12, 20, (13, 5, 7), (3, 2, 2)),
 ])
-@pytest.mark.parametrize("threads", ["1", "2", "3"])
+@pytest.mark.parametrize("threads", ["1", "2", "3", "9"])
 def test_the_parallel_ordering_is_the_serial_greedy_one(tmp_path, A, bs, colors, grid, tile,
                                                         threads):
     """Every thread count builds the same ordering, the greedy one written out in Python (the

@@ -146,13 +146,15 @@ int bc_scan_blocks(bc_local *L)
         if (L->rowptr[L->bstart[b + 1]] - L->rowptr[L->bstart[b]] > L->pfmost)
             L->pfmost = L->rowptr[L->bstart[b + 1]] - L->rowptr[L->bstart[b]];
     L->pfmost = L->pfmost < lines ? L->pfmost : lines;
-    int rc = bc_gather(L->nblocks, 3, L->pfmost, block_lines, L, &L->pfptr, &L->pf);
+    const int rc = bc_gather(L->nblocks, 3, L->pfmost, block_lines, L, &L->pfptr, &L->pf);
+    if (rc != BC_OK) /* some blocks' counts were not taken */
+        return rc;
     L->lptr[0] = L->uptr[0] = 0;
     for (int i = 0; i < n; i++) {
         L->lptr[i + 1] += L->lptr[i];
         L->uptr[i + 1] += L->uptr[i];
     }
-    return rc;
+    return BC_OK;
 }
 
 int bc_build_local(const bc_csr_in *a, bc_local *L)
