@@ -25,10 +25,12 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
 
 
-def build(cc: str, flags: str, out: Path, driver: str = "biccg_kernels.c") -> None:
-    """Compile `driver` (in comparisons/) with the solver's C sources into `out`."""
-    sources = [str(HERE / driver), *sorted(str(p) for p in SRC.glob("*.c"))]
-    args = [cc, *shlex.split(flags), f"-I{SRC}", *sources, "-lm", "-o", str(out)]
+def build(cc: str, flags: str, out: Path, driver: str | Path = "biccg_kernels.c",
+          src: Path = SRC) -> None:
+    """Compile `driver` (a name in comparisons/, or a path) with the solver's C sources in
+    `src` (this tree's by default) into `out`."""
+    sources = [str(HERE / driver), *sorted(str(p) for p in src.glob("*.c"))]
+    args = [cc, *shlex.split(flags), f"-I{src}", *sources, "-lm", "-o", str(out)]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"error: {shlex.join(args)} failed: {proc.stderr.strip()[-600:]}")

@@ -48,16 +48,6 @@ def checkout(ref: str, into: Path) -> Path:
     return into / DRIVER
 
 
-def build_at(cc: str, driver: Path, exe: Path) -> None:
-    """Compile a checked-out driver with the sources in its src/ folder."""
-    src = driver.parent / "src"
-    args = [cc, *FLAGS.split(), f"-I{src}", str(driver), *map(str, sorted(src.glob("*.c"))),
-            "-lm", "-o", str(exe)]
-    proc = subprocess.run(args, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"error: building {driver} failed: {proc.stderr.strip()[-600:]}")
-
-
 def run_once(exe: Path, grid: list[int], threads: int) -> tuple[dict[str, float], str]:
     """One fresh process: its phases' seconds and its digest line."""
     env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
@@ -102,7 +92,8 @@ def main() -> int:
         build(a.cc, FLAGS, exes["this tree"], DRIVER)
         if a.base:
             exes[a.base] = Path(tmp) / "base"
-            build_at(a.cc, checkout(a.base, Path(tmp) / "at-base"), exes[a.base])
+            driver = checkout(a.base, Path(tmp) / "at-base")
+            build(a.cc, FLAGS, exes[a.base], driver, driver.parent / "src")
         runs: dict[str, list[dict[str, float]]] = defaultdict(list)
         digests: dict[str, set[str]] = defaultdict(set)
         for r in range(a.rounds):
