@@ -82,7 +82,7 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
                     "decision's) and with every byte at the rule size's Triad; where machines "
                     "disagree, the decision's band (their union) shows it.")
     style.apply_style()
-    fig, ax = plt.subplots(figsize=(7.5, 6.2))
+    fig, ax = plt.subplots(figsize=(11, 6.2))  # the legend beside the axes, not over points
     lo, hi = model.error_range
     span = [v["measured_s"].min() / 1.5, v["measured_s"].max() * 1.5]
     ax.plot(span, span, color="0.3", lw=1, label="predicted = measured")
@@ -97,8 +97,9 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
         ax.scatter(r.measured_s, r.predicted_s, marker=markers.get(lay, "D"),
                    s=90 if r.reference else 36,
                    color=colors[r.problem] if r.used else "none",
-                   edgecolor="black" if r.reference else colors[r.problem], zorder=3,
-                   label=f"{r.problem}" if r.used and not r.reference else None)
+                   edgecolor="black" if r.reference else colors[r.problem], zorder=3)
+    for prob in problems:  # every problem's colour, used or not (its points may all be hollow)
+        ax.scatter([], [], marker="s", color=colors[prob], label=prob)
     for lay, mk in markers.items():
         ax.scatter([], [], marker=mk, color="0.4", label=f"layout {lay} (ranks x threads)")
     ax.scatter([], [], marker="o", facecolor="none", edgecolor="0.4", s=36,
@@ -109,7 +110,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
            ylabel="predicted solve time (s)")
     handles, labels = ax.get_legend_handles_labels()
     keep = dict(zip(labels, handles))
-    ax.legend(keep.values(), keep.keys(), fontsize=7, loc="upper left", frameon=True)
+    ax.legend(keep.values(), keep.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              frameon=True)
     others = v[~v["reference"].astype(bool)]
     used = others[others["used"].astype(bool)]
     fitted_on = (f"fitted on one solve ({model.reference['problem']}, "
