@@ -545,6 +545,38 @@ def test_the_model_is_fitted_on_the_merit_runs_solve_not_a_newer_incomplete_one(
     assert after.efficiency == before.efficiency
 
 
+def test_the_model_is_fitted_on_the_study_problem_else_on_the_largest_grid_measured():
+    """By default the fit is the study's 256 x 256 x 512 (2x1 on local); with that
+    problem's rows gone, the largest grid left measured there (160^3) stands in, and
+    fallback() names both; a reference measured gives no note."""
+    import dataclasses
+
+    from burstbench.cost import machines
+    from burstbench.registry import benchmarks
+    from burstbench.report.parameters import MODEL_REFERENCE
+
+    ref_dir = ROOT / "data" / "reference"
+    merits = [s.merits(ROOT / "data" / "runs", ref_dir) for s in benchmarks().values()
+              if s.merits]
+    of = machines.machines(merits, ref_dir, 0.793, [])
+    fitted = model.fit(merits, of, MODEL_REFERENCE)
+    assert fitted.reference["problem"] == "poisson256x256x512"
+    assert model.fallback(fitted, MODEL_REFERENCE) == ""
+    study = [dataclasses.replace(m, table=m.table[m.table["problem"] != "poisson256x256x512"])
+             if "problem" in m.table else m for m in merits]
+    instead = model.fit(study, of, MODEL_REFERENCE)
+    assert instead.reference["problem"] == "poisson160x160x160"
+    assert instead.reference["label"] == "2x1" and instead.reference["vm"] == "local"
+    assert model.fallback(instead, MODEL_REFERENCE) == (
+        "the time model's reference, poisson256x256x512 2x1 on local, was not measured: "
+        f"fitted on the largest grid measured there, poisson160x160x160 "
+        f"({instead.reference['data']}); measure the reference with "
+        "papermill_params/local-model.yaml")
+    with pytest.raises(ValueError, match="was not measured"):
+        model.fit(study, of, {"vm": "no-such-vm", "problem": "poisson256x256x512",
+                              "layout": "2x1"})
+
+
 def test_a_multi_node_solve_of_the_fitted_layout_is_validation_not_the_fit():
     """The committed merits and, in the fitted solve's run, the same layout on 2 nodes (an
     interconnect measured to price it): only the 1-node solve is the fit; the 2-node one
@@ -646,6 +678,10 @@ def test_a_model_no_other_solve_validates_is_not_drawn_as_exact_without_a_word(t
             reseal(csv.parent, "biccg")
     figs = tmp_path / "figs"
     sec = report.decision_report(runs, figures_dir=figs, mc_draws=200)
+    assert ("the time model's reference, poisson256x256x512 2x1 on local, was not measured: "
+            "fitted on the largest grid measured there, poisson128x128x128 "
+            f"({runs / 'local/20261124T010255Z-ae37'}); measure the reference with "
+            "papermill_params/local-model.yaml") in sec.problems
     assert ("the time model is fitted on the only BICCG solve measured (poisson128x128x128 "
             "2x1 on local): no other solve validates it, so its error is unknown and the "
             "decision draws none; measure BICCG's other configurations (after a budget, the "

@@ -197,7 +197,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     """Fit the efficiency on the `reference` solve ({vm, problem, layout}: the median of its
     measurement in the VM's merit run (store.merit_runs: its newest complete run), else in
     the newest run that has it) and predict every measured configuration of the C
-    solver."""
+    solver.  Where that problem was not measured on that VM in that layout, the largest
+    Poisson grid that was stands in for it (fallback() says so)."""
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
     pp = pingpong_rows(merits)
     steps = ladders(merits)
@@ -215,8 +216,12 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     ours = solves[solves.get("impl", pd.Series(dtype=str)) == "c"] if len(solves) else solves
     if ours.empty:
         raise ValueError("no BICCG solve measured: nothing to fit the model on")
-    ref = ours[(ours["vm"] == reference["vm"]) & (ours["problem"] == reference["problem"])
-               & (ours["label"] == reference["layout"]) & (ours["nodes"] == 1)]
+    here = ours[(ours["vm"] == reference["vm"]) & (ours["label"] == reference["layout"])
+              & (ours["nodes"] == 1)]
+    ref = here[here["problem"] == reference["problem"]]
+    grids = [p for p in here["problem"].unique() if MatrixModel.is_grid(p)]
+    if ref.empty and grids:  # the largest grid measured there instead (see fallback)
+        ref = here[here["problem"] == max(grids, key=lambda p: MatrixModel.named(p).n)]
     if ref.empty:
         raise ValueError(f"the model's reference {reference} was not measured")
     in_merit_run = newest(ref)
@@ -273,6 +278,17 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "threads": lay.threads, "data": s["data"]})
     return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations, core_gbs,
                  core_how)
+
+
+def fallback(fitted: Model, reference: dict) -> str:
+    """'' where the model was fitted on `reference`'s problem, else one line saying which
+    solve stood in for it."""
+    if fitted.reference["problem"] == reference["problem"]:
+        return ""
+    return (f"the time model's reference, {reference['problem']} {reference['layout']} on "
+            f"{reference['vm']}, was not measured: fitted on the largest grid measured there, "
+            f"{fitted.reference['problem']} ({fitted.reference['data']}); measure the "
+            "reference with papermill_params/local-model.yaml")
 
 
 #: A solve is in its machine's cache where the Triad's ladder there reads at least this

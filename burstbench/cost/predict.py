@@ -90,6 +90,11 @@ class MatrixModel:
             raise ValueError(f"problem {name}: its rows and nonzeros are not known")
         return cls(name, int(n), int(nnz), factor)
 
+    @staticmethod
+    def is_grid(name: str) -> bool:
+        """True where `name` is a Poisson grid's (its size known from the name alone)."""
+        return _GRID.match(name) is not None
+
     @property
     def bytes(self) -> int:
         """Bytes one iteration moves (assumption 1)."""

@@ -27,6 +27,7 @@ from burstbench.cost import prices as price_tables
 from burstbench.cost import uncertainty as u
 from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 from burstbench.replay import policy
+from burstbench.report.parameters import MODEL_REFERENCE
 
 
 class _Unfitted:
@@ -148,8 +149,9 @@ def pricing(classes: list[policy.LoggedClass], *, runs_dir: Path | str = "",
     flow, flow_measured = machines.flow_machine(machine_of, system, flow_vm, problems)
     why_unfitted = ""
     try:
-        fitted = model.fit(merits, machine_of, {"vm": "local", "problem": "poisson128x128x128",
-                                                "layout": "2x1"})
+        fitted = model.fit(merits, machine_of, MODEL_REFERENCE)
+        if note := model.fallback(fitted, MODEL_REFERENCE):
+            problems.append(note)
     except ValueError as exc:
         fitted = None
         why_unfitted = str(exc)

@@ -163,8 +163,9 @@ def expand(P: dict, m: Machine) -> Plan:
     variants = [m.info | {"mpiexec_path": m.mpiexec, "spec": combo}]
     # priority 0 within a budget: our solver at the study's layout (2 ranks per node where
     # planned, else the widest layout planned) on the largest Poisson grid planned: the
-    # nearest to the study's, out of cache, and on local.yaml the solve the decision's time
-    # model is fitted on (its model_reference); a matrix file's size is read later, so
+    # nearest to the study's, out of cache, and on local-model.yaml the solve the decision's
+    # time model is fitted on (its model_reference; on local.yaml, 128^3, a solve that
+    # checks it); a matrix file's size is read later, so
     # with no grid, the first problem.  And, where another layout is planned, one
     # repetition of the widest other one on that grid and the fewest nodes, just after the
     # fitted solve's first: a solve that checks the model (without one its error is unknown

@@ -23,6 +23,7 @@ from burstbench.cost import uncertainty as u
 from burstbench.cost.flips import GB_IN, GB_OUT, flip_points, sensitivity
 from burstbench.registry import all_merits
 from burstbench.report.decision import figures, text
+from burstbench.report.parameters import MODEL_REFERENCE
 from burstbench.report.sections import Section
 
 #: The queue waits the table gives P(sooner) at (hours): 0, 10 min, 1 h, 4 h, 1 d.
@@ -83,26 +84,28 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"{flow_system} measured as {flow_vm}: its Triad is used; no "
                                 "BICCG solve was measured on it, so the model's error is the "
                                 "other machines' validation")
-    reference = model_reference or {"vm": "local", "problem": "poisson128x128x128",
-                                    "layout": "2x1"}
+    reference = model_reference or MODEL_REFERENCE
     try:
         fitted = model.fit(merits, machine_of, reference)
     except ValueError as exc:
         section.problems.append(f"no burst decision: {exc}")
         return section
+    if note := model.fallback(fitted, reference):
+        section.problems.append(note)
     section.entries.append(figures.validation(section, fitted, fig_dir, show))
     figures.tiers(section, fitted, fig_dir)
+    fit = fitted.reference  # the solve fitted on (the reference, else its stand-in)
     if not fitted.validated and len(fitted.validation) > 1:
         section.problems.append(
-            f"the time model is fitted on {reference['problem']} {reference['layout']} on "
-            f"{reference['vm']} (build {fitted.reference.get('build') or 'not recorded'}): no "
+            f"the time model is fitted on {fit['problem']} {fit['label']} on "
+            f"{fit['vm']} (build {fit.get('build') or 'not recorded'}): no "
             "other solve of that build in the layout the decision prices validates it, so "
             "its error is unknown and the decision draws none; measure BICCG again with "
             "this build")
     elif not fitted.validated:
         section.problems.append(
-            f"the time model is fitted on the only BICCG solve measured ({reference['problem']} "
-            f"{reference['layout']} on {reference['vm']}): no other solve validates it, so its "
+            f"the time model is fitted on the only BICCG solve measured ({fit['problem']} "
+            f"{fit['label']} on {fit['vm']}): no other solve validates it, so its "
             "error is unknown and the decision draws none; measure BICCG's other "
             "configurations (after a budget, the same command measures what was left)")
     prices = price_tables.load_prices(ref_dir, usd_jpy, inputs.run_prices(merits))
