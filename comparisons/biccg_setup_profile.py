@@ -12,6 +12,7 @@ run alternately (which goes first alternates by round): each build's phases, the
 per-round ratio of the setups' sums (this tree over REF), and both digests.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
+    python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --base HEAD --rounds 9
 """
 
@@ -48,10 +49,14 @@ def checkout(ref: str, into: Path) -> Path:
     return into / DRIVER
 
 
-def run_once(exe: Path, grid: list[int], threads: int) -> tuple[dict[str, float], str]:
-    """One fresh process: its phases' seconds and its digest line."""
+def run_once(exe: Path, grid: list[int], threads: int,
+             ranks: int = 1) -> tuple[dict[str, float], str]:
+    """One fresh process (or `ranks` of them, rank 0's phases): its phases' seconds and its
+    digest line."""
     env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-    proc = subprocess.run([str(exe), *map(str, grid), str(threads), "0"],
+    pre = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), "-bind-to",
+           f"core:{threads}"] if ranks > 1 else []
+    proc = subprocess.run([*pre, str(exe), *map(str, grid), str(threads), "0"],
                           capture_output=True, text=True, env=env, check=True)
     phases: dict[str, float] = {}
     digest = ""
@@ -80,13 +85,16 @@ def main() -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cc", default=str(Path(sys.executable).parent / "mpicc"))
     p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 128])
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, help="threads per rank")
+    p.add_argument("--ranks", type=int, default=1,
+                   help="MPI ranks (the venv's mpiexec, each bound to its threads' cores); "
+                        "rank 0's phases are printed")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--base", metavar="REF",
                    help="also build the solver at git revision REF and alternate with it")
     a = p.parse_args()
-    if a.rounds < 1 or a.threads < 1 or min(a.grid) < 1:
-        p.error("--rounds, --threads and the grid's sizes must be positive")
+    if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1:
+        p.error("--rounds, --threads, --ranks and the grid's sizes must be positive")
     with tempfile.TemporaryDirectory() as tmp:
         exes = {"this tree": Path(tmp) / "now"}
         build(a.cc, FLAGS, exes["this tree"], DRIVER)
@@ -98,11 +106,11 @@ def main() -> int:
         digests: dict[str, set[str]] = defaultdict(set)
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
-                phases, digest = run_once(exes[label], a.grid, a.threads)
+                phases, digest = run_once(exes[label], a.grid, a.threads, a.ranks)
                 runs[label].append(phases)
                 digests[label].add(digest)
-    where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.threads} thread(s), {a.rounds} fresh "
-             "processes")
+    where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
+             f"{a.rounds} fresh runs")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
     if a.base:
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]

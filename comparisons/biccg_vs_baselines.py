@@ -10,15 +10,19 @@ Everything runs as fresh processes, alternating, and medians are printed:
    an iteration - against this machine's STREAM Triad measured just before and
    just after each solve in the same process (the ratio is taken per round);
 3. time to relative residual 1e-7 against SciPy's cg and the numba CGs;
-4. PETSc's CG with ICC(0) (comparisons/petsc_icc_cg.py: one process, one
-   thread, natural ordering, 0 levels, rtol 1e-7 on the unpreconditioned
-   residual, the same matrix, b = A 1, x0 = 0) against our solve in two
-   layouts of --threads cores (1 process x 2 threads and 2 x 1; PETSc's
-   ICC(0) is serial) and STREAM Triad on those cores, on Poisson 64^3 and
+4. PETSc's CG with ICC(0) (comparisons/petsc_icc_cg.py: natural ordering,
+   0 levels, rtol 1e-7 on the unpreconditioned residual, the same matrix,
+   b = A 1, x0 = 0), in one process (ICC(0) proper) and in --threads
+   processes on the same cores as ours (block Jacobi, ICC(0) a process:
+   PETSc's parallel ICC, under Debian's Open MPI, `mpiexec.openmpi`, which
+   its petsc4py is built on; left out with a note where that cannot run),
+   against our solve in two layouts of --threads cores (1 process x 2
+   threads and 2 x 1) and STREAM Triad on those cores, on Poisson 64^3 and
    128^3, in an order that rotates every round, --rounds rounds: iterations,
    setup (ordering + factorization; PETSc's KSPSetUp with the ICC
    factorization), solve and their sum (matrix assembly is left out of both),
-   the per-round ratios ours / PETSc of setup, solve and total, and each
+   the per-round ratios ours / PETSc of setup, solve and total (against
+   both of PETSc's layouts: on one core, and on the same cores), and each
    pass's achieved bandwidth (the byte model below over the pass's time per
    iteration) with its per-round ratio to the round's Triad.  PETSc runs
    under /usr/bin/python3 with Debian's petsc4py (apt-get install -y
@@ -62,7 +66,9 @@ SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
 PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-             "PYTHONPATH": "", "PYTHONHOME": ""}  # empty: ignored by Python
+             "PYTHONPATH": "", "PYTHONHOME": "",  # empty: ignored by Python
+             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+PETSC_MPIEXEC = "mpiexec.openmpi"  # Debian's petsc4py is built on its Open MPI
 
 
 def run_json(argv: list[str], env: dict | None = None) -> dict:
@@ -87,10 +93,27 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
                      "--method", method, "--threads", str(threads)])
 
 
-def petsc(grid: list[int], python: str = SYSTEM_PY) -> dict:
-    """One PETSc ICC(0)-CG solve in a fresh process, with our record's time keys added."""
-    rec = run_json([python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)], PETSC_ENV)
+def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> dict:
+    """One PETSc ICC(0)-CG solve in fresh processes (`ranks` of them under Open MPI, each
+    bound to a core as ours are), with our record's time keys added."""
+    pre = [PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core"] if ranks > 1 else []
+    rec = run_json([*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)], PETSC_ENV)
     return rec | {"setup_s": rec["t_setup"], "solve_s": rec["t_solve"]}
+
+
+def petsc_parallel(python: str, ranks: int) -> str:
+    """'' where PETSc runs on `ranks` processes here (a 4^3 solve tried), else why not."""
+    try:
+        proc = subprocess.run([PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core", python,
+                               str(PETSC_SCRIPT), "--poisson", "4", "4", "4"],
+                              capture_output=True, text=True, cwd=ROOT,
+                              env=os.environ | PETSC_ENV, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run {PETSC_MPIEXEC}: {exc}"
+    if proc.returncode != 0:
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        return lines[-1] if lines else f"exit status {proc.returncode}"
+    return ""
 
 
 def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
@@ -158,7 +181,7 @@ def spread(xs: list[float]) -> dict:
     return {"median": med(xs), "min": min(xs), "max": max(xs)}
 
 
-#: Our layouts beside PETSc (ranks x threads, 2 cores each): PETSc's ICC(0) is serial, 1 x 1.
+#: Our layouts beside PETSc (ranks x threads, 2 cores each); PETSc runs 1 x 1 and --threads x 1.
 LAYOUTS = ((1, 2), (2, 1))
 
 
@@ -206,16 +229,23 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
         return {"skipped": why, "python": python}
     layouts = [(r, threads // r) for r, _ in LAYOUTS if threads % r == 0]
     names = [f"{r}x{t}" for r, t in layouts]
+    pnames = ["petsc"]  # PETSc on one core, and on the same cores as ours where it can
+    why_not = petsc_parallel(python, threads) if threads > 1 else "one core"
+    if not why_not:
+        pnames.append(f"petsc {threads}x1")
+    elif threads > 1:
+        print(f"\nPETSc on {threads} processes skipped: {why_not}")
     res: dict = {"petsc_version": version, "python": python, "threads": threads,
-                 "layouts": names, "grids": {}}
+                 "layouts": names, "petsc_layouts": pnames, "petsc_parallel_skipped": why_not,
+                 "grids": {}}
     for g in grids:
-        runs: dict[str, list] = {k: [] for k in (*names, "petsc", "triad")}
+        runs: dict[str, list] = {k: [] for k in (*names, *pnames, "triad")}
         for r in range(max(1, rounds)):
             order = list(runs)
             order = order[r % len(order):] + order[:r % len(order)]
             for k in order:
-                if k == "petsc":
-                    runs[k].append(petsc(g, python))
+                if k in pnames:
+                    runs[k].append(petsc(g, python, 1 if k == "petsc" else threads))
                 elif k == "triad":
                     runs[k].append(triad(threads))
                 else:
@@ -226,18 +256,19 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                        "solve_s": spread([x["solve_s"] for x in runs[k]]),
                        "total_s": spread([total(x) for x in runs[k]]),
                        "relative_residual": max(x["relative_residual"] for x in runs[k])}
-                   for k in (*names, "petsc")}
-        ratios = {k: {m: spread([f(o) / f(q) for o, q in zip(runs[k], runs["petsc"])])
-                      for m, f in (("setup", lambda x: x["setup_s"]),
-                                   ("solve", lambda x: x["solve_s"]), ("total", total))}
-                  for k in names}
+                   for k in (*names, *pnames)}
+        ratios = {p: {k: {m: spread([f(o) / f(q) for o, q in zip(runs[k], runs[p])])
+                          for m, f in (("setup", lambda x: x["setup_s"]),
+                                       ("solve", lambda x: x["solve_s"]), ("total", total))}
+                      for k in names} for p in pnames}
         rates = {k: {ph: spread([phase_rates(g, o)[ph] for o in runs[k]])
                      for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
         of_triad = {k: {ph: spread([phase_rates(g, o)[ph] / tr
                                     for o, tr in zip(runs[k], runs["triad"])])
                         for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
         res["grids"]["x".join(map(str, g))] = {
-            "grid": g, "runs": runs, "summary": summary, "ratio_ours_petsc": ratios,
+            "grid": g, "runs": runs, "summary": summary, "ratio_ours_petsc": ratios["petsc"],
+            "ratios": ratios,
             "achieved_gbs": rates, "of_triad": of_triad, "triad_gbs": spread(runs["triad"])}
     res["table"] = petsc_table(res)
     print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, rotating order, "
@@ -257,17 +288,24 @@ def petsc_table(res: dict) -> list[str]:
     lines = ["| problem | solver | iterations | setup (s) | solve (s) | setup + solve (s) |",
              "|---|---|---|---|---|---|"]
     names = {k: f"BICCG, {k.replace('x', ' process(es) x ')} thread(s)" for k in res["layouts"]}
-    names["petsc"] = f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1"
+    pnames = res.get("petsc_layouts", ["petsc"])
+    for p in pnames:
+        names[p] = (f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1" if p == "petsc" else
+                    f"PETSc {res['petsc_version']} CG + block Jacobi ICC(0), "
+                    f"{p.split()[1].replace('x', ' x ')}")
     for key, r in res["grids"].items():
         prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
         for k, name in names.items():
             s = r["summary"][k]
             lines.append(f"| {prob} | {name} | {cell(s['iterations'], '{:g}')} | "
                          f"{cell(s['setup_s'])} | {cell(s['solve_s'])} | {cell(s['total_s'])} |")
-        for k in res["layouts"]:
-            q = r["ratio_ours_petsc"][k]
-            lines.append(f"| {prob} | {k} / PETSc, per round | | {cell(q['setup'], '{:.2f}')} | "
-                         f"{cell(q['solve'], '{:.2f}')} | {cell(q['total'], '{:.2f}')} |")
+        for p in pnames:
+            against = "PETSc 1x1" if p == "petsc" else f"PETSc {p.split()[1]}"
+            for k in res["layouts"]:
+                q = r.get("ratios", {"petsc": r["ratio_ours_petsc"]})[p][k]
+                lines.append(f"| {prob} | {k} / {against}, per round | | "
+                             f"{cell(q['setup'], '{:.2f}')} | {cell(q['solve'], '{:.2f}')} | "
+                             f"{cell(q['total'], '{:.2f}')} |")
     lines += ["", "| problem | layout | Triad (GB/s) | SpMV | sweeps | vector updates | "
               "iteration |", "|---|---|---|---|---|---|---|"]
     for key, r in res["grids"].items():

@@ -1,4 +1,4 @@
-"""PETSc's CG with ICC(0) on the 3D 7-point Poisson matrix: one process, one JSON line.
+"""PETSc's CG with ICC(0) on the 3D 7-point Poisson matrix: one JSON line.
 
 The baseline beside our BICCG in biccg_vs_baselines.py. It runs under the
 system Python (Debian's python3-petsc4py), not the project's venv, so it uses
@@ -14,6 +14,13 @@ ascending order, 6 on the diagonal and -1 for each neighbour inside the grid
 (PETSc's default shift, positive definite, never fires on this M-matrix),
 stopping at ||b - A x|| / ||b|| <= rtol on the unpreconditioned residual norm.
 Options in PETSC_OPTIONS (e.g. -ksp_view) are applied after these settings.
+
+Under mpiexec with P processes (Debian's petsc4py is built on Open MPI:
+`mpiexec.openmpi -n 2 /usr/bin/python3 ...`), each owns a slab of
+consecutive rows, as our solver's ranks do, and the preconditioner is PETSc's
+parallel ICC(0): block Jacobi, one block a process, each factored by ICC(0)
+as above (PCICC alone is serial).  Times are the slowest process's, after a
+barrier; rank 0 prints the line.
 
 t_setup is KSPSetUp (including the ICC factorization), t_solve is KSPSolve;
 t_build (matrix assembly) is reported apart, as our solver's load_s is.
@@ -39,18 +46,20 @@ import numpy as np
 NO_PETSC = 4
 
 
-def poisson_csr(nx: int, ny: int, nz: int, index_dtype=np.int64):
-    """(indptr, indices, data) of the 7-point Laplacian, as poisson.c fills them."""
+def poisson_csr(nx: int, ny: int, nz: int, index_dtype=np.int64, rows: tuple | None = None):
+    """(indptr, indices, data) of the 7-point Laplacian, as poisson.c fills them: its
+    rows [r0, r1) where `rows` is given (indptr from 0, global columns), else all."""
     n, plane = nx * ny * nz, nx * ny
-    i = np.arange(n, dtype=np.int64)
+    r0, r1 = rows or (0, n)
+    i = np.arange(r0, r1, dtype=np.int64)
     x, y, z = i % nx, (i // nx) % ny, i // plane
     # the seven candidates of each row in ascending column order
     offsets = (-plane, -nx, -1, 0, 1, nx, plane)
-    inside = (z > 0, y > 0, x > 0, np.ones(n, bool), x < nx - 1, y < ny - 1, z < nz - 1)
+    inside = (z > 0, y > 0, x > 0, np.ones(len(i), bool), x < nx - 1, y < ny - 1, z < nz - 1)
     keep = np.stack(inside, axis=1)
     cols = i[:, None] + np.array(offsets, dtype=np.int64)
     vals = np.where(np.array(offsets) == 0, 6.0, -1.0)
-    indptr = np.zeros(n + 1, np.int64)
+    indptr = np.zeros(len(i) + 1, np.int64)
     np.cumsum(keep.sum(axis=1), out=indptr[1:])
     indices = cols[keep].astype(index_dtype)
     data = np.broadcast_to(vals, keep.shape)[keep].copy()
@@ -81,10 +90,26 @@ def import_petsc():
 
 def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
     nx, ny, nz = grid
+    comm = PETSc.COMM_WORLD
+    size, rank = comm.getSize(), comm.getRank()
+    n = nx * ny * nz
+    rows = (n * rank // size, n * (rank + 1) // size)  # this process's slab
+
+    def slowest(t0: float) -> float:
+        """Seconds since t0 on the slowest process (a vector's max: no mpi4py needed)."""
+        t = time.perf_counter() - t0
+        if size == 1:
+            return t
+        v = PETSc.Vec().createMPI((1, size), comm=comm)
+        v.setValue(rank, t)
+        v.assemble()
+        return v.max()[1]
+
+    comm.barrier()
     t0 = time.perf_counter()
-    indptr, indices, data = poisson_csr(nx, ny, nz, PETSc.IntType)
-    n = len(indptr) - 1
-    A = PETSc.Mat().createAIJ(size=(n, n), csr=(indptr, indices, data), comm=PETSc.COMM_SELF)
+    indptr, indices, data = poisson_csr(nx, ny, nz, PETSc.IntType, rows)
+    m = rows[1] - rows[0]
+    A = PETSc.Mat().createAIJ(size=((m, n), (m, n)), csr=(indptr, indices, data), comm=comm)
     A.setOption(PETSc.Mat.Option.SYMMETRIC, True)
     A.assemble()
     del indices, data
@@ -93,26 +118,37 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
     ones.set(1.0)
     A.mult(ones, b)
     x.set(0.0)
-    t_build = time.perf_counter() - t0
+    t_build = slowest(t0)
 
-    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp = PETSc.KSP().create(comm=comm)
     ksp.setOperators(A)
     ksp.setType(PETSc.KSP.Type.CG)
     ksp.setNormType(PETSc.KSP.NormType.UNPRECONDITIONED)
     ksp.setTolerances(rtol=rtol, atol=0.0, max_it=max_iter)
     ksp.setInitialGuessNonzero(False)
     pc = ksp.getPC()
-    pc.setType(PETSc.PC.Type.ICC)
-    pc.setFactorLevels(0)
-    pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
+    if size == 1:
+        pc.setType(PETSc.PC.Type.ICC)
+        pc.setFactorLevels(0)
+        pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
+    else:  # one block a process, each ICC(0) as above
+        pc.setType(PETSc.PC.Type.BJACOBI)
+        opts = PETSc.Options()
+        opts["sub_pc_type"] = "icc"
+        opts["sub_pc_factor_levels"] = 0
+        opts["sub_pc_factor_mat_ordering_type"] = "natural"
     ksp.setFromOptions()
 
+    comm.barrier()
     t0 = time.perf_counter()
     ksp.setUp()
-    t_setup = time.perf_counter() - t0
+    if size > 1:  # the blocks' factorizations run in their own setup
+        ksp.setUpOnBlocks()
+    t_setup = slowest(t0)
+    comm.barrier()
     t0 = time.perf_counter()
     ksp.solve(b, x)
-    t_solve = time.perf_counter() - t0
+    t_solve = slowest(t0)
 
     r = b.duplicate()
     A.mult(x, r)
@@ -122,7 +158,8 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
              if isinstance(v, int) and not k.startswith("_")}
     x.axpy(-1.0, ones)
     return {"solver": "petsc-icc-cg", "petsc_version": petsc_version(PETSc),
-            "grid": grid, "n": n, "nnz": int(indptr[-1]), "threads": 1, "rtol": rtol,
+            "grid": grid, "n": n, "nnz": 7 * n - 2 * (nx * ny + ny * nz + nx * nz),
+            "ranks": size, "threads": 1, "rtol": rtol,
             "iterations": ksp.getIterationNumber(), "t_build": t_build,
             "t_setup": t_setup, "t_solve": t_solve,
             "relative_residual": r.norm() / b.norm(), "error_max": x.norm(PETSc.NormType.INFINITY),
@@ -154,7 +191,8 @@ def main(argv=None) -> int:
         print(json.dumps({"petsc_version": petsc_version(PETSc)}))
         return 0
     rec = solve(PETSc, a.poisson, a.rtol, a.max_iter)
-    print(json.dumps(rec))
+    if PETSc.COMM_WORLD.getRank() == 0:
+        print(json.dumps(rec))
     if not rec["converged"]:
         print(f"error: not converged ({rec['converged_reason']}) after "
               f"{rec['iterations']} iterations", file=sys.stderr)
