@@ -51,22 +51,22 @@ def checkout(ref: str, into: Path) -> Path:
 
 def run_once(exe: Path, grid: list[int], threads: int,
              ranks: int = 1) -> tuple[dict[str, float], str]:
-    """One fresh process (or `ranks` of them, rank 0's phases): its phases' seconds and its
-    digest line."""
+    """One fresh process (or `ranks` of them): rank 0's phases' seconds, and every rank's
+    digest line, sorted and joined (each rank prints its own)."""
     env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
     pre = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), "-bind-to",
            f"core:{threads}"] if ranks > 1 else []
     proc = subprocess.run([*pre, str(exe), *map(str, grid), str(threads), "0"],
                           capture_output=True, text=True, env=env, check=True)
     phases: dict[str, float] = {}
-    digest = ""
+    digests = []
     for line in proc.stderr.splitlines():
         if line.startswith("phase "):
             name, secs, _ = line[6:].rsplit(None, 2)  # "phase NAME SECONDS s"
             phases[name.strip()] = phases.get(name.strip(), 0.0) + float(secs)
         elif line.startswith("digest "):
-            digest = line
-    return phases, digest
+            digests.append(line)
+    return phases, "\n  ".join(sorted(digests))
 
 
 def summary(label: str, runs: list[dict[str, float]]) -> list[float]:

@@ -93,21 +93,25 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
                      "--method", method, "--threads", str(threads)])
 
 
-def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> dict:
-    """One PETSc ICC(0)-CG solve in fresh processes (`ranks` of them under Open MPI, each
-    bound to a core as ours are), with our record's time keys added."""
+def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> list[str]:
+    """The command of one PETSc ICC(0)-CG solve: `ranks` processes under Open MPI, each
+    bound to a core as ours are, where ranks > 1."""
     pre = [PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core"] if ranks > 1 else []
-    rec = run_json([*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)], PETSC_ENV)
+    return [*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)]
+
+
+def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> dict:
+    """One PETSc ICC(0)-CG solve in fresh processes (petsc_argv), with our record's time
+    keys added."""
+    rec = run_json(petsc_argv(grid, python, ranks), PETSC_ENV)
     return rec | {"setup_s": rec["t_setup"], "solve_s": rec["t_solve"]}
 
 
 def petsc_parallel(python: str, ranks: int) -> str:
     """'' where PETSc runs on `ranks` processes here (a 4^3 solve tried), else why not."""
     try:
-        proc = subprocess.run([PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core", python,
-                               str(PETSC_SCRIPT), "--poisson", "4", "4", "4"],
-                              capture_output=True, text=True, cwd=ROOT,
-                              env=os.environ | PETSC_ENV, timeout=120)
+        proc = subprocess.run(petsc_argv([4, 4, 4], python, ranks), capture_output=True,
+                              text=True, cwd=ROOT, env=os.environ | PETSC_ENV, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run {PETSC_MPIEXEC}: {exc}"
     if proc.returncode != 0:
@@ -229,14 +233,15 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
         return {"skipped": why, "python": python}
     layouts = [(r, threads // r) for r, _ in LAYOUTS if threads % r == 0]
     names = [f"{r}x{t}" for r, t in layouts]
-    pnames = ["petsc"]  # PETSc on one core, and on the same cores as ours where it can
+    pnames = {"petsc": 1}  # PETSc on one core, and on the same cores as ours where it can
     why_not = petsc_parallel(python, threads) if threads > 1 else "one core"
     if not why_not:
-        pnames.append(f"petsc {threads}x1")
+        pnames[f"petsc {threads}x1"] = threads
     elif threads > 1:
         print(f"\nPETSc on {threads} processes skipped: {why_not}")
     res: dict = {"petsc_version": version, "python": python, "threads": threads,
-                 "layouts": names, "petsc_layouts": pnames, "petsc_parallel_skipped": why_not,
+                 "layouts": names, "petsc_layouts": list(pnames),
+                 "petsc_parallel_skipped": why_not,
                  "grids": {}}
     for g in grids:
         runs: dict[str, list] = {k: [] for k in (*names, *pnames, "triad")}
@@ -245,7 +250,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
             order = order[r % len(order):] + order[:r % len(order)]
             for k in order:
                 if k in pnames:
-                    runs[k].append(petsc(g, python, 1 if k == "petsc" else threads))
+                    runs[k].append(petsc(g, python, pnames[k]))
                 elif k == "triad":
                     runs[k].append(triad(threads))
                 else:
@@ -267,8 +272,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                                     for o, tr in zip(runs[k], runs["triad"])])
                         for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
         res["grids"]["x".join(map(str, g))] = {
-            "grid": g, "runs": runs, "summary": summary, "ratio_ours_petsc": ratios["petsc"],
-            "ratios": ratios,
+            "grid": g, "runs": runs, "summary": summary, "ratios": ratios,
             "achieved_gbs": rates, "of_triad": of_triad, "triad_gbs": spread(runs["triad"])}
     res["table"] = petsc_table(res)
     print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, rotating order, "
@@ -288,22 +292,22 @@ def petsc_table(res: dict) -> list[str]:
     lines = ["| problem | solver | iterations | setup (s) | solve (s) | setup + solve (s) |",
              "|---|---|---|---|---|---|"]
     names = {k: f"BICCG, {k.replace('x', ' process(es) x ')} thread(s)" for k in res["layouts"]}
-    pnames = res.get("petsc_layouts", ["petsc"])
-    for p in pnames:
+    against = {p: "PETSc 1x1" if p == "petsc" else f"PETSc {p.split()[1]}"
+               for p in res["petsc_layouts"]}  # "petsc 2x1" -> "PETSc 2x1"
+    for p, short in against.items():
         names[p] = (f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1" if p == "petsc" else
                     f"PETSc {res['petsc_version']} CG + block Jacobi ICC(0), "
-                    f"{p.split()[1].replace('x', ' x ')}")
+                    f"{short[6:].replace('x', ' x ')}")
     for key, r in res["grids"].items():
         prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
         for k, name in names.items():
             s = r["summary"][k]
             lines.append(f"| {prob} | {name} | {cell(s['iterations'], '{:g}')} | "
                          f"{cell(s['setup_s'])} | {cell(s['solve_s'])} | {cell(s['total_s'])} |")
-        for p in pnames:
-            against = "PETSc 1x1" if p == "petsc" else f"PETSc {p.split()[1]}"
+        for p, short in against.items():
             for k in res["layouts"]:
-                q = r.get("ratios", {"petsc": r["ratio_ours_petsc"]})[p][k]
-                lines.append(f"| {prob} | {k} / {against}, per round | | "
+                q = r["ratios"][p][k]
+                lines.append(f"| {prob} | {k} / {short}, per round | | "
                              f"{cell(q['setup'], '{:.2f}')} | {cell(q['solve'], '{:.2f}')} | "
                              f"{cell(q['total'], '{:.2f}')} |")
     lines += ["", "| problem | layout | Triad (GB/s) | SpMV | sweeps | vector updates | "

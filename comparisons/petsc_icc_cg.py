@@ -131,12 +131,13 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
         pc.setType(PETSc.PC.Type.ICC)
         pc.setFactorLevels(0)
         pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
-    else:  # one block a process, each ICC(0) as above
+    else:  # one block a process, each ICC(0) as above (where PETSC_OPTIONS is silent)
         pc.setType(PETSc.PC.Type.BJACOBI)
         opts = PETSc.Options()
-        opts["sub_pc_type"] = "icc"
-        opts["sub_pc_factor_levels"] = 0
-        opts["sub_pc_factor_mat_ordering_type"] = "natural"
+        for key, value in (("sub_pc_type", "icc"), ("sub_pc_factor_levels", 0),
+                           ("sub_pc_factor_mat_ordering_type", "natural")):
+            if not opts.hasName(key):
+                opts[key] = value
     ksp.setFromOptions()
 
     comm.barrier()

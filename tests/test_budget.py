@@ -436,9 +436,10 @@ def test_local_yaml_measures_within_a_default_budget():
 
 def test_biccg_measures_first_the_largest_grid_at_the_study_layout():
     """Within a budget BICCG measures first our solver at 2 ranks per node on the largest
-    Poisson grid planned (local.yaml's 128^3: the solve the decision's time model is fitted
-    on), wherever it stands in the list, and one repetition of the widest other layout on
-    that grid (a solve that validates the model); the baselines and the rest come later."""
+    Poisson grid planned (local-model.yaml's 256x256x512: the solve the decision's time
+    model is fitted on; local.yaml's 128^3, one that checks it), wherever it stands in the
+    list, and one repetition of the widest other layout on that grid (a solve that validates
+    the model); the baselines and the rest come later."""
     probs = [biccg.Problem(f"poisson{n}x{n}x{n}", ("--poisson", str(n), str(n), str(n)))
              for n in (16, 24, 20)]
     P = params.validate({"biccg_problems": [{"poisson": [n, n, n]} for n in (16, 24, 20)],

@@ -569,12 +569,17 @@ def test_the_model_is_fitted_on_the_study_problem_else_on_the_largest_grid_measu
     assert instead.reference["label"] == "2x1" and instead.reference["vm"] == "local"
     assert model.fallback(instead, MODEL_REFERENCE) == (
         "the time model's reference, poisson256x256x512 2x1 on local, was not measured: "
-        f"fitted on the largest grid measured there, poisson160x160x160 "
-        f"({instead.reference['data']}); measure the reference with "
-        "papermill_params/local-model.yaml")
-    with pytest.raises(ValueError, match="was not measured"):
-        model.fit(study, of, {"vm": "no-such-vm", "problem": "poisson256x256x512",
-                              "layout": "2x1"})
+        "fitted on the largest grid measured there, poisson160x160x160 "
+        f"({instead.reference['data']}); measure the reference (papermill_params/"
+        "local-model.yaml measures the default one)")
+    files = [dataclasses.replace(m, table=m.table[~m.table["problem"].map(
+        lambda p: isinstance(p, str) and MatrixModel.is_grid(p))]) if "problem" in m.table
+        else m for m in merits]  # a matrix file (poisson2d_1259) is no grid to stand in
+    for merits_, ref in ((study, {"vm": "no-such-vm", "problem": "poisson256x256x512",
+                                  "layout": "2x1"}), (files, MODEL_REFERENCE)):
+        with pytest.raises(ValueError, match=r"^the model's reference .* was not measured, "
+                                             "nor any Poisson grid there to stand in for it$"):
+            model.fit(merits_, of, ref)
 
 
 def test_a_multi_node_solve_of_the_fitted_layout_is_validation_not_the_fit():
@@ -657,7 +662,8 @@ def test_a_job_no_option_can_price_is_said_in_one_line(tmp_path):
 def test_a_model_no_other_solve_validates_is_not_drawn_as_exact_without_a_word(tmp_path):
     """The committed runs with every C solve but the fitted one dropped (their iteration
     counts kept, so the jobs are still priced), as a runs folder of budget runs alone
-    gives: the model's error is unknown, and the report says so where it would have given
+    gives (the study's grid among the dropped: 128^3 stands in for it, with a note): the
+    model's error is unknown, and the report says so where it would have given
     its range (no 'nan'), the inputs table says it is drawn as none, and a note says what
     to measure."""
     import json
@@ -680,8 +686,8 @@ def test_a_model_no_other_solve_validates_is_not_drawn_as_exact_without_a_word(t
     sec = report.decision_report(runs, figures_dir=figs, mc_draws=200)
     assert ("the time model's reference, poisson256x256x512 2x1 on local, was not measured: "
             "fitted on the largest grid measured there, poisson128x128x128 "
-            f"({runs / 'local/20261124T010255Z-ae37'}); measure the reference with "
-            "papermill_params/local-model.yaml") in sec.problems
+            f"({runs / 'local/20261124T010255Z-ae37'}); measure the reference "
+            "(papermill_params/local-model.yaml measures the default one)") in sec.problems
     assert ("the time model is fitted on the only BICCG solve measured (poisson128x128x128 "
             "2x1 on local): no other solve validates it, so its error is unknown and the "
             "decision draws none; measure BICCG's other configurations (after a budget, the "

@@ -12,22 +12,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels_ext.biccg import poisson_rows
+from kernels_ext.biccg import partition, poisson_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "comparisons"))
 import petsc_icc_cg  # noqa: E402  (comparisons/ is a folder of scripts)
-from biccg_vs_baselines import PETSC_ENV, PETSC_MPIEXEC, SYSTEM_PY  # noqa: E402
+from biccg_vs_baselines import PETSC_ENV, SYSTEM_PY, petsc_argv, petsc_parallel  # noqa: E402
 
 
 @pytest.mark.parametrize("grid, ranks", [((5, 4, 3), 1), ((5, 4, 3), 2), ((7, 6, 5), 3),
                                          ((9, 1, 1), 4)])
 def test_each_slab_is_the_solvers_rows(grid, ranks):
-    """Process p's rows [n p / P, n (p + 1) / P) are the rows our solver's rank p holds:
-    the same row pointers (from 0), global columns and values."""
+    """Process p's rows are the rows our solver's rank p holds (its partition): the same
+    row pointers (from 0), global columns and values."""
     n = int(np.prod(grid))
     for p in range(ranks):
-        r0, r1 = n * p // ranks, n * (p + 1) // ranks
+        r0, r1 = partition(n, ranks, p)
+        assert (r0, r1) == (n * p // ranks, n * (p + 1) // ranks)  # petsc_icc_cg's slab
         ptr, idx, val = petsc_icc_cg.poisson_csr(*grid, rows=(r0, r1))
         want_ptr, want_idx, want_val = poisson_rows(*grid, r0, r1)
         np.testing.assert_array_equal(ptr, np.asarray(want_ptr) - want_ptr[0])
@@ -36,16 +37,14 @@ def test_each_slab_is_the_solvers_rows(grid, ranks):
 
 
 def petsc(ranks: int, grid=(12, 12, 12)) -> dict:
-    """The baseline's record, or a skip saying why PETSc cannot run here on `ranks`."""
-    pre = [PETSC_MPIEXEC, "-n", str(ranks), "--oversubscribe"] if ranks > 1 else []
-    try:
-        proc = subprocess.run([*pre, SYSTEM_PY, str(ROOT / "comparisons/petsc_icc_cg.py"),
-                               "--poisson", *map(str, grid)], capture_output=True, text=True,
-                              env=os.environ | PETSC_ENV, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"PETSc cannot run here: {exc}")
-    if proc.returncode == petsc_icc_cg.NO_PETSC or "cannot be imported" in proc.stderr:
-        pytest.skip("no petsc4py for /usr/bin/python3 (apt-get install python3-petsc4py)")
+    """The baseline's record, run as biccg_vs_baselines runs it, or a skip saying why PETSc
+    cannot run here on `ranks` (its own probe's answer)."""
+    why = petsc_parallel(SYSTEM_PY, ranks)
+    if why:
+        pytest.skip(f"PETSc cannot run on {ranks} process(es) here: {why} (apt-get install "
+                    "python3-petsc4py openmpi-bin)")
+    proc = subprocess.run(petsc_argv(list(grid), SYSTEM_PY, ranks), capture_output=True,
+                          text=True, env=os.environ | PETSC_ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
     assert len(lines) == 1  # rank 0 alone prints

@@ -198,7 +198,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     measurement in the VM's merit run (store.merit_runs: its newest complete run), else in
     the newest run that has it) and predict every measured configuration of the C
     solver.  Where that problem was not measured on that VM in that layout, the largest
-    Poisson grid that was stands in for it (fallback() says so)."""
+    Poisson grid measured there stands in for it, its merit run's first (fallback() says
+    so)."""
     at = merit(merits, "memory_bandwidth_gbs_at_threads")
     pp = pingpong_rows(merits)
     steps = ladders(merits)
@@ -219,11 +220,15 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     here = ours[(ours["vm"] == reference["vm"]) & (ours["label"] == reference["layout"])
               & (ours["nodes"] == 1)]
     ref = here[here["problem"] == reference["problem"]]
-    grids = [p for p in here["problem"].unique() if MatrixModel.is_grid(p)]
-    if ref.empty and grids:  # the largest grid measured there instead (see fallback)
-        ref = here[here["problem"] == max(grids, key=lambda p: MatrixModel.named(p).n)]
+    if ref.empty:  # the largest grid of the VM's merit run (else of any run) instead
+        for rows in (newest(here), here):
+            grids = [p for p in rows["problem"].unique() if MatrixModel.is_grid(p)]
+            if grids:
+                ref = here[here["problem"] == max(grids, key=lambda p: MatrixModel.named(p).n)]
+                break
     if ref.empty:
-        raise ValueError(f"the model's reference {reference} was not measured")
+        raise ValueError(f"the model's reference {reference} was not measured, nor any Poisson "
+                         "grid there to stand in for it")
     in_merit_run = newest(ref)
     r = (in_merit_run if len(in_merit_run) else ref).sort_values("run_id").iloc[-1]
     layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
@@ -288,7 +293,7 @@ def fallback(fitted: Model, reference: dict) -> str:
     return (f"the time model's reference, {reference['problem']} {reference['layout']} on "
             f"{reference['vm']}, was not measured: fitted on the largest grid measured there, "
             f"{fitted.reference['problem']} ({fitted.reference['data']}); measure the "
-            "reference with papermill_params/local-model.yaml")
+            "reference (papermill_params/local-model.yaml measures the default one)")
 
 
 #: A solve is in its machine's cache where the Triad's ladder there reads at least this

@@ -34,8 +34,9 @@ from burstbench.core.checks import Param, ParamError, as_number, check_typed, st
 #: (papermill_params/local-model.yaml measures it), the size the decision prices (6.6 GiB
 #: on 1 node, 830 MiB a node on 8).  Fitted on 128^3 instead (414 MiB, beside this VM's
 #: 300 MiB last-level cache), the efficiency followed the VM's memory state, 0.57-0.81 over
-#: four runs of one day, and under-rated the large grids by up to 55%; on the study's
-#: problem it stayed at 0.79-0.89 (comparisons/README.md, "the refits").
+#: four runs of one day, and the large grids' predicted times came out up to 44% longer than
+#: measured; on the study's problem it stayed at 0.79-0.89 (comparisons/README.md, "The
+#: refits of the day").
 MODEL_REFERENCE = {"vm": "local", "problem": "poisson256x256x512", "layout": "2x1"}
 
 # -- checks that keep a valid value as written (the figures rebuild byte for byte) --------

@@ -84,7 +84,7 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
         section.problems.append(f"{flow_system} measured as {flow_vm}: its Triad is used; no "
                                 "BICCG solve was measured on it, so the model's error is the "
                                 "other machines' validation")
-    reference = model_reference or MODEL_REFERENCE
+    reference = model_reference or dict(MODEL_REFERENCE)
     try:
         fitted = model.fit(merits, machine_of, reference)
     except ValueError as exc:
