@@ -25,6 +25,13 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
 
 
+def mpi_prefix(ranks: int, threads: int) -> list[str]:
+    """The venv's mpiexec for `ranks` ranks, each bound to its `threads` cores, as our
+    solver's comparisons launch it; none for one rank."""
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    return [mpiexec, "-n", str(ranks), "-bind-to", f"core:{threads}"] if ranks > 1 else []
+
+
 def build(cc: str, flags: str, out: Path, driver: str | Path = "biccg_kernels.c",
           src: Path = SRC) -> None:
     """Compile `driver` (a name in comparisons/, or a path) with the solver's C sources in

@@ -27,7 +27,12 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from biccg_kernels import HERE, SRC, build  # comparisons/ is on sys.path: these run as scripts
+from biccg_kernels import (  # comparisons/ is on sys.path: these run as scripts
+    HERE,
+    SRC,
+    build,
+    mpi_prefix,
+)
 
 FLAGS = "-O3 -march=native -fopenmp -std=gnu99 -DBC_PROFILE"
 DRIVER = "biccg_setup_profile.c"
@@ -54,10 +59,8 @@ def run_once(exe: Path, grid: list[int], threads: int,
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, and every rank's
     digest line, sorted and joined (each rank prints its own)."""
     env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-    pre = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(ranks), "-bind-to",
-           f"core:{threads}"] if ranks > 1 else []
-    proc = subprocess.run([*pre, str(exe), *map(str, grid), str(threads), "0"],
-                          capture_output=True, text=True, env=env, check=True)
+    argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads), "0"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
     phases: dict[str, float] = {}
     digests = []
     for line in proc.stderr.splitlines():

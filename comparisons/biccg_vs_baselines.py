@@ -59,9 +59,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from biccg_kernels import mpi_prefix  # comparisons/ is on sys.path: these run as scripts
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-MPIEXEC = str(Path(PY).parent / "mpiexec")
 SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
@@ -82,9 +83,8 @@ def run_json(argv: list[str], env: dict | None = None) -> dict:
 
 
 def ours(grid: list[int], threads: int, ranks: int = 1, extra: tuple = ()) -> dict:
-    pre = [MPIEXEC, "-n", str(ranks), "-bind-to", f"core:{threads}"] if ranks > 1 else []
-    return run_json([*pre, PY, "-m", "kernels_ext.biccg", "--poisson", *map(str, grid),
-                     "--threads", str(threads), *extra],
+    return run_json([*mpi_prefix(ranks, threads), PY, "-m", "kernels_ext.biccg", "--poisson",
+                     *map(str, grid), "--threads", str(threads), *extra],
                     {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"})
 
 
@@ -240,7 +240,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
     elif threads > 1:
         print(f"\nPETSc on {threads} processes skipped: {why_not}")
     res: dict = {"petsc_version": version, "python": python, "threads": threads,
-                 "layouts": names, "petsc_layouts": list(pnames),
+                 "layouts": names, "petsc_layouts": pnames,
                  "petsc_parallel_skipped": why_not,
                  "grids": {}}
     for g in grids:
@@ -292,12 +292,10 @@ def petsc_table(res: dict) -> list[str]:
     lines = ["| problem | solver | iterations | setup (s) | solve (s) | setup + solve (s) |",
              "|---|---|---|---|---|---|"]
     names = {k: f"BICCG, {k.replace('x', ' process(es) x ')} thread(s)" for k in res["layouts"]}
-    against = {p: "PETSc 1x1" if p == "petsc" else f"PETSc {p.split()[1]}"
-               for p in res["petsc_layouts"]}  # "petsc 2x1" -> "PETSc 2x1"
-    for p, short in against.items():
-        names[p] = (f"PETSc {res['petsc_version']} CG + ICC(0), 1 x 1" if p == "petsc" else
-                    f"PETSc {res['petsc_version']} CG + block Jacobi ICC(0), "
-                    f"{short[6:].replace('x', ' x ')}")
+    against = {p: f"PETSc {ranks}x1" for p, ranks in res["petsc_layouts"].items()}
+    for p, ranks in res["petsc_layouts"].items():
+        names[p] = f"PETSc {res['petsc_version']} CG + " + (
+            "ICC(0), 1 x 1" if ranks == 1 else f"block Jacobi ICC(0), {ranks} x 1")
     for key, r in res["grids"].items():
         prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
         for k, name in names.items():
