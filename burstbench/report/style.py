@@ -4,6 +4,7 @@ files byte for byte the same from the same data."""
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -96,9 +97,16 @@ def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0,
     legend sits to the right).
     """
     lines = add_caption(fig, caption, caption_size)
-    # a line of the caption as a share of the height (7 points: as every figure has had)
-    line_h = 0.022 if caption_size == 7 else caption_size * 1.25 / 72 / fig.get_figheight()
-    fig.tight_layout(rect=(0, 0.03 + line_h * lines, legend_right, 1))
+    h = fig.get_figheight()
+    # a line of the caption as a share of the height (7 points: as every figure up to 5.5
+    # inches has had); a taller one (a VM with seven grids) keeps it in inches, or its
+    # caption's room grows with its rows
+    line_h = 0.022 if caption_size == 7 and h <= 5.5 else caption_size * 1.25 / 72 / h
+    base = 0.03 if h <= 5.5 else 0.165 / h
+    title = getattr(fig, "_suptitle", None)  # matplotlib's own: no public handle to it
+    if h > 5.5 and title is not None:  # as far from the top as on a 4.3-inch figure
+        title.set_y(1 - 0.086 / h)
+    fig.tight_layout(rect=(0, base + line_h * lines, legend_right, 1))
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
     # Byte for byte the same from the same data: no date, no matplotlib version (a patch
@@ -119,6 +127,12 @@ def reference_line(ax: plt.Axes, value: float, text: str, style: str = "--",
     ax.axhline(value, ls=style, color=color, lw=1.1, label=text)
     if x is not None:
         ax.plot([x], [value], marker="D", color=color, ms=6)
+
+
+def natural(name: str) -> list:
+    """A sort key reading the numbers in a name as numbers: poisson32x32x32 before
+    poisson128x128x128, 2x1 before 16x1."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
 
 
 def plain_number(v: float) -> str:

@@ -40,7 +40,7 @@ def report_section(runs_dir: Path | str = "", reference_dir: Path | str = "",
     stats = spread(loaded.table)
     rows = []
     for vm, run, s, run_rel in sections.each_vm(stats, loaded, root):
-        problems = sorted(set(s["problem"]))
+        problems = sorted(set(s["problem"]), key=style.natural)
         style.apply_style()  # before the figure, or the first figure misses the style
         fig, axes = plt.subplots(len(problems), 2, figsize=(13, 4.3 * len(problems)),
                                  squeeze=False)
@@ -88,7 +88,9 @@ def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axe
     """Solve time against cores used (log-log), one line per layout, baselines as markers."""
     style.apply_style()
     d0 = stats[stats["metric"] == "solve_time"]
-    labels = list(dict.fromkeys(d0.sort_values(["impl", "label"])["label"]))
+    # our layouts by ranks, then threads (16x1 after 2x1), the baselines after them
+    labels = sorted(dict.fromkeys(d0["label"]), key=lambda lab: (
+        (d0.loc[d0["label"] == lab, "impl"] != "c").any(), style.natural(lab)))
     colors = dict(zip(labels, style.palette(len(labels))))
     # the series at one core count side by side (equal offsets in log space), so their
     # error bars do not hide each other; a series alone at its core count stays on it
@@ -115,7 +117,11 @@ def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axe
         style.plain_log_axis(ax.yaxis, float(d0["min"].min()), float(d0["max"].max()))
     ax.set_xlabel("cores used (nodes x ranks x threads)")
     ax.set_ylabel("solve time (s)")
-    ax.legend(fontsize=7)
+    # many layouts (a 16-core VM has 15): beside the plot, where no point is under it
+    if len(labels) > 8:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=7)
     if title:
         ax.set_title(title)
     return ax
@@ -143,8 +149,10 @@ def iteration_split(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.A
     for i, (b, it) in enumerate(zip(bottom, med.get("iterations", [float("nan")] * len(med)))):
         ax.text(i, b, f"{it:.0f} it", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(list(x))
-    ax.set_xticklabels([f"{r.label}\n{r.nodes} node{'s' if r.nodes > 1 else ''}"
-                        for r in med.itertuples()], fontsize=7)
+    # the node count under each layout only where it differs between them
+    nodes = med["nodes"].nunique() > 1
+    ax.set_xticklabels([r.label + (f"\n{r.nodes} node{'s' if r.nodes > 1 else ''}" if nodes
+                                   else "") for r in med.itertuples()], fontsize=7)
     ax.set_ylabel("time per iteration (ms)")
     ax.legend(fontsize=7)
     if title:

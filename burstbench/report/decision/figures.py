@@ -89,7 +89,7 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     if model.validated:  # else error_range is (nan, nan)
         ax.fill_between(span, [s * (1 + lo) for s in span], [s * (1 + hi) for s in span],
                         color="0.85", label=f"the error band, {lo:+.0%} to {hi:+.0%}")
-    problems = sorted(set(v["problem"]))
+    problems = sorted(set(v["problem"]), key=style.natural)
     colors = dict(zip(problems, style.palette(len(problems))))
     markers = {"1x1": "o", "1x2": "s", "2x1": "^"}
     for r in v.itertuples():
@@ -102,6 +102,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
         ax.scatter([], [], marker="s", color=colors[prob], label=prob)
     for lay, mk in markers.items():
         ax.scatter([], [], marker=mk, color="0.4", label=f"layout {lay} (ranks x threads)")
+    if any(r.layout.split()[-1] not in markers for r in v.itertuples()):
+        ax.scatter([], [], marker="D", color="0.4", label="any other layout")
     ax.scatter([], [], marker="o", facecolor="none", edgecolor="0.4", s=36,
                label="hollow: listed, not used (biccg_model_validation.csv: not_used)")
     ax.scatter([], [], marker="o", facecolor="none", edgecolor="black", s=90,
