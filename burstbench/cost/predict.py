@@ -45,8 +45,9 @@ where nothing was fitted):
    memory part of the solve (a factorization streams the matrix as an iteration does).
    Not modelled: the setup shares out over ranks better than over threads (passes no
    thread shares: the ordering's colouring, the halo's columns).  On the lent 16-core
-   machine at 128^3 it took 8 iterations' time at 2x1 and 15 at 2x8; the study's layouts
-   run 22-60 threads a rank (comparisons/README.md, "Setup against threads").
+   machine at 128^3 it took 11 of the model's iterations at 2x1 and 26 at 2x8; the
+   decision's layouts run 8-60 threads a rank (comparisons/README.md, "Setup against
+   threads").
 
 Nothing else is modelled: NUMA placement, a busy network, the OpenMP runtime's barriers
 at every color (the validation shows what these cost).

@@ -102,7 +102,7 @@ def save(fig: plt.Figure, stem: Path, caption: str, legend_right: float = 1.0,
     # inches has had); a taller one (a VM with seven grids) keeps it in inches, or its
     # caption's room grows with its rows
     line_h = 0.022 if caption_size == 7 and h <= 5.5 else caption_size * 1.25 / 72 / h
-    base = 0.03 if h <= 5.5 else 0.165 / h
+    base = 0.03 if h <= 5.5 else 0.165 / h + 0.005  # the caption stands 0.005 h up
     title = getattr(fig, "_suptitle", None)  # matplotlib's own: no public handle to it
     if h > 5.5 and title is not None:  # as far from the top as on a 4.3-inch figure
         title.set_y(1 - 0.086 / h)
@@ -132,7 +132,8 @@ def reference_line(ax: plt.Axes, value: float, text: str, style: str = "--",
 def natural(name: str) -> list:
     """A sort key reading the numbers in a name as numbers: poisson32x32x32 before
     poisson128x128x128, 2x1 before 16x1."""
-    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
+    # split keeps the digit runs at the odd places; the name itself breaks ties (p02, p2)
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", name))] + [name]
 
 
 def plain_number(v: float) -> str:

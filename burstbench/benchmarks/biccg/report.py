@@ -136,7 +136,9 @@ def iteration_split(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.A
     style.apply_style()
     d = stats[stats["impl"] == "c"]
     med = d.pivot_table(index=["nodes", "label", "cores"], columns="metric",
-                        values="median").reset_index().sort_values(["cores", "label"])
+                        values="median").reset_index()
+    med = med.iloc[sorted(range(len(med)), key=lambda k: (  # as the time panel: 1x16 first
+        med["cores"].iloc[k], style.natural(str(med["label"].iloc[k]))))]
     x = range(len(med))
     bottom = [0.0] * len(med)
     for part, color in SPLIT_COLORS.items():
@@ -149,8 +151,8 @@ def iteration_split(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.A
     for i, (b, it) in enumerate(zip(bottom, med.get("iterations", [float("nan")] * len(med)))):
         ax.text(i, b, f"{it:.0f} it", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(list(x))
-    # the node count under each layout only where it differs between them
-    nodes = med["nodes"].nunique() > 1
+    # the node count under each layout, unless every one ran on one node
+    nodes = bool((med["nodes"] != 1).any())
     ax.set_xticklabels([r.label + (f"\n{r.nodes} node{'s' if r.nodes > 1 else ''}" if nodes
                                    else "") for r in med.itertuples()], fontsize=7)
     ax.set_ylabel("time per iteration (ms)")

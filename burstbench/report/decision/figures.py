@@ -154,8 +154,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
                f"{model.efficiency:.2f} x the Triad of the cores used, plus halo and "
                f"reductions priced by the ping-pong) was {checked}{listed}{finding}. The "
                f"fitted build: {model.reference.get('build') or 'not recorded'} (the digest "
-               "of the solver's C). Not validated here: more than one node (no second "
-               "machine was measured).")
+               "of the solver's C). Not validated here: more than one node (no run on two or "
+               "more nodes was measured).")
     return figure_entry(fig, fig_dir, "biccg_model_validation",
                         "BICCG time model: predicted against measured", caption,
                         sorted(set(v["data"])), show)
