@@ -238,17 +238,18 @@ def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(mon
 
 def test_an_incomplete_sweep_is_never_drawn_as_a_vms_best_without_saying_so(monkeypatch,
                                                                            tmp_path, runs):
-    """The committed H100 run was interrupted (74 of 75 configurations): its rows of the
-    best-per-VM tables carry that state (run_state), and the overview names it an
-    incomplete sweep; the complete local run is not marked."""
+    """The lent machine's newest committed run stopped at its budget (6 of 18 Triad
+    configurations): its rows of the best-per-VM tables carry that state (run_state), and
+    the overview names it an incomplete sweep; the complete local run is not marked, nor
+    the lent run's complete ping-pong."""
     figs = _capture(monkeypatch, sections)
     triad.report_section(runs, figures_dir=tmp_path)
     pingpong.report_section(runs, figures_dir=tmp_path)
     best = pd.read_csv(tmp_path / "triad_best.csv")
     states = best.dropna(subset=["run_state"]).groupby("vm")["run_state"].agg(set)
     assert states["local"] == {"complete"}
-    assert states["lent-h100-16c"] == {"incomplete: interrupted, 74 of 75 configurations "
-                                       "stored"}
+    assert states["lent-h100-16c"] == {"incomplete: stopped at budget, 6 of 18 "
+                                       "configurations stored"}
     assert best.loc[best["source"] == "the study", "run_state"].isna().all()
     ticks = [t.get_text() for t in figs["triad_overview"].axes[0].get_yticklabels()]
     assert any(t.startswith("lent-h100-16c (measured here; incomplete sweep)\n") for t in ticks)
