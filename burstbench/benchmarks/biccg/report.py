@@ -156,7 +156,9 @@ def iteration_split(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.A
     ax.set_xticklabels([r.label + (f"\n{r.nodes} node{'s' if r.nodes > 1 else ''}" if nodes
                                    else "") for r in med.itertuples()], fontsize=7)
     ax.set_ylabel("time per iteration (ms)")
-    ax.legend(fontsize=7)
+    # room for the legend beside few bars (one bar filled the axes, the legend over it)
+    ax.set_xlim(-0.6, max(len(med), 4) - 0.4)
+    ax.legend(fontsize=7, loc="upper right")
     if title:
         ax.set_title(title)
     return ax
