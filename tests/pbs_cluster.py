@@ -310,15 +310,23 @@ PBS_TMPDIR={self.root / 'tmp'}
         self.run(f"{self.prefix}/libexec/pbs_postinstall", "server", "23.06.06",
                  str(self.prefix), str(self.home), "postgres", "sameconf", user=False,
                  check=True, timeout=120)
-        for attempt in range(3):  # its first start creates the datastore, and can race it
+        # Its first start creates the datastore, and can race its PostgreSQL: createdb
+        # before the server accepts ("database system is starting up"), or before its
+        # socket exists (a busy CI run: "Error initializing the PBS dataservice"). Both are
+        # retried, the half-made datastore removed first so that the next start makes it.
+        for attempt in range(3):
             proc = self.run(f"{self.prefix}/libexec/pbs_init.d", "start", user=False,
                             timeout=180)
             if proc.returncode == 0:
                 break
             out = (proc.stdout + proc.stderr).strip()
-            if "database system is starting up" not in out or attempt == 2:
+            raced = ("database system is starting up" in out
+                     or "Error initializing the PBS dataservice" in out)
+            if not raced or attempt == 2:
                 raise ClusterError(f"pbs_init.d start: exit {proc.returncode}: {out[-2000:]}")
             self.run(f"{self.prefix}/libexec/pbs_init.d", "stop", user=False, timeout=120)
+            if "Error initializing the PBS dataservice" in out:
+                shutil.rmtree(self.root / "pbs_home" / "datastore", ignore_errors=True)
         for n, node in enumerate(self.nodes):
             self._start_mom(node, 15002 + 10 * n)
         for c in ("set server job_history_enable = True",
