@@ -38,14 +38,15 @@ echo "== setup $(( $(date +%s) - T0 )) s (build $(( $(date +%s) - T1 )) s)"
 python -c 'import kernels_ext, papermill, mpi4py; print("imports ok")' || exit 1
 # The same VM as the committed run only where the processor is the same; else its own name.
 PARAMS=papermill_params/lent-h100-16c.yaml
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr A-Z a-z)
 MODEL=$(lscpu | sed -n 's/^Model:[[:space:]]*//p'); L3=$(lscpu | sed -n 's/^L3 cache:[[:space:]]*//p')
 if [ "$(nproc)" != 16 ] || [ "$MODEL" != 207 ] || ! echo "$L3" | grep -q "^300 MiB"; then
-  VM=lent-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr A-Z a-z)-$(nproc)c
+  VM=lent-$GPU-$(nproc)c
   sed "s/^vm: .*/vm: $VM/" $PARAMS > /tmp/$VM.yaml; PARAMS=/tmp/$VM.yaml; cp $PARAMS "$OUT/"
   echo "== another machine (model $MODEL, L3 $L3): measured as $VM"
 fi
 [ -n "${2:-}" ] || { echo "== GPU Triad (CuPy)"; timeout 90 "$PY" comparisons/gpu_triad.py --rounds 7 --json "$OUT/gpu_triad.json"; }
-RID=${2:-}; [ -n "$RID" ] || RID=$(date -u +%Y%m%dT%H%M%SZ)-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr A-Z a-z)
+RID=${2:-}; [ -n "$RID" ] || RID=$(date -u +%Y%m%dT%H%M%SZ)-$GPU
 B=$(( $(left) - 60 )); [ $B -gt 480 ] && B=480
 echo "== burstbench run --budget ${B}s --run-id $RID ($(left) s left)"
 timeout --signal=INT --kill-after=15 $(( $(left) - 25 )) \

@@ -320,12 +320,11 @@ PBS_TMPDIR={self.root / 'tmp'}
             if proc.returncode == 0:
                 break
             out = (proc.stdout + proc.stderr).strip()
-            raced = ("database system is starting up" in out
-                     or "Error initializing the PBS dataservice" in out)
-            if not raced or attempt == 2:
+            half_made = "Error initializing the PBS dataservice" in out
+            if not (half_made or "database system is starting up" in out) or attempt == 2:
                 raise ClusterError(f"pbs_init.d start: exit {proc.returncode}: {out[-2000:]}")
             self.run(f"{self.prefix}/libexec/pbs_init.d", "stop", user=False, timeout=120)
-            if "Error initializing the PBS dataservice" in out:
+            if half_made:
                 shutil.rmtree(self.root / "pbs_home" / "datastore", ignore_errors=True)
         for n, node in enumerate(self.nodes):
             self._start_mom(node, 15002 + 10 * n)

@@ -89,8 +89,8 @@ def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axe
     style.apply_style()
     d0 = stats[stats["metric"] == "solve_time"]
     # our layouts by ranks, then threads (16x1 after 2x1), the baselines after them
-    labels = sorted(dict.fromkeys(d0["label"]), key=lambda lab: (
-        (d0.loc[d0["label"] == lab, "impl"] != "c").any(), style.natural(lab)))
+    baselines = set(d0.loc[d0["impl"] != "c", "label"])
+    labels = sorted(set(d0["label"]), key=lambda lab: (lab in baselines, style.natural(lab)))
     colors = dict(zip(labels, style.palette(len(labels))))
     # the series at one core count side by side (equal offsets in log space), so their
     # error bars do not hide each other; a series alone at its core count stays on it
@@ -100,7 +100,7 @@ def time_vs_cores(stats: pd.DataFrame, ax: plt.Axes, title: str = "") -> plt.Axe
         shift |= {(lab, c): f for lab, f in zip(here, style.log_dodge(len(here), d0["cores"]))}
     for label in labels:
         d = d0[d0["label"] == label].sort_values("cores")
-        base = d["impl"].iloc[0] != "c"
+        base = label in baselines
         ax.errorbar(d["cores"] * [shift[(label, c)] for c in d["cores"]], d["median"],
                     yerr=[d["median"] - d["min"], d["max"] - d["median"]],
                     fmt="s" if base else "-o", ms=6 if base else 4, capsize=2,
