@@ -4,16 +4,20 @@
  *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
  *   - "before" preconditioner: the same two passes per block, the in-block
  *     recurrence reading the previous row back from memory, no prefetch.
- * Calls alternate, each after a write of 192 MB that leaves nothing of the
- * operands in cache (as in CG, where other kernels run in between); medians
- * are printed as one JSON line.  Built and run by biccg_kernels.py.
+ * Calls alternate, each after a write of twice the last-level cache (192 MB
+ * at least) that leaves nothing of the operands in cache (as in CG, where other kernels run in between), and each
+ * is timed again at once, its operands in cache as far as they fit ("warm");
+ * medians are printed as one JSON line.  Built and run by biccg_kernels.py.
+ * TX TY TZ: blocks are tiles of the grid (0 0 0: of BLOCK_SIZE rows); SINGLE
+ * 1: the factor's values in single precision (the solver's defaults).
  *
- *     biccg_kernels NX NY NZ ROUNDS [BLOCK_SIZE COLORS]
+ *     biccg_kernels NX NY NZ ROUNDS BLOCK_SIZE COLORS TX TY TZ SINGLE
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -30,56 +34,78 @@ static void spmv_before(const bc_local *L, const double *x, double *y)
     }
 }
 
-static void precond_before(const bc_local *L, const double *r, double *z)
-{
-#pragma omp parallel
-    {
-        for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static)
-            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
-                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                for (int i = i0; i < i1; i++) {
-                    double s = r[i];
-                    for (int64_t p = L->lptr[i]; p < L->lptr[i + 1] - L->lin[i]; p++)
-                        s -= L->lval[p] * z[L->lidx[p]];
-                    z[i] = s;
-                }
-                for (int i = i0; i < i1; i++) {
-                    double s = z[i];
-                    for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)
-                        s -= L->lval[p] * z[L->lidx[p]];
-                    z[i] = s;
-                }
-            }
-        }
-        for (int c = L->ncolors - 1; c >= 0; c--) {
-#pragma omp for schedule(static)
-            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
-                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                for (int i = i0; i < i1; i++) {
-                    double s = z[i] * L->dinv[i];
-                    for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)
-                        s -= L->uval[p] * z[L->uidx[p]];
-                    z[i] = s;
-                }
-                for (int i = i1 - 1; i >= i0; i--) {
-                    double s = z[i];
-                    for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)
-                        s -= L->uval[p] * z[L->uidx[p]];
-                    z[i] = s;
-                }
-            }
-        }
+/* The preconditioner it replaced: the same two passes a block, the in-block
+ * recurrence reading the previous row back from memory, no prefetch; the
+ * sums r'r and r'z taken as the solver's preconditioner takes them. */
+#define PRECOND_BEFORE(T, NAME)                                                                    \
+    static void NAME(const bc_local *L, const T *lval, const T *uval, const T *dinv,              \
+                     const double *r, double *z, double *rr_out, double *rz_out)                   \
+    {                                                                                              \
+        double rr = 0.0, rz = 0.0;                                                                 \
+        _Pragma("omp parallel reduction(+ : rr, rz)")                                              \
+        {                                                                                          \
+            for (int c = 0; c < L->ncolors; c++) {                                                 \
+                _Pragma("omp for schedule(static)")                                                \
+                for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {                                \
+                    const int i0 = L->bstart[b], i1 = L->bstart[b + 1];                            \
+                    for (int i = i0; i < i1; i++) {                                                \
+                        double s = r[i];                                                           \
+                        rr += s * s;                                                               \
+                        for (int64_t p = L->lptr[i]; p < L->lptr[i + 1] - L->lin[i]; p++)          \
+                            s -= lval[p] * z[L->lidx[p]];                                          \
+                        z[i] = s;                                                                  \
+                    }                                                                              \
+                    for (int i = i0; i < i1; i++) {                                                \
+                        double s = z[i];                                                           \
+                        for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)      \
+                            s -= lval[p] * z[L->lidx[p]];                                          \
+                        z[i] = s;                                                                  \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            for (int c = L->ncolors - 1; c >= 0; c--) {                                            \
+                _Pragma("omp for schedule(static)")                                                \
+                for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {                                \
+                    const int i0 = L->bstart[b], i1 = L->bstart[b + 1];                            \
+                    for (int i = i0; i < i1; i++) {                                                \
+                        const double w = z[i];                                                     \
+                        double s = w * dinv[i];                                                    \
+                        rz += w * s;                                                               \
+                        for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)          \
+                            s -= uval[p] * z[L->uidx[p]];                                          \
+                        z[i] = s;                                                                  \
+                    }                                                                              \
+                    for (int i = i1 - 1; i >= i0; i--) {                                           \
+                        double s = z[i];                                                           \
+                        for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)             \
+                            s -= uval[p] * z[L->uidx[p]];                                          \
+                        z[i] = s;                                                                  \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        *rr_out = rr, *rz_out = rz;                                                                \
     }
+PRECOND_BEFORE(double, precond_before_double)
+PRECOND_BEFORE(float, precond_before_float)
+
+static void precond_before(const bc_local *L, const double *r, double *z, double *rr, double *rz)
+{
+    if (L->lval32)
+        precond_before_float(L, L->lval32, L->uval32, L->dinv32, r, z, rr, rz);
+    else
+        precond_before_double(L, L->lval, L->uval, L->dinv, r, z, rr, rz);
 }
 
-#define FLUSH ((size_t)24 << 20)
+/* doubles written by a flush: twice the last-level cache, 192 MB at least
+ * (the Xeon VMs report 300 MiB of L3, in which 192 MB left 128^3 cached) */
+static size_t flush_n = (size_t)24 << 20;
 static double *junk;
 
 static void flush(void)
 {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < FLUSH; i++)
+    for (size_t i = 0; i < flush_n; i++)
         junk[i] = junk[i] * 0.5 + 1.0;
 }
 
@@ -107,14 +133,15 @@ static double max_rel_diff(const double *a, const double *b, int n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 && argc != 7) {
-        fprintf(stderr, "usage: %s NX NY NZ ROUNDS [BLOCK_SIZE COLORS]\n", argv[0]);
+    if (argc != 11) {
+        fprintf(stderr, "usage: %s NX NY NZ ROUNDS BLOCK_SIZE COLORS TX TY TZ SINGLE\n", argv[0]);
         return 2;
     }
     MPI_Init(&argc, &argv);
     const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]);
-    const int rounds = atoi(argv[4]), bs = argc == 7 ? atoi(argv[5]) : 32,
-              colors = argc == 7 ? atoi(argv[6]) : 20;
+    const int rounds = atoi(argv[4]), bs = atoi(argv[5]), colors = atoi(argv[6]);
+    const int tile[3] = {atoi(argv[7]), atoi(argv[8]), atoi(argv[9])};
+    const int single = atoi(argv[10]);
     const bc_gidx n = nx * ny * nz, nnz = bc_poisson_nnz(nx, ny, nz, 0, n);
     int64_t *indptr = malloc((size_t)(n + 1) * sizeof *indptr);
     int64_t *indices = malloc((size_t)nnz * sizeof *indices);
@@ -127,17 +154,24 @@ int main(int argc, char **argv)
     }
     bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
     bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
-    /* blocks of bs consecutive rows (no tiles), the factor kept in double:
-     * precond_before reads lval, uval and dinv */
-    const bc_params p = {.block_size = bs, .colors = colors};
+    /* blocks of bs consecutive rows, or tiles of the grid where TX > 0 */
+    bc_params p = {.block_size = bs, .colors = colors};
+    if (tile[0] > 0)
+        for (int k = 0; k < 3; k++)
+            p.grid[k] = k == 0 ? nx : k == 1 ? ny : nz, p.tile[k] = tile[k];
     if (bc_order(&a, &p, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-        bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
+        bc_scan_blocks(&L) != BC_OK || bc_factor(&L, single) != BC_OK) {
         fprintf(stderr, "error: setup failed\n");
         return 1;
     }
     double *x = bc_alloc((size_t)n, sizeof *x), *y = bc_alloc((size_t)n, sizeof *y),
-           *y0 = bc_alloc((size_t)n, sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
-    junk = bc_alloc(FLUSH, sizeof *junk);
+           *y0 = bc_alloc((size_t)n, sizeof *y0), *t = malloc(8 * (size_t)rounds * sizeof *t);
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc > 0 && 2 * (size_t)llc / sizeof *junk > flush_n)
+        flush_n = 2 * (size_t)llc / sizeof *junk;
+#endif
+    junk = bc_alloc(flush_n, sizeof *junk);
     if (!x || !y || !y0 || !t || !junk) {
         fprintf(stderr, "error: no memory\n");
         return 2;
@@ -145,41 +179,49 @@ int main(int argc, char **argv)
 #pragma omp parallel for schedule(static)
     for (bc_gidx i = 0; i < n; i++)
         x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
-    memset(junk, 0, FLUSH * sizeof *junk);
+    memset(junk, 0, flush_n * sizeof *junk);
 
-    /* the same results first (to rounding: the new recurrence adds its
-     * register term last) */
+    /* the same results first, to rounding: the new recurrence adds its
+     * register term last */
     spmv_before(&L, x, y0);
     bc_spmv(&L, x, y);
     const double dspmv = max_rel_diff(y, y0, (int)n);
-    double rr, rz; /* the sums the solver's preconditioner returns, unused here */
-    precond_before(&L, x, y0);
+    double rr, rz, rr0, rz0; /* the sums the preconditioners return */
+    precond_before(&L, x, y0, &rr0, &rz0);
     bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
-    const double dpre = max_rel_diff(y, y0, (int)n);
+    const double dpre = max_rel_diff(y, y0, (int)n), drz = fabs(rz - rz0) / fabs(rz0);
 
+    /* each call after a flush, then again at once (its operands now in cache,
+     * as far as they fit): the same time both ways says the kernel is bound by
+     * its instructions, not by the memory */
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 4; k++) {
             const int v = r % 2 ? 3 - k : k; /* ABCD, DCBA, ... */
             flush();
-            double t0 = omp_get_wtime();
-            if (v == 0)
-                bc_spmv(&L, x, y);
-            else if (v == 1)
-                spmv_before(&L, x, y);
-            else if (v == 2)
-                bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
-            else
-                precond_before(&L, x, y);
-            t[v * rounds + r] = omp_get_wtime() - t0;
+            for (int warm = 0; warm < 2; warm++) {
+                double t0 = omp_get_wtime();
+                if (v == 0)
+                    bc_spmv(&L, x, y);
+                else if (v == 1)
+                    spmv_before(&L, x, y);
+                else if (v == 2)
+                    bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
+                else
+                    precond_before(&L, x, y, &rr0, &rz0);
+                t[(4 * warm + v) * rounds + r] = omp_get_wtime() - t0;
+            }
         }
+    double ms[8];
+    for (int v = 0; v < 8; v++)
+        ms[v] = 1e3 * median(t + v * rounds, rounds);
     printf("{\"n\": %lld, \"nnz\": %lld, \"block_size\": %d, \"colors\": %d, \"threads\": %d, "
            "\"rounds\": %d, \"spmv_ms\": %.4f, \"spmv_before_ms\": %.4f, \"precond_ms\": %.4f, "
-           "\"precond_before_ms\": %.4f, \"spmv_max_rel_diff\": %.3g, "
-           "\"precond_max_rel_diff\": %.3g}\n",
-           (long long)n, (long long)nnz, bs, L.ncolors, omp_get_max_threads(), rounds,
-           1e3 * median(t, rounds), 1e3 * median(t + rounds, rounds),
-           1e3 * median(t + 2 * rounds, rounds), 1e3 * median(t + 3 * rounds, rounds), dspmv,
-           dpre);
+           "\"precond_before_ms\": %.4f, \"spmv_warm_ms\": %.4f, \"spmv_before_warm_ms\": %.4f, "
+           "\"precond_warm_ms\": %.4f, \"precond_before_warm_ms\": %.4f, "
+           "\"spmv_max_rel_diff\": %.3g, \"precond_max_rel_diff\": %.3g, "
+           "\"rz_rel_diff\": %.3g, \"flush_bytes\": %zu}\n",
+           (long long)n, (long long)nnz, bs, L.ncolors, omp_get_max_threads(), rounds, ms[0],
+           ms[1], ms[2], ms[3], ms[4], ms[5], ms[6], ms[7], dspmv, dpre, drz, flush_n * sizeof *junk);
     MPI_Finalize();
     return 0;
 }

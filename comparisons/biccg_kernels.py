@@ -1,13 +1,19 @@
 """The BICCG solver's SpMV and preconditioner beside the versions they replaced.
 
 Builds biccg_kernels.c against the solver's own sources (kernels_ext/src/biccg)
-with the MPI compiler wrapper, then runs it for each thread count: one
-process per thread count, the two versions alternating inside it, each call
-after a cache flush, medians of --rounds calls.  The "before" versions are
+with the MPI compiler wrapper, then runs it for each grid and thread count: one
+process each, the two versions alternating inside it, each call after a cache
+flush and then once more at once ("warm": its operands in cache as far as they
+fit), medians of --rounds calls.  The "before" versions are
 the plain CSR SpMV and the substitutions whose in-block recurrence read the
-previous row back from memory, neither with software prefetch.
+previous row back from memory, neither with software prefetch.  Blocks
+and factor as the solver's defaults (tiles of the grid, single precision), or as
+--blocking and --factor say.  Times are also given per row and sweep, in thread-ns
+(ms x threads / rows / 2): the same figure at a grid in cache as at one from
+memory says the sweeps are bound by their instructions, not by the memory.
 
     python comparisons/biccg_kernels.py --grid 128 128 128 --rounds 21 --threads 1 2
+    python comparisons/biccg_kernels.py --grid 32 32 32 --grid 128 128 128 --in-cache
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from kernels_ext.biccg import auto_tile
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
@@ -49,37 +57,51 @@ def main() -> int:
     p.add_argument("--cc", default=str(Path(sys.executable).parent / "mpicc"),
                    help="MPI C compiler wrapper (default: the environment's mpicc)")
     p.add_argument("--flags", default="-O3 -march=native -fopenmp")
-    p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 128],
-                   metavar=("NX", "NY", "NZ"))
+    p.add_argument("--grid", type=int, nargs=3, action="append",
+                   metavar=("NX", "NY", "NZ"), help="a grid (repeat for more; default 128^3)")
     p.add_argument("--block-size", type=int, default=32)
     p.add_argument("--colors", type=int, default=20)
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--blocking", choices=("tiles", "rows"), default="tiles")
+    p.add_argument("--factor", choices=("single", "double"), default="single")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     a = p.parse_args()
+    grids = a.grid or [[128, 128, 128]]
+    tile = auto_tile(a.block_size) if a.blocking == "tiles" else None
+    if a.blocking == "tiles" and tile is None:
+        p.error(f"no tile has {a.block_size} points; use --blocking rows")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "biccg_kernels"
         build(a.cc, a.flags, exe)
-        for t in a.threads:
+        for grid, t in ((g, t) for g in grids for t in a.threads):
             env = os.environ | {"OMP_NUM_THREADS": str(t), "OMP_PLACES": "cores",
                                 "OMP_PROC_BIND": "close"}
-            proc = subprocess.run([str(exe), *map(str, a.grid), str(a.rounds),
-                                   str(a.block_size), str(a.colors)],
-                                  capture_output=True, text=True, env=env)
+            args = [*grid, a.rounds, a.block_size, a.colors, *(tile or (0, 0, 0)),
+                    int(a.factor == "single")]
+            proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
+                                  env=env)
             if proc.returncode != 0:
                 sys.exit(f"error: {exe.name} failed: {proc.stderr.strip()[-400:]}")
             r = json.loads(proc.stdout.splitlines()[-1])
             results.append(r)
-            print(f"{t} thread(s), Poisson {'x'.join(map(str, a.grid))}, block {a.block_size}, "
-                  f"{r['colors']} colors, medians of {a.rounds}:\n"
-                  f"  SpMV            {r['spmv_ms']:7.2f} ms, before {r['spmv_before_ms']:7.2f} ms"
-                  f" ({r['spmv_before_ms'] / r['spmv_ms']:.2f}x)\n"
-                  f"  preconditioner  {r['precond_ms']:7.2f} ms, before "
-                  f"{r['precond_before_ms']:7.2f} ms "
-                  f"({r['precond_before_ms'] / r['precond_ms']:.2f}x)\n"
+            per_row = 1e6 * t / r["n"] / 2  # thread-ns per row and sweep, per ms
+            print(f"{t} thread(s), Poisson {'x'.join(map(str, grid))}, block {a.block_size} "
+                  f"({a.blocking}), {r['colors']} colors, {a.factor} factor, medians of "
+                  f"{a.rounds} (flushed; warm):")
+            for name, label in (("spmv", "SpMV"), ("precond", "preconditioner")):
+                now, old = r[f"{name}_ms"], r[f"{name}_before_ms"]
+                warm, old_warm = r[f"{name}_warm_ms"], r[f"{name}_before_warm_ms"]
+                print(f"  {label:15} {now:7.2f} ms, before {old:7.2f} ms ({old / now:.2f}x); "
+                      f"warm {warm:7.2f} ms, before {old_warm:7.2f} ms ({old_warm / warm:.2f}x)")
+            print(f"  preconditioner a row and sweep: {r['precond_ms'] * per_row:.2f} thread-ns "
+                  f"flushed, {r['precond_warm_ms'] * per_row:.2f} warm (before "
+                  f"{r['precond_before_ms'] * per_row:.2f}, "
+                  f"{r['precond_before_warm_ms'] * per_row:.2f})\n"
                   f"  same results: max relative difference {r['spmv_max_rel_diff']:.1e} "
-                  f"(SpMV), {r['precond_max_rel_diff']:.1e} (preconditioner)")
+                  f"(SpMV), {r['precond_max_rel_diff']:.1e} (preconditioner), r'z "
+                  f"{r['rz_rel_diff']:.1e}")
     if a.out:
         a.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0

@@ -9,7 +9,8 @@ medians of --rounds rounds and the per-round ratio of each variant to the first 
         --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
 
 --before takes the extension module built from an earlier commit (a git worktree of it,
-configured with build/*/CMakeInit.txt and `cmake --build ... --target _biccg`); it is
+configured with build/*/CMakeInit.txt and -DCMAKE_BUILD_TYPE=Release, which the
+init file does not set, then `cmake --build ... --target _biccg`); it is
 loaded beside the current one and run as "before": with the current defaults (tiles, float32
 factor) where it takes them, else with the argument list of a69cbda (rows of 32, double).
 """

@@ -18,6 +18,11 @@ typedef struct {
      * block b holds new rows [bstart[b], bstart[b+1]) */
     int ncolors, nblocks;
     int *cptr, *bstart;
+    /* blocks are runs of consecutive input rows (not tiles of a grid): a
+     * row's coupling in its block is then mostly to the row before (a chain),
+     * and the sweeps carry that row's value in a register and prefetch the
+     * plan's lines; with tiles both made them slower (sweeps.h) */
+    int row_runs;
     int *perm;  /* new local row -> old local row */
     int *iperm; /* old local row -> new local row */
     /* IC(0): M = U^T D U, L = U^T strictly lower (unit diagonal implied) */
@@ -89,7 +94,8 @@ static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t 
 
 /* Prefetch run `part` (0 earlier colors, 1 later, 2 halo) of block b's plan
  * into the vector v, when b < last (a sweep stays inside its color: the next
- * color's lines may be the ones other threads are writing). */
+ * color's lines may be the ones other threads are writing); the sweeps only
+ * where blocks are row runs (L->row_runs). */
 static inline void bc_prefetch_block(const bc_local *L, int b, int last, int part, const double *v)
 {
     if (BC_PFB > 0 && b < last)

@@ -203,6 +203,7 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
      * stay together and in order. */
     L->ncolors = ncol;
     L->nblocks = nb;
+    L->row_runs = !tiled;
     L->nout = nout;
     L->nloc = (int)n;
     L->cptr = calloc((size_t)ncol + 1, sizeof(int));

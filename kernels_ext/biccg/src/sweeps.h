@@ -5,12 +5,16 @@
  *
  * Each block in two passes: first every row's coupling to other blocks, whose
  * values are final (rows independent: the loads overlap), then the short
- * recurrence inside the block (rows in order).  In the recurrence the entry
- * coupling row i to its neighbour i -+ 1, where there is one, takes that
- * row's value from a register: through memory, each row waited for the
- * previous row's store to be forwarded, and that chain was 40 % of the sweep
- * (comparisons/README.md).  The scattered lines each block reads from other
- * colors are prefetched BC_PFB blocks ahead.
+ * recurrence inside the block (rows in order).  Where blocks are runs of
+ * consecutive rows (L->row_runs), a row's coupling inside its block is mostly
+ * to its neighbour i -+ 1 (on a grid, only): that value comes from a register (through memory,
+ * each row waited for the previous row's store to be forwarded, 40 % of the
+ * sweep on the AMD VM) and the scattered lines each block reads from other
+ * colors are prefetched BC_PFB blocks ahead.  Tiles couple a row to two or
+ * three rows of its block, and there the plain loop is faster: on the Xeon
+ * VM the carry and the prefetch cost 13-18 % of the preconditioner at 128^3,
+ * which runs as fast from memory as from cache, bound by its instructions
+ * (comparisons/README.md, "The sweeps are bound by their instructions").
  *
  * Fused into the sweeps, so that no vector is read for them alone: where q
  * is given, the CG update r -= alpha q and the sum rr = r'r (first pass of
@@ -30,7 +34,8 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
 #pragma omp for schedule(static)
             for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
                 const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 0, z);
+                if (L->row_runs)
+                    bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 0, z);
                 for (int i = i0; i < i1; i++) {
                     double s = r[i];
                     if (q) {
@@ -43,16 +48,25 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
                         s -= lval[p] * z[L->lidx[p]];
                     z[i] = s;
                 }
-                double prev = 0.0; /* z[i - 1] */
-                for (int i = i0; i < i1; i++) {
-                    double s = z[i];
-                    const int64_t e = L->lptr[i + 1];
-                    const int carry = L->lin[i] > 0 && L->lidx[e - 1] == i - 1;
-                    for (int64_t p = e - L->lin[i]; p < e - carry; p++)
-                        s -= lval[p] * z[L->lidx[p]];
-                    if (carry)
-                        s -= lval[e - 1] * prev;
-                    z[i] = prev = s;
+                if (!L->row_runs)
+                    for (int i = i0; i < i1; i++) {
+                        double s = z[i];
+                        for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)
+                            s -= lval[p] * z[L->lidx[p]];
+                        z[i] = s;
+                    }
+                else {
+                    double prev = 0.0; /* z[i - 1] */
+                    for (int i = i0; i < i1; i++) {
+                        double s = z[i];
+                        const int64_t e = L->lptr[i + 1];
+                        const int carry = L->lin[i] > 0 && L->lidx[e - 1] == i - 1;
+                        for (int64_t p = e - L->lin[i]; p < e - carry; p++)
+                            s -= lval[p] * z[L->lidx[p]];
+                        if (carry)
+                            s -= lval[e - 1] * prev;
+                        z[i] = prev = s;
+                    }
                 }
             }
         }
@@ -61,7 +75,8 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
 #pragma omp for schedule(static)
             for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
                 const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 1, z);
+                if (L->row_runs)
+                    bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 1, z);
                 for (int i = i0; i < i1; i++) {
                     const double w = z[i];
                     double s = w * dinv[i];
@@ -70,16 +85,25 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
                         s -= uval[p] * z[L->uidx[p]];
                     z[i] = s;
                 }
-                double next = 0.0; /* z[i + 1] */
-                for (int i = i1 - 1; i >= i0; i--) {
-                    double s = z[i];
-                    const int64_t b0 = L->uptr[i], e = b0 + L->uin[i];
-                    const int carry = L->uin[i] > 0 && L->uidx[b0] == i + 1;
-                    for (int64_t p = b0 + carry; p < e; p++)
-                        s -= uval[p] * z[L->uidx[p]];
-                    if (carry)
-                        s -= uval[b0] * next;
-                    z[i] = next = s;
+                if (!L->row_runs)
+                    for (int i = i1 - 1; i >= i0; i--) {
+                        double s = z[i];
+                        for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)
+                            s -= uval[p] * z[L->uidx[p]];
+                        z[i] = s;
+                    }
+                else {
+                    double next = 0.0; /* z[i + 1] */
+                    for (int i = i1 - 1; i >= i0; i--) {
+                        double s = z[i];
+                        const int64_t b0 = L->uptr[i], e = b0 + L->uin[i];
+                        const int carry = L->uin[i] > 0 && L->uidx[b0] == i + 1;
+                        for (int64_t p = b0 + carry; p < e; p++)
+                            s -= uval[p] * z[L->uidx[p]];
+                        if (carry)
+                            s -= uval[b0] * next;
+                        z[i] = next = s;
+                    }
                 }
             }
         }
