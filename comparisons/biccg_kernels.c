@@ -4,10 +4,11 @@
  *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
  *   - "before" preconditioner: the same two passes per block, the in-block
  *     recurrence reading the previous row back from memory, no prefetch.
- * Calls alternate, each after a write of twice the last-level cache (192 MB
- * at least) that leaves nothing of the operands in cache (as in CG, where other kernels run in between), and each
- * is timed again at once, its operands in cache as far as they fit ("warm");
- * medians are printed as one JSON line.  Built and run by biccg_kernels.py.
+ * Calls alternate, each after a write of twice the last-level cache (192 MiB
+ * at least) that leaves nothing of the operands in cache (as in CG, where
+ * other kernels run in between), and each is timed again at once, its
+ * operands in cache as far as they fit ("warm"); medians are printed as one
+ * JSON line.  Built and run by biccg_kernels.py.
  * TX TY TZ: blocks are tiles of the grid (0 0 0: of BLOCK_SIZE rows); SINGLE
  * 1: the factor's values in single precision (the solver's defaults).
  *
@@ -97,8 +98,8 @@ static void precond_before(const bc_local *L, const double *r, double *z, double
         precond_before_double(L, L->lval, L->uval, L->dinv, r, z, rr, rz);
 }
 
-/* doubles written by a flush: twice the last-level cache, 192 MB at least
- * (the Xeon VMs report 300 MiB of L3, in which 192 MB left 128^3 cached) */
+/* doubles written by a flush: twice the last-level cache, 192 MiB at least
+ * (the Xeon VMs report 300 MiB of L3, in which 192 MiB left 128^3 cached) */
 static size_t flush_n = (size_t)24 << 20;
 static double *junk;
 
@@ -181,8 +182,9 @@ int main(int argc, char **argv)
         x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
     memset(junk, 0, flush_n * sizeof *junk);
 
-    /* the same results first, to rounding: the new recurrence adds its
-     * register term last */
+    /* the same results first, to rounding: the SpMV sums a row in another
+     * order, and with row runs the backward recurrence subtracts its register
+     * term (row i + 1's) last, the plain loop first */
     spmv_before(&L, x, y0);
     bc_spmv(&L, x, y);
     const double dspmv = max_rel_diff(y, y0, (int)n);
@@ -221,7 +223,8 @@ int main(int argc, char **argv)
            "\"spmv_max_rel_diff\": %.3g, \"precond_max_rel_diff\": %.3g, "
            "\"rz_rel_diff\": %.3g, \"flush_bytes\": %zu}\n",
            (long long)n, (long long)nnz, bs, L.ncolors, omp_get_max_threads(), rounds, ms[0],
-           ms[1], ms[2], ms[3], ms[4], ms[5], ms[6], ms[7], dspmv, dpre, drz, flush_n * sizeof *junk);
+           ms[1], ms[2], ms[3], ms[4], ms[5], ms[6], ms[7], dspmv, dpre, drz,
+           flush_n * sizeof *junk);
     MPI_Finalize();
     return 0;
 }

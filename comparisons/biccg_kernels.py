@@ -2,18 +2,19 @@
 
 Builds biccg_kernels.c against the solver's own sources (kernels_ext/src/biccg)
 with the MPI compiler wrapper, then runs it for each grid and thread count: one
-process each, the two versions alternating inside it, each call after a cache
-flush and then once more at once ("warm": its operands in cache as far as they
-fit), medians of --rounds calls.  The "before" versions are
-the plain CSR SpMV and the substitutions whose in-block recurrence read the
-previous row back from memory, neither with software prefetch.  Blocks
-and factor as the solver's defaults (tiles of the grid, single precision), or as
---blocking and --factor say.  Times are also given per row and sweep, in thread-ns
-(ms x threads / rows / 2): the same figure at a grid in cache as at one from
-memory says the sweeps are bound by their instructions, not by the memory.
+process each, the two versions alternating inside it, each call after a flush
+of twice the last-level cache and then once more at once ("warm": its operands
+in cache as far as they fit), medians of --rounds calls.  The "before" versions
+are the plain CSR SpMV and the substitutions whose in-block recurrence read the
+previous row back from memory, neither with software prefetch.  Blocks and
+factor as the solver's defaults (tiles of the grid, single precision), or as
+--blocking and --factor say.  The preconditioner's time is also given per row
+and sweep, in thread-ns (ms x threads / rows / 2).  A warm call as slow as the
+flushed one, at a grid whose operands fit the cache, says the kernel is bound
+by its instructions, not by the memory.
 
-    python comparisons/biccg_kernels.py --grid 128 128 128 --rounds 21 --threads 1 2
-    python comparisons/biccg_kernels.py --grid 32 32 32 --grid 128 128 128 --in-cache
+    python comparisons/biccg_kernels.py --grid 64 64 64 --grid 128 128 128 --rounds 21
+    python comparisons/biccg_kernels.py --blocking rows --factor double   # the old harness
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def main() -> int:
             if proc.returncode != 0:
                 sys.exit(f"error: {exe.name} failed: {proc.stderr.strip()[-400:]}")
             r = json.loads(proc.stdout.splitlines()[-1])
+            r.update(grid=grid, blocking=a.blocking, tile=tile, factor=a.factor)
             results.append(r)
             per_row = 1e6 * t / r["n"] / 2  # thread-ns per row and sweep, per ms
             print(f"{t} thread(s), Poisson {'x'.join(map(str, grid))}, block {a.block_size} "

@@ -13,6 +13,12 @@ configured with build/*/CMakeInit.txt and -DCMAKE_BUILD_TYPE=Release, which the
 init file does not set, then `cmake --build ... --target _biccg`); it is
 loaded beside the current one and run as "before": with the current defaults (tiles, float32
 factor) where it takes them, else with the argument list of a69cbda (rows of 32, double).
+With --same-iterations it times nothing: the tests' Poisson grids are solved by both
+builds, and the iteration counts compared (exit 1 where one differs), for a change that
+moves the solve's rounding:
+
+    .venv/bin/python comparisons/biccg_options.py --same-iterations \
+        --before /tmp/old/_biccg.cpython-311-x86_64-linux-gnu.so
 """
 
 from __future__ import annotations
@@ -84,6 +90,37 @@ def spread(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+# Poisson grids of the tests (tests/test_biccg*.py) and a few larger: a change that moves
+# the solve's arithmetic should leave their iteration counts as they were
+SAME_ITERATIONS_GRIDS = [(4, 4, 4), (6, 6, 6), (8, 8, 8), (4, 3, 3), (3, 4, 5), (6, 5, 9),
+                         (10, 9, 8), (10, 10, 10), (12, 12, 12), (12, 10, 8), (13, 5, 7),
+                         (14, 12, 10), (16, 16, 16), (16, 16, 24), (20, 20, 20), (20, 14, 9),
+                         (32, 32, 32), (48, 48, 48), (64, 64, 64), (96, 96, 96)]
+
+
+def same_iterations(before, threads: list[int]) -> int:
+    """Each of SAME_ITERATIONS_GRIDS solved by the older module and this one (tiles,
+    single factor, both the defaults), on each thread count: iterations and residuals
+    side by side; 1 where an iteration count differs."""
+    tile = biccg.auto_tile(32)
+    differ = 0
+    print("| grid | threads | iterations before | now | residual before | now |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for grid in SAME_ITERATIONS_GRIDS:
+        A = biccg.poisson_matrix(*grid)
+        b = A @ np.ones(A.shape[0])
+        for t in threads:
+            old = solve(A, b, t, {"module": before, "grid": grid, "tile": tile})
+            new = solve(A, b, t, {"grid": grid, "tile": tile})
+            differ += old["iterations"] != new["iterations"]
+            print(f"| {'x'.join(map(str, grid))} | {t} | {old['iterations']} | "
+                  f"{new['iterations']} | {old['relative_residual']:.4e} | "
+                  f"{new['relative_residual']:.4e} |")
+    print(f"\n{differ} of {len(SAME_ITERATIONS_GRIDS) * len(threads)} solves took another "
+          "number of iterations")
+    return 1 if differ else 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,7 +131,15 @@ def main() -> int:
     p.add_argument("--only", nargs="+", metavar="LABEL",
                    help="only the variants whose label starts with one of these")
     p.add_argument("--out", type=Path, help="write every solve's record as JSON here")
+    p.add_argument("--same-iterations", action="store_true",
+                   help="with --before: the tests' Poisson grids solved by both builds on 1 "
+                        "and --threads threads, iterations side by side (exit 1 where any "
+                        "differ), instead of the timing")
     a = p.parse_args()
+    if a.same_iterations:
+        if not a.before:
+            p.error("--same-iterations needs --before")
+        return same_iterations(load_before(a.before), sorted({1, a.threads}))
     grid = tuple(a.grid)
     A = biccg.poisson_matrix(*grid)
     b = A @ np.ones(A.shape[0])
