@@ -2,8 +2,8 @@
  * biccg_kernels.c - the solver's SpMV and preconditioner (kernels_ext/src/
  * biccg) beside the versions they replaced, on one matrix in one process:
  *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
- *   - "before" preconditioner: the same two passes per block, the in-block
- *     recurrence reading the previous row back from memory, no prefetch.
+ *   - "before" preconditioner: the solver's sweeps without the register
+ *     carry and the prefetch (its path for tiles; row_runs set to 0).
  * Calls alternate, each after a write of twice the last-level cache (192 MiB
  * at least) that leaves nothing of the operands in cache (as in CG, where
  * other kernels run in between), and each is timed again at once, its
@@ -35,67 +35,16 @@ static void spmv_before(const bc_local *L, const double *x, double *y)
     }
 }
 
-/* The preconditioner it replaced: the same two passes a block, the in-block
- * recurrence reading the previous row back from memory, no prefetch; the
- * sums r'r and r'z taken as the solver's preconditioner takes them. */
-#define PRECOND_BEFORE(T, NAME)                                                                    \
-    static void NAME(const bc_local *L, const T *lval, const T *uval, const T *dinv,              \
-                     const double *r, double *z, double *rr_out, double *rz_out)                   \
-    {                                                                                              \
-        double rr = 0.0, rz = 0.0;                                                                 \
-        _Pragma("omp parallel reduction(+ : rr, rz)")                                              \
-        {                                                                                          \
-            for (int c = 0; c < L->ncolors; c++) {                                                 \
-                _Pragma("omp for schedule(static)")                                                \
-                for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {                                \
-                    const int i0 = L->bstart[b], i1 = L->bstart[b + 1];                            \
-                    for (int i = i0; i < i1; i++) {                                                \
-                        double s = r[i];                                                           \
-                        rr += s * s;                                                               \
-                        for (int64_t p = L->lptr[i]; p < L->lptr[i + 1] - L->lin[i]; p++)          \
-                            s -= lval[p] * z[L->lidx[p]];                                          \
-                        z[i] = s;                                                                  \
-                    }                                                                              \
-                    for (int i = i0; i < i1; i++) {                                                \
-                        double s = z[i];                                                           \
-                        for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)      \
-                            s -= lval[p] * z[L->lidx[p]];                                          \
-                        z[i] = s;                                                                  \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-            for (int c = L->ncolors - 1; c >= 0; c--) {                                            \
-                _Pragma("omp for schedule(static)")                                                \
-                for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {                                \
-                    const int i0 = L->bstart[b], i1 = L->bstart[b + 1];                            \
-                    for (int i = i0; i < i1; i++) {                                                \
-                        const double w = z[i];                                                     \
-                        double s = w * dinv[i];                                                    \
-                        rz += w * s;                                                               \
-                        for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++)          \
-                            s -= uval[p] * z[L->uidx[p]];                                          \
-                        z[i] = s;                                                                  \
-                    }                                                                              \
-                    for (int i = i1 - 1; i >= i0; i--) {                                           \
-                        double s = z[i];                                                           \
-                        for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)             \
-                            s -= uval[p] * z[L->uidx[p]];                                          \
-                        z[i] = s;                                                                  \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-        *rr_out = rr, *rz_out = rz;                                                                \
-    }
-PRECOND_BEFORE(double, precond_before_double)
-PRECOND_BEFORE(float, precond_before_float)
-
-static void precond_before(const bc_local *L, const double *r, double *z, double *rr, double *rz)
+/* The preconditioner it replaced: the solver's own sweeps as they run where
+ * blocks are tiles (row_runs 0): the in-block recurrence reading the previous
+ * row back from memory, no prefetch of the plan's lines.  With tiles it is
+ * the solver's; with row runs, the version the register carry replaced. */
+static void precond_before(bc_local *L, double *r, double *z, double *rr, double *rz)
 {
-    if (L->lval32)
-        precond_before_float(L, L->lval32, L->uval32, L->dinv32, r, z, rr, rz);
-    else
-        precond_before_double(L, L->lval, L->uval, L->dinv, r, z, rr, rz);
+    const int runs = L->row_runs;
+    L->row_runs = 0;
+    bc_precond(L, 0.0, NULL, r, z, rr, rz);
+    L->row_runs = runs;
 }
 
 /* doubles written by a flush: twice the last-level cache, 192 MiB at least

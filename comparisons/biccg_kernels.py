@@ -5,8 +5,8 @@ with the MPI compiler wrapper, then runs it for each grid and thread count: one
 process each, the two versions alternating inside it, each call after a flush
 of twice the last-level cache and then once more at once ("warm": its operands
 in cache as far as they fit), medians of --rounds calls.  The "before" versions
-are the plain CSR SpMV and the substitutions whose in-block recurrence read the
-previous row back from memory, neither with software prefetch.  Blocks and
+are the plain CSR SpMV without software prefetch and the solver's substitutions
+without the register carry and the plan's prefetch (its path for tiles).  Blocks and
 factor as the solver's defaults (tiles of the grid, single precision), or as
 --blocking and --factor say.  The preconditioner's time is also given per row
 and sweep, in thread-ns (ms x threads / rows / 2).  A warm call as slow as the
