@@ -115,7 +115,7 @@ def main() -> int:
     where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
              f"{a.rounds} fresh runs")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
-    if a.base:
+    if a.base and min(totals[a.base]) > 0:  # a tiny grid's phases print as 0.0000 s
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]
         print(f"setup, this tree / {a.base}, per round: median {statistics.median(ratios):.2f} "
               f"({min(ratios):.2f}-{max(ratios):.2f})")

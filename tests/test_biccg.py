@@ -169,7 +169,7 @@ print(json.dumps([used, color.tolist(), perm.tolist()]))
 def test_the_parallel_ordering_is_the_serial_greedy_one(tmp_path, A, bs, colors, grid, tile,
                                                         threads):
     """Every thread count builds the same ordering, the greedy one written out in Python (the
-    tiles are keyed and sorted in thread shares)."""
+    renumbering runs in parallel; tiles smaller and larger than the grid, and partial ones)."""
     n = A.shape[0]
     block_of = tile_blocks(grid, tile) if tile else np.arange(n) // bs
     f = tmp_path / "a.npz"

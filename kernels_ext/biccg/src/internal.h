@@ -10,7 +10,8 @@
 typedef struct {
     /* this rank's rows, renumbered; columns >= nloc are halo entries */
     int nloc, nhalo;
-    int64_t nout; /* entries with a column outside the rank (bc_order counts them) */
+    /* entries with a column outside the rank, and of them before it (bc_order counts them) */
+    int64_t nout, nlow;
     int64_t *rowptr;
     int32_t *col;
     double *val;
@@ -103,27 +104,6 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
             BC_PREFETCH(v + L->pf[k]);
 }
 
-/* The threads a parallel region gets (1 without OpenMP). */
-#ifdef _OPENMP
-#include <omp.h>
-static inline int bc_threads(void)
-{
-    return omp_get_max_threads();
-}
-#else
-static inline int bc_threads(void)
-{
-    return 1;
-}
-#endif
-
-/* Where share u of n items (n < 2^31) split into `of` shares begins: share u
- * is [bc_share(n, u, of), bc_share(n, u + 1, of)). */
-static inline int64_t bc_share(int64_t n, int u, int of)
-{
-    return n * u / of;
-}
-
 /* cg.c: with -DBC_PROFILE, print to stderr the seconds since the previous call
  * (rank 0, thread 0), labelled `name`; name NULL only restarts the clock.  The
  * setup's phases call it (comparisons/biccg_setup_profile.c); without the flag
@@ -145,8 +125,9 @@ void *bc_alloc(size_t count, size_t size);
 double bc_spmv(const bc_local *L, const double *x, double *y);
 
 /* ordering.c: color the blocks of the local diagonal block (p's block size or
- * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks, and nout (the
- * entries whose column lies outside the rank, which bc_build_local needs). */
+ * tiles) and fill cptr, bstart, perm, iperm, ncolors, nblocks, and nout, nlow
+ * (the entries whose column lies outside the rank, before it, which
+ * bc_build_local needs). */
 int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color);
 
 /* matrix.c: lists of int32 per item, built in parallel: fn(ctx, item, scratch,

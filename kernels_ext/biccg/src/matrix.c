@@ -162,16 +162,24 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
     const bc_gidx r0 = a->row_begin, n = a->nrows;
     const bc_gidx base = bc_in_ptr(a, 0), nnz = bc_in_ptr(a, n) - base;
 
-    /* the outside columns, sorted and unique; bc_order counted them (a pass
-     * over the input's columns less: 117 MB at 128^3, for none on one rank) */
+    /* the outside columns, sorted and unique.  bc_order counted them, and
+     * those before the rank: a band's first rows hold those, its last rows
+     * the ones after it, so a scan from each end stops early (one scan from
+     * the start took 0.015 s at 128^3 on 2 ranks, where rank 0's are last;
+     * none on one rank) */
     const bc_gidx nout = L->nout;
     L->halo_g = malloc((size_t)(nout > 0 ? nout : 1) * sizeof(bc_gidx));
     if (L->halo_g == NULL)
         return BC_ENOMEM;
     bc_gidx m = 0;
-    for (bc_gidx k = base; k < base + nnz && m < nout; k++) {
+    for (bc_gidx k = base; k < base + nnz && m < L->nlow; k++) {
         bc_gidx g = bc_in_col(a, k);
-        if (g < r0 || g >= r0 + n)
+        if (g < r0)
+            L->halo_g[m++] = g;
+    }
+    for (bc_gidx k = base + nnz - 1; k >= base && m < nout; k--) {
+        bc_gidx g = bc_in_col(a, k);
+        if (g >= r0 + n)
             L->halo_g[m++] = g;
     }
     qsort(L->halo_g, (size_t)m, sizeof(bc_gidx), cmp_gidx);
