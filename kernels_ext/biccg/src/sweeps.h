@@ -7,14 +7,15 @@
  * values are final (rows independent: the loads overlap), then the short
  * recurrence inside the block (rows in order).  Where blocks are runs of
  * consecutive rows (L->row_runs), a row's coupling inside its block is mostly
- * to its neighbour i -+ 1 (on a grid, only): that value comes from a register (through memory,
- * each row waited for the previous row's store to be forwarded, 40 % of the
- * sweep on the AMD VM) and the scattered lines each block reads from other
- * colors are prefetched BC_PFB blocks ahead.  Tiles couple a row to two or
- * three rows of its block, and there the plain loop is faster: on the Xeon
- * VM the carry and the prefetch cost 13-18 % of the preconditioner at 128^3,
- * which runs as fast from memory as from cache, bound by its instructions
- * (comparisons/README.md, "The sweeps are bound by their instructions").
+ * to its neighbour i -+ 1 (on a grid, only): that value comes from a register
+ * (through memory, each row waited for the previous row's store to be
+ * forwarded, 40 % of the sweep on the AMD VM) and the scattered lines each
+ * block reads from other colors are prefetched BC_PFB blocks ahead.  Tiles
+ * couple a row to two or three rows of its block, and there the plain loop is
+ * faster: on the Xeon VM the carry and the prefetch cost 13-18 % of the
+ * preconditioner at 128^3, which runs as fast from memory as from cache,
+ * bound by its instructions (comparisons/README.md, "The sweeps are bound by
+ * their instructions").
  *
  * Fused into the sweeps, so that no vector is read for them alone: where q
  * is given, the CG update r -= alpha q and the sum rr = r'r (first pass of
