@@ -78,8 +78,16 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
         __builtin_prefetch(bc_at_);                                                                \
         __asm__ volatile("" : : "r"(bc_at_));                                                      \
     } while (0)
+/* The same, for a line about to be written. */
+#define BC_PREFETCH_W(p)                                                                           \
+    do {                                                                                           \
+        const void *bc_at_ = (p);                                                                  \
+        __builtin_prefetch(bc_at_, 1);                                                             \
+        __asm__ volatile("" : : "r"(bc_at_));                                                      \
+    } while (0)
 #else
 #define BC_PREFETCH(p) ((void)(p))
+#define BC_PREFETCH_W(p) ((void)(p))
 #endif
 static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size)
 {

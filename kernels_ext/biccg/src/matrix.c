@@ -8,6 +8,11 @@
 
 #include "internal.h"
 
+/* How many rows ahead the copy of the rows fetches the lines it will write. */
+#ifndef BC_SCATTER_PF
+#define BC_SCATTER_PF 16
+#endif
+
 static int cmp_gidx(const void *x, const void *y)
 {
     bc_gidx a = *(const bc_gidx *)x, b = *(const bc_gidx *)y;
@@ -209,7 +214,10 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
      * then the rows are copied in the incoming order, so that the reads of
      * the input and of iperm stream and only the writes scatter (copying in
      * the new order gathered, about ten cache misses a row: the whole build
-     * took 0.25-0.45 s at 128^3, 0.09-0.16 s this way). */
+     * took 0.25-0.45 s at 128^3, 0.09-0.16 s this way).  The writes wait on
+     * their lines: each row's are fetched BC_SCATTER_PF rows ahead, its row
+     * pointer twice as far (0.082 s -> 0.036 s at 128^3 on one core of the
+     * AMD VM, comparisons/README.md). */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < L->nloc; i++) {
         /* one write a page (4 KiB of val) places it: the row's first entry at
@@ -224,6 +232,16 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
 #pragma omp parallel for schedule(static) reduction(| : bad)
     for (int o = 0; o < L->nloc; o++) {
         const int i = L->iperm[o];
+        if (o + 2 * BC_SCATTER_PF < L->nloc)
+            BC_PREFETCH(L->rowptr + L->iperm[o + 2 * BC_SCATTER_PF]);
+        if (o + BC_SCATTER_PF < L->nloc) {
+            const int ia = L->iperm[o + BC_SCATTER_PF];
+            const int64_t k0 = L->rowptr[ia], k1 = L->rowptr[ia + 1];
+            BC_PREFETCH_W(L->col + k0);
+            BC_PREFETCH_W(L->val + k0);
+            if (k1 > k0)
+                BC_PREFETCH_W(L->val + k1 - 1);
+        }
         int64_t at = L->rowptr[i];
         for (bc_gidx k = bc_in_ptr(a, o); k < bc_in_ptr(a, o + 1); k++, at++) {
             bc_gidx g = bc_in_col(a, k);
