@@ -22,6 +22,7 @@
 
 #include <omp.h>
 
+#include "bench_timing.h"
 #include "internal.h"
 
 static void spmv_before(const bc_local *L, const double *x, double *y)
@@ -47,28 +48,25 @@ static void precond_before(bc_local *L, double *r, double *z, double *rr, double
     L->row_runs = runs;
 }
 
-/* doubles written by a flush: twice the last-level cache, 192 MiB at least
- * (the Xeon VMs report 300 MiB of L3, in which 192 MiB left 128^3 cached) */
-static size_t flush_n = (size_t)24 << 20;
-static double *junk;
+/* The four kernels timed, variant v: the SpMV, its old version, the
+ * preconditioner, its old version. */
+typedef struct {
+    bc_local *L;
+    const double *x;
+    double *y, rr, rz;
+} kernel_ctx;
 
-static void flush(void)
+static void kernel_call(void *vc, int v)
 {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < flush_n; i++)
-        junk[i] = junk[i] * 0.5 + 1.0;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, by_value);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    kernel_ctx *c = vc;
+    if (v == 0)
+        bc_spmv(c->L, c->x, c->y);
+    else if (v == 1)
+        spmv_before(c->L, c->x, c->y);
+    else if (v == 2)
+        bc_precond(c->L, 0.0, NULL, c->x, c->y, &c->rr, &c->rz);
+    else
+        precond_before(c->L, (double *)c->x, c->y, &c->rr, &c->rz);
 }
 
 static double max_rel_diff(const double *a, const double *b, int n)
@@ -116,20 +114,13 @@ int main(int argc, char **argv)
     }
     double *x = bc_alloc((size_t)n, sizeof *x), *y = bc_alloc((size_t)n, sizeof *y),
            *y0 = bc_alloc((size_t)n, sizeof *y0), *t = malloc(8 * (size_t)rounds * sizeof *t);
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc > 0 && 2 * (size_t)llc / sizeof *junk > flush_n)
-        flush_n = 2 * (size_t)llc / sizeof *junk;
-#endif
-    junk = bc_alloc(flush_n, sizeof *junk);
-    if (!x || !y || !y0 || !t || !junk) {
+    if (!x || !y || !y0 || !t || flush_init() != 0) {
         fprintf(stderr, "error: no memory\n");
         return 2;
     }
 #pragma omp parallel for schedule(static)
     for (bc_gidx i = 0; i < n; i++)
         x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
-    memset(junk, 0, flush_n * sizeof *junk);
 
     /* the same results first, to rounding: the SpMV sums a row in another
      * order, and with row runs the backward recurrence subtracts its register
@@ -142,29 +133,9 @@ int main(int argc, char **argv)
     bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
     const double dpre = max_rel_diff(y, y0, (int)n), drz = fabs(rz - rz0) / fabs(rz0);
 
-    /* each call after a flush, then again at once (its operands now in cache,
-     * as far as they fit): the same time both ways says the kernel is bound by
-     * its instructions, not by the memory */
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 4; k++) {
-            const int v = r % 2 ? 3 - k : k; /* ABCD, DCBA, ... */
-            flush();
-            for (int warm = 0; warm < 2; warm++) {
-                double t0 = omp_get_wtime();
-                if (v == 0)
-                    bc_spmv(&L, x, y);
-                else if (v == 1)
-                    spmv_before(&L, x, y);
-                else if (v == 2)
-                    bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
-                else
-                    precond_before(&L, x, y, &rr0, &rz0);
-                t[(4 * warm + v) * rounds + r] = omp_get_wtime() - t0;
-            }
-        }
+    kernel_ctx ctx = {&L, x, y, 0.0, 0.0};
     double ms[8];
-    for (int v = 0; v < 8; v++)
-        ms[v] = 1e3 * median(t + v * rounds, rounds);
+    time_alternating(4, rounds, kernel_call, &ctx, t, ms);
     printf("{\"n\": %lld, \"nnz\": %lld, \"block_size\": %d, \"colors\": %d, \"threads\": %d, "
            "\"rounds\": %d, \"spmv_ms\": %.4f, \"spmv_before_ms\": %.4f, \"precond_ms\": %.4f, "
            "\"precond_before_ms\": %.4f, \"spmv_warm_ms\": %.4f, \"spmv_before_warm_ms\": %.4f, "
