@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <omp.h>
 
@@ -70,7 +69,21 @@ typedef struct {
     float *lval, *uval;
 } lanes;
 
-/* Pad slot: index n (z[n] is kept 0), value 0. */
+/* The widths of vector row k of the lane group from block b: the most L and U
+ * entries of row k among its eight blocks. */
+static void widths(const bc_local *L, int b, int k, int *wl, int *wu)
+{
+    int64_t ml = 0, mu = 0;
+    for (int j = 0; j < LANES; j++) {
+        const int i = L->bstart[b + j] + k;
+        ml = L->lptr[i + 1] - L->lptr[i] > ml ? L->lptr[i + 1] - L->lptr[i] : ml;
+        mu = L->uptr[i + 1] - L->uptr[i] > mu ? L->uptr[i + 1] - L->uptr[i] : mu;
+    }
+    *wl = (int)ml, *wu = (int)mu;
+}
+
+/* Group the blocks and lay out the lane groups' entries; padding slots have
+ * index n (z[n] is kept 0) and value 0.  0, or -1 without the memory. */
 static int build_lanes(const bc_local *L, lanes *G)
 {
     const int n = L->nloc;
@@ -79,6 +92,8 @@ static int build_lanes(const bc_local *L, lanes *G)
     G->ufirst = malloc((size_t)L->nblocks * sizeof(int));
     G->ulanes = malloc((size_t)L->nblocks * sizeof(int));
     G->urv = malloc((size_t)L->nblocks * sizeof(int64_t));
+    if (!G->ucptr || !G->ufirst || !G->ulanes || !G->urv)
+        return -1;
     int64_t nrv = 0, lslots = 0, uslots = 0;
     for (int c = 0; c < L->ncolors; c++) {
         int b = L->cptr[c];
@@ -92,12 +107,8 @@ static int build_lanes(const bc_local *L, lanes *G)
                 G->ulanes[G->nunits] = LANES;
                 G->urv[G->nunits] = nrv;
                 for (int k = 0; k < m; k++) {
-                    int wl = 0, wu = 0;
-                    for (int j = 0; j < LANES; j++) {
-                        const int i = L->bstart[b + j] + k;
-                        wl = (int)fmax(wl, (double)(L->lptr[i + 1] - L->lptr[i]));
-                        wu = (int)fmax(wu, (double)(L->uptr[i + 1] - L->uptr[i]));
-                    }
+                    int wl, wu;
+                    widths(L, b, k, &wl, &wu);
                     lslots += wl, uslots += wu, nrv++;
                 }
                 b += LANES;
@@ -125,12 +136,8 @@ static int build_lanes(const bc_local *L, lanes *G)
             continue;
         const int b = G->ufirst[u], m = L->bstart[b + 1] - L->bstart[b];
         for (int k = 0; k < m; k++, rv++) {
-            int wl = 0, wu = 0;
-            for (int j = 0; j < LANES; j++) {
-                const int i = L->bstart[b + j] + k;
-                wl = (int)fmax(wl, (double)(L->lptr[i + 1] - L->lptr[i]));
-                wu = (int)fmax(wu, (double)(L->uptr[i + 1] - L->uptr[i]));
-            }
+            int wl, wu;
+            widths(L, b, k, &wl, &wu);
             G->loff[rv] = lo, G->lw[rv] = wl, G->uoff[rv] = uo, G->uw[rv] = wu;
             for (int j = 0; j < LANES; j++) {
                 const int i = L->bstart[b + j] + k;
