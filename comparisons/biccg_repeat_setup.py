@@ -1,0 +1,80 @@
+"""BICCG's setup when one process solves again and again, back to back or with pauses.
+
+A job that solves several times (time steps) sets the solver up once a solve: the setup
+allocates its arrays (about 385 MB at 128^3) and frees them when the solve returns.  On a
+VM whose balloon device reports free pages to the host (virtio_balloon's free page
+reporting; Linux hands freed 2 MiB blocks back after about 2 s), memory freed and touched
+again seconds later faults in the host: "cold" (comparisons/README.md).  This runs
+--solves solves of Poisson NX x NY x NZ (one iteration each: the setup is what is timed) in
+one process, sleeping --pause seconds between them, for each pause given, the pauses'
+processes alternating over --rounds rounds, and prints each solve's setup (ordering +
+factorization) seconds and the medians of the solves after the first.
+
+    python comparisons/biccg_repeat_setup.py --grid 128 128 128 --pause 0 5 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+
+def child(grid: list[int], solves: int, pause: float, threads: int) -> list[float]:
+    """In this process: each solve's setup seconds."""
+    import numpy as np
+
+    from kernels_ext import biccg
+
+    A = biccg.poisson_matrix(*grid)
+    b = A @ np.ones(A.shape[0])
+    out = []
+    for k in range(solves):
+        if k:
+            time.sleep(pause)
+        _, rec = biccg.solve(A, b, threads=threads, max_iter=1, tol=1e-30, grid=grid)
+        out.append(rec["times"]["ordering"] + rec["times"]["factorization"])
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", type=int, nargs=3, default=[128, 128, 128],
+                   metavar=("NX", "NY", "NZ"))
+    p.add_argument("--solves", type=int, default=5)
+    p.add_argument("--pause", type=float, nargs="+", default=[0.0, 5.0],
+                   help="seconds between solves (one process per value)")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.solves < 2 or a.rounds < 1 or any(x < 0 for x in a.pause):
+        p.error("--solves at least 2, --rounds at least 1, pauses not negative")
+    if a.child:
+        print(json.dumps(child(a.grid, a.solves, a.pause[0], a.threads)))
+        return 0
+    later: dict[float, list[float]] = {x: [] for x in a.pause}
+    for r in range(a.rounds):
+        for x in (a.pause if r % 2 == 0 else a.pause[::-1]):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", "--grid", *map(str, a.grid),
+                 "--solves", str(a.solves), "--pause", str(x), "--threads", str(a.threads)],
+                capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"error: the solving process failed: {proc.stderr.strip()[-400:]}")
+            setups = json.loads(proc.stdout.splitlines()[-1])
+            later[x] += setups[1:]
+            print(f"round {r + 1}, pause {x:g} s: setups " +
+                  ", ".join(f"{s:.3f}" for s in setups) + " s", flush=True)
+    for x, s in later.items():
+        print(f"pause {x:g} s: the solves after the first set up in {statistics.median(s):.3f} s "
+              f"(median; {min(s):.3f}-{max(s):.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
