@@ -10,17 +10,28 @@ one process, sleeping --pause seconds between them, for each pause given, the pa
 processes alternating over --rounds rounds, and prints each solve's setup (ordering +
 factorization) seconds and the medians of the solves after the first.
 
+With --retain, each pause also runs in a process whose C library keeps freed memory
+(GLIBC_TUNABLES below: no mmap for large blocks, no trimming of the heap), so that a later
+solve's setup reuses the pages the earlier one freed: what a job can set today, without a
+change to the solver.
+
     python comparisons/biccg_repeat_setup.py --grid 128 128 128 --pause 0 5 --rounds 2
+    python comparisons/biccg_repeat_setup.py --pause 5 --retain
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+
+#: glibc keeps what the solver frees: large blocks from the heap (never mmap), the heap
+#: never trimmed (64 GiB)
+RETAIN = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
 
 
 def child(grid: list[int], solves: int, pause: float, threads: int) -> list[float]:
@@ -50,6 +61,8 @@ def main() -> int:
                    help="seconds between solves (one process per value)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--retain", action="store_true",
+                   help=f"also run each pause with GLIBC_TUNABLES={RETAIN}")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.solves < 2 or a.rounds < 1 or any(x < 0 for x in a.pause):
@@ -57,22 +70,24 @@ def main() -> int:
     if a.child:
         print(json.dumps(child(a.grid, a.solves, a.pause[0], a.threads)))
         return 0
-    later: dict[float, list[float]] = {x: [] for x in a.pause}
+    cases = [(x, keep) for x in a.pause for keep in ((False, True) if a.retain else (False,))]
+    later: dict[tuple[float, bool], list[float]] = {c: [] for c in cases}
     for r in range(a.rounds):
-        for x in (a.pause if r % 2 == 0 else a.pause[::-1]):
+        for x, keep in (cases if r % 2 == 0 else cases[::-1]):
+            env = os.environ | ({"GLIBC_TUNABLES": RETAIN} if keep else {})
             proc = subprocess.run(
                 [sys.executable, __file__, "--child", "--grid", *map(str, a.grid),
                  "--solves", str(a.solves), "--pause", str(x), "--threads", str(a.threads)],
-                capture_output=True, text=True)
+                capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 sys.exit(f"error: the solving process failed: {proc.stderr.strip()[-400:]}")
             setups = json.loads(proc.stdout.splitlines()[-1])
-            later[x] += setups[1:]
-            print(f"round {r + 1}, pause {x:g} s: setups " +
+            later[x, keep] += setups[1:]
+            print(f"round {r + 1}, pause {x:g} s{', memory kept' if keep else ''}: setups " +
                   ", ".join(f"{s:.3f}" for s in setups) + " s", flush=True)
-    for x, s in later.items():
-        print(f"pause {x:g} s: the solves after the first set up in {statistics.median(s):.3f} s "
-              f"(median; {min(s):.3f}-{max(s):.3f})")
+    for (x, keep), s in later.items():
+        print(f"pause {x:g} s{', memory kept' if keep else ''}: the solves after the first set "
+              f"up in {statistics.median(s):.3f} s (median; {min(s):.3f}-{max(s):.3f})")
     return 0
 
 
