@@ -33,7 +33,7 @@
 
 #include <omp.h>
 
-#include "bench_timing.h"
+#include "biccg_bench.h"
 #include "internal.h"
 
 #ifndef __AVX512F__
@@ -247,15 +247,14 @@ static void precond_lanes(const bc_local *L, const lanes *G, const double *r, do
 typedef struct {
     const bc_local *L;
     const lanes *G;
-    const double *x;
-    double *z0, *z1, rr, rz;
+    double *x, *z0, *z1, rr, rz; /* x read only */
 } lanes_ctx;
 
 static void lanes_call(void *vc, int v)
 {
     lanes_ctx *c = vc;
     if (v == 0)
-        bc_precond(c->L, 0.0, NULL, (double *)c->x, c->z0, &c->rr, &c->rz);
+        bc_precond(c->L, 0.0, NULL, c->x, c->z0, &c->rr, &c->rz);
     else
         precond_lanes(c->L, c->G, c->x, c->z1, &c->rr, &c->rz);
 }
@@ -269,23 +268,20 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]);
     const int rounds = atoi(argv[4]);
-    const bc_gidx n = nx * ny * nz, nnz = bc_poisson_nnz(nx, ny, nz, 0, n);
-    int64_t *indptr = malloc((size_t)(n + 1) * sizeof *indptr);
-    int64_t *indices = malloc((size_t)nnz * sizeof *indices);
-    double *data = malloc((size_t)nnz * sizeof *data);
-    if (!indptr || !indices || !data || rounds < 1 || n < 1 || n > 0x7ffffffe) {
+    const bc_gidx n = nx * ny * nz;
+    if (rounds < 1) {
         fprintf(stderr, "error: bad sizes or no memory\n");
         return 2;
     }
-    bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
-    bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
     bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
                    .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
     bc_local L;
     lanes G;
-    memset(&L, 0, sizeof L);
-    if (bc_order(&a, &p, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-        bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 1) != BC_OK || build_lanes(&L, &G) != 0) {
+    /* n - 1 at most: the padding slots index z[n] */
+    const int rc = poisson_setup(nx, ny, nz, 0x7ffffffe, &p, 1, &L);
+    if (rc != 0)
+        return rc;
+    if (build_lanes(&L, &G) != 0) {
         fprintf(stderr, "error: setup failed\n");
         return 1;
     }

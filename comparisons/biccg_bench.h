@@ -1,11 +1,13 @@
 /*
- * bench_timing.h - what the kernel comparisons' C drivers (biccg_kernels.c,
- * biccg_lanes.c) share: a flush that leaves nothing of the operands in cache,
- * and variants timed alternately, medians.
+ * biccg_bench.h - what the BICCG kernel comparisons' C drivers (biccg_kernels.c,
+ * biccg_lanes.c) share: the Poisson matrix set up as the solver sets it up, a
+ * flush that leaves nothing of the operands in cache, and variants timed
+ * alternately, medians.
  */
-#ifndef BURSTBENCH_BENCH_TIMING_H
-#define BURSTBENCH_BENCH_TIMING_H
+#ifndef BURSTBENCH_BICCG_BENCH_H
+#define BURSTBENCH_BICCG_BENCH_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +15,41 @@
 #include <omp.h>
 
 #include "internal.h"
+
+/* The 7-point Poisson matrix of an nx x ny x nz grid on one rank, ordered,
+ * copied and factored into L as bc_solve's setup does (p's blocking and
+ * colors; the factor in single precision where `single`).  0; 2 for a grid
+ * out of range (n < 1 or n > n_max) or no memory; 1 where the setup fails
+ * (each with a line on stderr). */
+static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, const bc_params *p,
+                         int single, bc_local *L)
+{
+    const bc_gidx n = nx * ny * nz;
+    memset(L, 0, sizeof *L);
+    if (n < 1 || n > n_max) {
+        fprintf(stderr, "error: bad sizes or no memory\n");
+        return 2;
+    }
+    const bc_gidx nnz = bc_poisson_nnz(nx, ny, nz, 0, n);
+    int64_t *indptr = malloc((size_t)(n + 1) * sizeof *indptr);
+    int64_t *indices = malloc((size_t)nnz * sizeof *indices);
+    double *data = malloc((size_t)nnz * sizeof *data);
+    int rc = 0;
+    if (!indptr || !indices || !data) {
+        fprintf(stderr, "error: bad sizes or no memory\n");
+        rc = 2;
+    } else {
+        bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
+        bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
+        if (bc_order(&a, p, L, NULL) != BC_OK || bc_build_local(&a, L) != BC_OK ||
+            bc_scan_blocks(L) != BC_OK || bc_factor(L, single) != BC_OK) {
+            fprintf(stderr, "error: setup failed\n");
+            rc = 1;
+        }
+    }
+    free(indptr), free(indices), free(data);
+    return rc;
+}
 
 /* doubles written by a flush: twice the last-level cache, 192 MiB at least
  * (the Xeon VMs report 300 MiB of L3, in which 192 MiB left 128^3 cached) */
