@@ -160,6 +160,20 @@ static int build_lanes(const bc_local *L, lanes *G)
     return 0;
 }
 
+/* s minus the w slots from slot `off` of a lane layout (idx, val): each lane's
+ * value times z at its index, in slot order. */
+static inline __m512d minus_slots(__m512d s, const int32_t *idx, const float *val, int64_t off,
+                                  int w, const double *z)
+{
+    for (int t = 0; t < w; t++) {
+        const int64_t at = (off + t) * LANES;
+        const __m256i ix = _mm256_loadu_si256((const __m256i *)(idx + at));
+        const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(val + at));
+        s = _mm512_fnmadd_pd(v, _mm512_i32gather_pd(ix, z, 8), s);
+    }
+    return s;
+}
+
 /* z = M^-1 r (no CG update), rr = r'r, rz = r'z; z has n + 1 entries, z[n] = 0. */
 static void precond_lanes(const bc_local *L, const lanes *G, const double *r, double *z,
                           double *rr_out, double *rz_out)
@@ -190,12 +204,7 @@ static void precond_lanes(const bc_local *L, const lanes *G, const double *r, do
                     const int64_t rv = G->urv[u] + k;
                     __m512d s = ROW_LOAD(r, rows, rv);
                     vrr = _mm512_fmadd_pd(s, s, vrr);
-                    for (int t = 0; t < G->lw[rv]; t++) {
-                        const int64_t at = (G->loff[rv] + t) * LANES;
-                        const __m256i ix = _mm256_loadu_si256((const __m256i *)(G->lidx + at));
-                        const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(G->lval + at));
-                        s = _mm512_fnmadd_pd(v, _mm512_i32gather_pd(ix, z, 8), s);
-                    }
+                    s = minus_slots(s, G->lidx, G->lval, G->loff[rv], G->lw[rv], z);
                     ROW_STORE(z, rows, rv, s);
                 }
             }
@@ -226,12 +235,7 @@ static void precond_lanes(const bc_local *L, const lanes *G, const double *r, do
                     const __m512d w = ROW_LOAD(z, rows, rv);
                     __m512d s = _mm512_mul_pd(w, _mm512_cvtps_pd(ROW_LOAD_F(dinv, rows, rv)));
                     vrz = _mm512_fmadd_pd(w, s, vrz);
-                    for (int t = 0; t < G->uw[rv]; t++) {
-                        const int64_t at = (G->uoff[rv] + t) * LANES;
-                        const __m256i ix = _mm256_loadu_si256((const __m256i *)(G->uidx + at));
-                        const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(G->uval + at));
-                        s = _mm512_fnmadd_pd(v, _mm512_i32gather_pd(ix, z, 8), s);
-                    }
+                    s = minus_slots(s, G->uidx, G->uval, G->uoff[rv], G->uw[rv], z);
                     ROW_STORE(z, rows, rv, s);
                 }
             }
