@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "internal.h"
 
 static bc_gidx gmin(bc_gidx a, bc_gidx b)
@@ -81,6 +83,109 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
     return BC_OK;
 }
 
+/* Each block's earlier coupled blocks (J < I), once each, in the order met:
+ * block I's are list[owner[I]][at[I] ..) (count[I] of them), in the buffer of
+ * the thread that scanned it. */
+typedef struct {
+    int nthreads;
+    int **list;
+    int64_t *at;
+    int *count;
+    unsigned char *owner;
+} earlier;
+
+static void earlier_free(earlier *E)
+{
+    if (E == NULL)
+        return;
+    for (int t = 0; E->list && t < E->nthreads; t++)
+        free(E->list[t]);
+    free(E->list), free(E->at), free(E->count), free(E->owner), free(E);
+}
+
+/* One scan of the rank's entries, blocks in parallel; nout and nlow as
+ * bc_order needs them.  NULL when out of memory.  The scan was the serial
+ * greedy pass's, block by block: 0.021 s at 128^3 on the AMD VM whatever the
+ * threads (at 16 a rank, most of the setup).  Apart, in parallel, it takes
+ * 0.013 s on two threads and 0.024 s on one; the greedy pass over the lists
+ * 0.0006 s (comparisons/README.md). */
+static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, const int *pre,
+                               const int *bof, const int *bptr, int64_t *nout_out,
+                               int64_t *nlow_out)
+{
+    const bc_gidx r0 = a->row_begin;
+    const int64_t *const c64 = a->indices64;
+    const int32_t *const c32 = a->indices32;
+    earlier *E = calloc(1, sizeof *E);
+    if (E == NULL)
+        return NULL;
+    E->nthreads = omp_get_max_threads() < 256 ? omp_get_max_threads() : 256;
+    E->list = calloc((size_t)E->nthreads, sizeof *E->list);
+    E->at = malloc((size_t)nb * sizeof *E->at);
+    E->count = malloc((size_t)nb * sizeof *E->count);
+    E->owner = malloc((size_t)nb);
+    if (!E->list || !E->at || !E->count || !E->owner) {
+        earlier_free(E);
+        return NULL;
+    }
+    int64_t nout = 0, nlow = 0;
+    int bad = 0;
+#pragma omp parallel num_threads(E->nthreads) reduction(+ : nout, nlow) reduction(| : bad)
+    {
+        const int t = omp_get_thread_num();
+        int64_t cap = 8 * ((int64_t)nb / E->nthreads + 1), len = 0;
+        int *mine = malloc((size_t)cap * sizeof *mine);
+        int *mark = malloc((size_t)nb * sizeof *mark); /* last block that listed J */
+        if (mine == NULL || mark == NULL)
+            bad = 1;
+        else
+            memset(mark, 0xff, (size_t)nb * sizeof *mark);
+#pragma omp for schedule(static)
+        for (int I = 0; I < nb; I++) {
+            if (bad)
+                continue;
+            const int64_t first = len;
+            for (int k = bptr[I]; k < bptr[I + 1]; k++) {
+                const bc_gidx i = pre ? pre[k] : k;
+                const bc_gidx e1 = bc_in_ptr(a, i + 1);
+                for (bc_gidx e = bc_in_ptr(a, i); e < e1; e++) {
+                    const bc_gidx g = (c64 ? c64[e] : c32[e]) - r0;
+                    if (g < 0 || g >= n) {
+                        nout++;
+                        nlow += g < 0;
+                        continue;
+                    }
+                    const int J = bof ? bof[g] : (int)(g / bs);
+                    if (J >= I || mark[J] == I)
+                        continue;
+                    mark[J] = I;
+                    if (len == cap) {
+                        int *grown = realloc(mine, (size_t)(cap *= 2) * sizeof *mine);
+                        if (grown == NULL) {
+                            bad = 1;
+                            break;
+                        }
+                        mine = grown;
+                    }
+                    mine[len++] = J;
+                }
+            }
+            E->at[I] = first;
+            E->count[I] = (int)(len - first);
+            E->owner[I] = (unsigned char)t;
+        }
+        E->list[t] = mine;
+        free(mark);
+    }
+    *nout_out = nout;
+    *nlow_out = nlow;
+    if (bad) {
+        earlier_free(E);
+        return NULL;
+    }
+    return E;
+}
+
 int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_color)
 {
     const bc_gidx r0 = a->row_begin, n = a->nrows;
@@ -116,23 +221,20 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         rc = BC_ENOMEM;
         goto done;
     }
-    /* every entry passes here once: count the outside ones, and those before the rank */
+    /* every entry passes here once, in parallel: each block's earlier
+     * coupled blocks, listed once each, and the outside entries counted (and
+     * those before the rank); then the greedy pass, serial, over the lists */
     int64_t nout = 0, nlow = 0;
+    earlier *E = earlier_blocks(a, n, bs, nb, pre, bof, bptr, &nout, &nlow);
+    if (E == NULL) {
+        rc = BC_ENOMEM;
+        goto done;
+    }
+    BC_PHASE("order: coloring scan");
     for (int I = 0; I < nb; I++) {
-        for (int k = bptr[I]; k < bptr[I + 1]; k++) {
-            const bc_gidx i = pre ? pre[k] : k;
-            for (bc_gidx e = bc_in_ptr(a, i); e < bc_in_ptr(a, i + 1); e++) {
-                bc_gidx g = bc_in_col(a, e) - r0;
-                if (g < 0 || g >= n) {
-                    nout++;
-                    nlow += g < 0;
-                    continue;
-                }
-                const int J = bof ? bof[g] : (int)(g / bs);
-                if (J < I) /* an earlier, already colored block */
-                    stamp[color[J]] = I + 1;
-            }
-        }
+        const int *J = E->list[E->owner[I]] + E->at[I];
+        for (int k = 0; k < E->count[I]; k++)
+            stamp[color[J[k]]] = I + 1;
         int c = -1;
         for (int t = 0; t < ncol && c < 0; t++)
             if (stamp[(next + t) % ncol] != I + 1)
@@ -141,7 +243,7 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
             int *grown = realloc(stamp, (size_t)(ncol + 1) * sizeof(int));
             if (grown == NULL) {
                 rc = BC_ENOMEM;
-                goto done;
+                break;
             }
             stamp = grown;
             stamp[ncol] = 0;
@@ -150,6 +252,9 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         color[I] = c;
         next = (c + 1) % ncol;
     }
+    earlier_free(E);
+    if (rc != BC_OK)
+        goto done;
 
     BC_PHASE("order: coloring");
     /* New order: blocks by color, then by their old position; rows of a block
