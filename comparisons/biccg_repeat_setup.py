@@ -4,19 +4,24 @@ A job that solves several times (time steps) sets the solver up once a solve: th
 allocates its arrays (about 385 MB at 128^3) and frees them when the solve returns.  On a
 VM whose balloon device reports free pages to the host (virtio_balloon's free page
 reporting; Linux hands freed 2 MiB blocks back after about 2 s), memory freed and touched
-again seconds later faults in the host: "cold" (comparisons/README.md).  This runs
---solves solves of Poisson NX x NY x NZ (one iteration each: the setup is what is timed) in
-one process, sleeping --pause seconds between them, for each pause given, the pauses'
-processes alternating over --rounds rounds, and prints each solve's setup (ordering +
-factorization) seconds and the medians of the solves after the first.
+again seconds later faults in the host: "cold" (comparisons/README.md).  The solver keeps
+its large arrays between solves for that reason (kernels_ext/biccg/src/cg.c, the pool).
 
-With --retain, each pause also runs in a process whose C library keeps freed memory
-(GLIBC_TUNABLES below: no mmap for large blocks, no trimming of the heap), so that a later
-solve's setup reuses the pages the earlier one freed: what a job can set today, without a
-change to the solver.
+This runs --solves solves of Poisson NX x NY x NZ (one iteration each: the setup is what is
+timed) in one process, sleeping --pause seconds between them, for each pause and each kind
+of process given, the processes alternating over --rounds rounds, and prints each solve's
+setup (ordering + factorization) seconds and the medians of the solves after the first.
+The kinds:
+
+  kept      the solver as it is: its arrays kept for the next solve;
+  released  release_memory() after each solve: the arrays handed back to the system, as
+            the solver did before it kept them;
+  glibc     released, but the C library keeps what is freed (GLIBC_TUNABLES below: no
+            mmap for large blocks, no trimming of the heap): what a job could set without
+            the solver's help.
 
     python comparisons/biccg_repeat_setup.py --grid 128 128 128 --pause 0 5 --rounds 2
-    python comparisons/biccg_repeat_setup.py --pause 5 --retain
+    python comparisons/biccg_repeat_setup.py --pause 5 --kinds released kept glibc
 """
 
 from __future__ import annotations
@@ -32,10 +37,13 @@ import time
 #: glibc keeps what the solver frees: large blocks from the heap (never mmap), the heap
 #: never trimmed (64 GiB)
 RETAIN = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+KINDS = ("kept", "released", "glibc")
 
 
-def child(grid: list[int], solves: int, pause: float, threads: int) -> list[float]:
-    """In this process: each solve's setup seconds."""
+def child(grid: list[int], solves: int, pause: float, threads: int,
+          release: bool) -> list[float]:
+    """In this process: each solve's setup seconds (release: the solver's memory handed
+    back after each solve)."""
     import numpy as np
 
     from kernels_ext import biccg
@@ -48,6 +56,8 @@ def child(grid: list[int], solves: int, pause: float, threads: int) -> list[floa
             time.sleep(pause)
         _, rec = biccg.solve(A, b, threads=threads, max_iter=1, tol=1e-30, grid=grid)
         out.append(rec["times"]["ordering"] + rec["times"]["factorization"])
+        if release:
+            biccg.release_memory()
     return out
 
 
@@ -61,33 +71,33 @@ def main() -> int:
                    help="seconds between solves (one process per value)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--retain", action="store_true",
-                   help=f"also run each pause with GLIBC_TUNABLES={RETAIN}")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--kinds", nargs="+", choices=KINDS, default=["released", "kept"],
+                   help="kinds of process (see above; default: released kept)")
+    p.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.solves < 2 or a.rounds < 1 or any(x < 0 for x in a.pause):
         p.error("--solves at least 2, --rounds at least 1, pauses not negative")
     if a.child:
-        print(json.dumps(child(a.grid, a.solves, a.pause[0], a.threads)))
+        print(json.dumps(child(a.grid, a.solves, a.pause[0], a.threads, a.child != "kept")))
         return 0
-    cases = [(x, keep) for x in a.pause for keep in ((False, True) if a.retain else (False,))]
-    later: dict[tuple[float, bool], list[float]] = {c: [] for c in cases}
+    cases = [(x, kind) for x in a.pause for kind in dict.fromkeys(a.kinds)]
+    later: dict[tuple[float, str], list[float]] = {c: [] for c in cases}
     for r in range(a.rounds):
-        for x, keep in (cases if r % 2 == 0 else cases[::-1]):
-            env = os.environ | ({"GLIBC_TUNABLES": RETAIN} if keep else {})
+        for x, kind in (cases if r % 2 == 0 else cases[::-1]):
+            env = os.environ | ({"GLIBC_TUNABLES": RETAIN} if kind == "glibc" else {})
             proc = subprocess.run(
-                [sys.executable, __file__, "--child", "--grid", *map(str, a.grid),
+                [sys.executable, __file__, "--child", kind, "--grid", *map(str, a.grid),
                  "--solves", str(a.solves), "--pause", str(x), "--threads", str(a.threads)],
                 capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 sys.exit(f"error: the solving process failed: {proc.stderr.strip()[-400:]}")
             setups = json.loads(proc.stdout.splitlines()[-1])
-            later[x, keep] += setups[1:]
-            print(f"round {r + 1}, pause {x:g} s{', memory kept' if keep else ''}: setups " +
+            later[x, kind] += setups[1:]
+            print(f"round {r + 1}, pause {x:g} s, {kind}: setups " +
                   ", ".join(f"{s:.3f}" for s in setups) + " s", flush=True)
-    for (x, keep), s in later.items():
-        print(f"pause {x:g} s{', memory kept' if keep else ''}: the solves after the first set "
-              f"up in {statistics.median(s):.3f} s (median; {min(s):.3f}-{max(s):.3f})")
+    for (x, kind), s in later.items():
+        print(f"pause {x:g} s, {kind}: the solves after the first set up in "
+              f"{statistics.median(s):.3f} s (median; {min(s):.3f}-{max(s):.3f})")
     return 0
 
 

@@ -311,6 +311,81 @@ def test_max_iterations_is_not_convergence():
     assert st["relative_residual"] > 1e-7
 
 
+def test_a_solve_after_others_is_the_first_one_bit_for_bit():
+    """The solver keeps its large arrays (2 MiB and more) between solves and a later setup
+    takes them back with what the last solve left in them: the same solution, bit for bit,
+    after a solve of another size in between, and after release_memory()."""
+    grid, tile = (72, 72, 72), (4, 4, 2)
+    A, B = biccg.poisson_matrix(*grid), biccg.poisson_matrix(60, 50, 40)
+    b = np.random.default_rng(4).random(A.shape[0])
+    kw = {"threads": 2, "tol": 1e-8, "grid": grid, "tile": tile}
+    x1, s1 = biccg.solve(A, b, **kw)
+    biccg.solve(B, np.ones(B.shape[0]), threads=2, tol=1e-6)
+    x2, s2 = biccg.solve(A, b, **kw)
+    biccg.release_memory()
+    x3, s3 = biccg.solve(A, b, **kw)
+    assert s1["converged"] and s1["iterations"] == s2["iterations"] == s3["iterations"]
+    assert x1.tobytes() == x2.tobytes() == x3.tobytes()
+
+
+@pytest.mark.parametrize("double,rows", [("0", "0"), ("1", "1")])
+def test_no_setup_reads_what_the_last_one_left(tmp_path, double, rows):
+    """Built with -DBC_POOL_POISON, the solver fills each array it keeps for the next solve
+    with garbage; the setups of three solves in one process then build the same bytes (the
+    digests of ordering, matrix, plan, pattern and factor, -DBC_PROFILE).  128 x 64 x 64:
+    every array of the setup is large enough to be kept."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    exe, src = tmp_path / "profile", ROOT / "kernels_ext" / "biccg" / "src"
+    build = subprocess.run(
+        [str(mpicc), "-O2", "-fopenmp", "-std=gnu99", "-DBC_PROFILE", "-DBC_POOL_POISON",
+         f"-I{src}", str(ROOT / "comparisons" / "biccg_setup_profile.c"),
+         *map(str, sorted(src.glob("*.c"))), "-lm", "-o", str(exe)],
+        capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    out = subprocess.run([str(exe), "128", "64", "64", "2", "3", double, rows, "3"],
+                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr
+    digests = [line for line in out.stderr.splitlines() if line.startswith("digest ")]
+    assert len(digests) == 3 and len(set(digests)) == 1, digests
+    assert [json.loads(line)["rc"] for line in out.stdout.splitlines()] == [0, 0, 0]
+
+
+CHILD_KEPT = """
+import json, os
+import numpy as np
+from kernels_ext import biccg
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+A = biccg.poisson_matrix(96, 96, 96)
+b = np.ones(A.shape[0])
+r0 = rss()
+biccg.solve(A, b, threads=2, max_iter=3)
+r1 = rss()
+biccg.solve(A, b, threads=2, max_iter=3)
+r2 = rss()
+biccg.release_memory()
+print(json.dumps([r0, r1, r2, rss()]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux's /proc")
+def test_the_memory_kept_between_solves_is_reused_and_released():
+    """After a solve the process keeps the setup's large arrays (about 200 MB at 96^3), a
+    second solve of the same size takes them back instead of growing, and
+    release_memory() hands them to the system."""
+    out = subprocess.run([sys.executable, "-c", CHILD_KEPT], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr
+    r0, r1, r2, r3 = json.loads(out.stdout)
+    mb = 1 << 20
+    assert r1 - r0 > 150 * mb, (r0, r1)
+    assert abs(r2 - r1) < 20 * mb, (r1, r2)
+    assert r2 - r3 > 150 * mb, (r2, r3)
+
+
 def test_residual_history_falls():
     A = biccg.poisson_matrix(12, 12, 12)
     _, st = biccg.solve(A, A @ np.ones(A.shape[0]), history=True)

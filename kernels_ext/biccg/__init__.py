@@ -196,6 +196,20 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     return x, stats
 
 
+def release_memory() -> None:
+    """Return to the system the memory the solver keeps between solves.
+
+    Each solve frees its setup's arrays when it returns, but the solver keeps the large
+    ones (about 385 MB at 128^3) for the next solve, which then sets up on pages already
+    in place: on a VM whose balloon reports freed memory, pages handed back and faulted
+    in again seconds later made each later setup 4-5x slower (comparisons/README.md,
+    "Cold memory").  Call this when no more solves follow and the memory is wanted.
+    """
+    from kernels_ext.biccg import _biccg
+
+    _biccg.release()
+
+
 def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
           max_iter: int = 10_000, threads: int = 0, history: bool = False,
           factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,

@@ -295,6 +295,19 @@ static PyObject *py_poisson(PyObject *self, PyObject *args)
     return PyLong_FromLongLong((long long)nnz);
 }
 
+PyDoc_STRVAR(release_doc, "release()\n\n"
+                          "Return to the system the memory the solver keeps between solves\n"
+                          "(the last setup's large arrays). Not while a solve runs.");
+
+static PyObject *py_release(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    Py_BEGIN_ALLOW_THREADS
+    bc_release();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_build_mpi(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -307,6 +320,7 @@ static PyMethodDef methods[] = {
      coloring_doc},
     {"ic0", py_ic0, METH_VARARGS, ic0_doc},
     {"poisson", py_poisson, METH_VARARGS, poisson_doc},
+    {"release", py_release, METH_NOARGS, release_doc},
     {"build_mpi", py_build_mpi, METH_NOARGS, "build_mpi() -> dict: the MPI compiled against."},
     {NULL, NULL, 0, NULL}};
 

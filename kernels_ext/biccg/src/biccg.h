@@ -111,6 +111,13 @@ int bc_block_coloring(const bc_csr_in *a, const bc_params *p, int *color, int ma
  */
 double bc_ic0(const bc_csr_in *a, double *d, bc_gidx *uptr, int32_t *uidx, double *uval);
 
+/*
+ * bc_release - return to the system the memory that the solver keeps between
+ * solves (the large arrays of the last solve's setup, kept so that the next
+ * setup need not fault in fresh pages).  Call it when no solve is running.
+ */
+void bc_release(void);
+
 /* bc_poisson_nnz / bc_poisson_fill - rows [r0, r1) of the 7-point Laplacian
  * (Dirichlet) on an nx x ny x nz grid, x fastest: 6 on the diagonal, -1 for
  * each neighbour inside the grid.  fill writes indptr (r1-r0+1 entries,

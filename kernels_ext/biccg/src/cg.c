@@ -12,6 +12,7 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -68,18 +69,106 @@ static void bc_digest(const bc_local *L)
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
+/*
+ * The pool: large blocks (a huge page or more) that a setup freed, kept for
+ * the process's next setup.  Handed back to the system and touched again
+ * seconds later, they cost that setup 4-5x on the AMD VM, whose balloon
+ * reports freed memory to the host (0.60 s at 128^3 after a 5 s pause against
+ * 0.12 s back to back, comparisons/README.md, "Cold memory"); PETSc keeps its
+ * factor's arrays between solves.  A block freed during a solve becomes
+ * available only when the solve has ended (bc_pool_trim), so that a setup
+ * never takes a block another array of the same setup placed (first touch);
+ * a solve repeated with the same sizes gets back, array by array, the blocks
+ * the last one placed (the smallest that fits, the earliest kept of equal
+ * size).  Blocks that solve did not take are returned then: between solves,
+ * a process holds what its last one used.  bc_release returns them all.
+ */
+#define BC_POOL 64
+static struct {
+    void *p;
+    size_t cap;
+    int state; /* BUSY, PENDING (freed during this solve), FREE */
+    int taken; /* taken since the last trim */
+} pool[BC_POOL];
+enum { BUSY = 1, PENDING, FREE };
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void *bc_alloc(size_t count, size_t size)
 {
     size_t bytes = (count > 0 ? count : 1) * size;
     if (bytes < HUGE_PAGE)
         return malloc(bytes);
+    int best = -1, slot = -1;
+    pthread_mutex_lock(&pool_lock);
+    for (int k = 0; k < BC_POOL; k++)
+        if (pool[k].p == NULL && slot < 0)
+            slot = k;
+        else if (pool[k].state == FREE && pool[k].cap >= bytes &&
+                 (best < 0 || pool[k].cap < pool[best].cap))
+            best = k;
+    if (best >= 0) {
+        pool[best].state = BUSY;
+        pool[best].taken = 1;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (best >= 0)
+        return pool[best].p;
     void *p = NULL;
     if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
         return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     madvise(p, bytes, MADV_HUGEPAGE); /* advice only: ignored where THP is off */
 #endif
+    pthread_mutex_lock(&pool_lock);
+    for (int k = slot; k >= 0 && k < BC_POOL; k++)
+        if (pool[k].p == NULL) {
+            pool[k].p = p, pool[k].cap = bytes, pool[k].state = BUSY, pool[k].taken = 1;
+            break;
+        }
+    pthread_mutex_unlock(&pool_lock);
     return p;
+}
+
+void bc_free(void *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&pool_lock);
+    int k = 0;
+    while (k < BC_POOL && pool[k].p != p)
+        k++;
+    if (k < BC_POOL) {
+#ifdef BC_POOL_POISON /* tests of the setup: nothing may read what the last one left */
+        memset(p, 0xa5, pool[k].cap);
+#endif
+        pool[k].state = PENDING;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (k == BC_POOL)
+        free(p);
+}
+
+/* At a solve's end: the blocks no setup took since the last trim returned,
+ * those freed during this solve made available.  all: every free one returned. */
+void bc_pool_trim(int all)
+{
+    pthread_mutex_lock(&pool_lock);
+    for (int k = 0; k < BC_POOL; k++) {
+        if (pool[k].p == NULL || pool[k].state == BUSY)
+            continue;
+        if (all || !pool[k].taken) {
+            free(pool[k].p);
+            pool[k].p = NULL, pool[k].cap = 0, pool[k].state = 0;
+        } else
+            pool[k].state = FREE;
+        pool[k].taken = 0;
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
+void bc_release(void)
+{
+    bc_pool_trim(1);
 }
 
 void bc_local_free(bc_local *L)
@@ -93,7 +182,7 @@ void bc_local_free(bc_local *L)
     if (L->uval_in_uidx)
         all[sizeof all / sizeof all[0] - 2] = NULL;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-        free(all[k]);
+        bc_free(all[k]);
     memset(L, 0, sizeof *L);
 }
 
@@ -219,7 +308,7 @@ typedef struct {
 
 static void cg_vectors_free(cg_vectors *v)
 {
-    free(v->b), free(v->x), free(v->r), free(v->z), free(v->p), free(v->q);
+    bc_free(v->b), bc_free(v->x), bc_free(v->r), bc_free(v->z), bc_free(v->p), bc_free(v->q);
 }
 
 /*
@@ -451,6 +540,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
 done:
     cg_vectors_free(&v);
     bc_local_free(&L);
+    bc_pool_trim(0);
     return rc;
 }
 
@@ -465,6 +555,7 @@ double bc_ic0(const bc_csr_in *a, double *d, bc_gidx *uptr, int32_t *uidx, doubl
     if (bc_order(a, &one, &L, NULL) != BC_OK || bc_build_local(a, &L) != BC_OK ||
         bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 0) != BC_OK) {
         bc_local_free(&L);
+        bc_pool_trim(0);
         return -1.0;
     }
     for (int i = 0; i < L.nloc; i++)
@@ -475,5 +566,6 @@ double bc_ic0(const bc_csr_in *a, double *d, bc_gidx *uptr, int32_t *uidx, doubl
     memcpy(uval, L.uval, (size_t)L.uptr[L.nloc] * sizeof(double));
     double shift = L.shift;
     bc_local_free(&L);
+    bc_pool_trim(0);
     return shift;
 }

@@ -86,12 +86,12 @@ int bc_halo_plan(MPI_Comm comm, const bc_csr_in *a, bc_local *L)
         L->sidx[j] = L->iperm[g];
     }
 done:
-    free(starts);
-    free(want);
-    free(give);
-    free(woff);
-    free(goff);
-    free(asked);
+    bc_free(starts);
+    bc_free(want);
+    bc_free(give);
+    bc_free(woff);
+    bc_free(goff);
+    bc_free(asked);
     return rc;
 }
 

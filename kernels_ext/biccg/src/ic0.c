@@ -84,7 +84,7 @@ static int factor_all(bc_local *L, double shift, double *d)
  * hold U's column (first half) and float value (second half), so U takes no
  * fresh memory (a fresh page costs the kernel's zeroing, on this VM 1.4-12
  * GB/s for huge pages new to a process, comparisons/README.md: 50 MB at
- * 128^3).  Glibc's free() of that buffer would not have handed its pages to
+ * 128^3).  Glibc's bc_free() of that buffer would not have handed its pages to
  * U: above 32 MB it is unmapped.  bc_local_free frees uidx only. */
 static void invert_pivots(bc_local *L, double *d)
 {
@@ -96,7 +96,7 @@ static void invert_pivots(bc_local *L, double *d)
         L->dinv = d;
         return;
     }
-    free(d);
+    bc_free(d);
     L->uidx = (int32_t *)L->lval;
     L->uval32 = (float *)L->lval + L->lptr[n];
     L->uval_in_uidx = 1;
@@ -175,14 +175,14 @@ int bc_factor(bc_local *L, int single)
     L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
     L->lval = bc_alloc((size_t)nl, sizeof(double));
     if (!d || !L->lidx || !L->lval) {
-        free(d);
+        bc_free(d);
         return BC_ENOMEM;
     }
     if (single) {
         L->lval32 = bc_alloc((size_t)L->lptr[n], sizeof(float));
         L->dinv32 = bc_alloc((size_t)n, sizeof(float));
         if (!L->lval32 || !L->dinv32) {
-            free(d);
+            bc_free(d);
             return BC_ENOMEM;
         }
     }
@@ -193,7 +193,7 @@ int bc_factor(bc_local *L, int single)
     while (!factor_all(L, L->shift, d)) {
         L->shift = L->shift == 0.0 ? 1e-4 : L->shift * 10.0;
         if (L->shift > 1e4) {
-            free(d);
+            bc_free(d);
             return BC_EBREAKDOWN;
         }
     }

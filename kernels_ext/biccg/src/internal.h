@@ -125,8 +125,17 @@ void bc_phase(const char *name);
 
 /* cg.c: an array of count items of size bytes; large ones 2 MiB aligned and
  * backed by transparent huge pages where the kernel allows (TLB misses
- * dominate the scattered reads of the substitutions otherwise). free() it. */
+ * dominate the scattered reads of the substitutions otherwise). bc_free() it. */
 void *bc_alloc(size_t count, size_t size);
+
+/* cg.c: free what bc_alloc or malloc gave; bc_alloc's large blocks are kept
+ * in the process's pool for the next solve (see there). */
+void bc_free(void *p);
+
+/* cg.c: at the end of a public entry point, once its arrays are freed: the
+ * pool's blocks that it did not take returned to the system (all: every
+ * block not in use), those it freed made available to the next. */
+void bc_pool_trim(int all);
 
 /* cg.c: y = A x for the local rows (x with its halo filled); returns the
  * local x'y, summed as y is written. */

@@ -60,14 +60,14 @@ int bc_gather(int items, int parts, int64_t most, bc_item_fn fn, const void *ctx
             if (len + parts * most > cap) {
                 int32_t *grown = realloc(mine, (size_t)(cap = 2 * cap + parts * most) * sizeof *mine);
                 if (grown == NULL) {
-                    free(mine), mine = NULL, bad = 1;
+                    bc_free(mine), mine = NULL, bad = 1;
                     continue;
                 }
                 mine = grown;
             }
             len += fn(ctx, it, scratch, mine + len, ptr + (size_t)parts * it + 1);
         }
-        free(scratch);
+        bc_free(scratch);
 #pragma omp barrier
 #pragma omp single
         {
@@ -79,7 +79,7 @@ int bc_gather(int items, int parts, int64_t most, bc_item_fn fn, const void *ctx
             bad = 1;
         else if (first >= 0 && mine != NULL)
             memcpy(all + ptr[(size_t)parts * first], mine, (size_t)len * sizeof *mine);
-        free(mine);
+        bc_free(mine);
     }
     *ptr_out = ptr;
     *out = all;

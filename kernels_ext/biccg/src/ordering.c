@@ -48,7 +48,7 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
     bc_gidx *g0 = malloc(most * sizeof *g0), *xa = malloc(most * sizeof *xa),
             *xb = malloc(most * sizeof *xb);
     if (g0 == NULL || xa == NULL || xb == NULL) {
-        free(g0), free(xa), free(xb);
+        bc_free(g0), bc_free(xa), bc_free(xb);
         return BC_ENOMEM;
     }
     int nb = 0, pos = 0;
@@ -78,7 +78,7 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
             }
         }
     bptr[nb] = (int)n;
-    free(g0), free(xa), free(xb);
+    bc_free(g0), bc_free(xa), bc_free(xb);
     *nb_out = nb;
     return BC_OK;
 }
@@ -99,8 +99,8 @@ static void earlier_free(earlier *E)
     if (E == NULL)
         return;
     for (int t = 0; E->list && t < E->nthreads; t++)
-        free(E->list[t]);
-    free(E->list), free(E->at), free(E->count), free(E->owner), free(E);
+        bc_free(E->list[t]);
+    bc_free(E->list), bc_free(E->at), bc_free(E->count), bc_free(E->owner), bc_free(E);
 }
 
 /* One scan of the rank's entries, blocks in parallel; nout and nlow as
@@ -175,7 +175,7 @@ static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, co
             E->owner[I] = (unsigned char)t;
         }
         E->list[t] = mine;
-        free(mark);
+        bc_free(mark);
     }
     *nout_out = nout;
     *nlow_out = nlow;
@@ -272,8 +272,8 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
     int *fill = malloc((size_t)ncol * sizeof(int));
     int *order = malloc((size_t)nb * sizeof(int)); /* new block position -> old block */
     if (!L->cptr || !L->bstart || !L->perm || !L->iperm || !fill || !order) {
-        free(fill);
-        free(order);
+        bc_free(fill);
+        bc_free(order);
         rc = BC_ENOMEM;
         goto done;
     }
@@ -297,17 +297,17 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         }
     }
     BC_PHASE("order: renumbering");
-    free(order);
-    free(fill);
+    bc_free(order);
+    bc_free(fill);
 done:
-    free(stamp);
-    free(pre);
-    free(bof);
-    free(bptr);
+    bc_free(stamp);
+    bc_free(pre);
+    bc_free(bof);
+    bc_free(bptr);
     if (rc == BC_OK && block_color != NULL)
         *block_color = color;
     else
-        free(color);
+        bc_free(color);
     return rc;
 }
 
@@ -320,15 +320,17 @@ int bc_block_coloring(const bc_csr_in *a, const bc_params *p, int *color, int ma
     if (a->row_begin != 0 || a->nrows != a->n)
         return -1;
     if (bc_order(a, p, &L, &bcolor) != BC_OK || L.nblocks > max_blocks) {
-        free(bcolor);
+        bc_free(bcolor);
         bc_local_free(&L);
+        bc_pool_trim(0);
         return -1;
     }
     memcpy(color, bcolor, (size_t)L.nblocks * sizeof(int));
     for (int i = 0; i < L.nloc; i++)
         perm[i] = L.perm[i];
     int ncolors = L.ncolors;
-    free(bcolor);
+    bc_free(bcolor);
     bc_local_free(&L);
+    bc_pool_trim(0);
     return ncolors;
 }
