@@ -11,14 +11,20 @@ With --base REF, the solver's sources at git revision REF are built too, and the
 run alternately (which goes first alternates by round): each build's phases, the
 per-round ratio of the setups' sums (this tree over REF), and both digests.
 
+With --iterations N the same processes then solve (at most N iterations, tol 1e-7), and
+the solve's times are printed too (SpMV, preconditioner, vector updates, dots), with REF
+their per-round ratios: a change to the iteration measured side by side with its base.
+
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --base HEAD --rounds 9
+    python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --rounds 7
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -54,13 +60,20 @@ def checkout(ref: str, into: Path) -> Path:
     return into / DRIVER
 
 
-def run_once(exe: Path, grid: list[int], threads: int,
-             ranks: int = 1) -> tuple[dict[str, float], str]:
-    """One fresh process (or `ranks` of them): rank 0's phases' seconds, and every rank's
-    digest line, sorted and joined (each rank prints its own)."""
+#: the solve's times that --iterations reports, from the driver's JSON line
+SOLVE_KEYS = ("solve_s", "spmv_s", "precond_s", "vector_s", "dots_s")
+
+
+def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
+             iterations: int = 0) -> tuple[dict[str, float], str, dict]:
+    """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
+    digest line, sorted and joined (each rank prints its own), and the driver's record
+    (its solve's times where iterations > 0)."""
     env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-    argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads), "0"]
+    argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
+            str(iterations)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
     phases: dict[str, float] = {}
     digests = []
     for line in proc.stderr.splitlines():
@@ -69,7 +82,7 @@ def run_once(exe: Path, grid: list[int], threads: int,
             phases[name.strip()] = phases.get(name.strip(), 0.0) + float(secs)
         elif line.startswith("digest "):
             digests.append(line)
-    return phases, "\n  ".join(sorted(digests))
+    return phases, "\n  ".join(sorted(digests)), record
 
 
 def summary(label: str, runs: list[dict[str, float]]) -> list[float]:
@@ -81,6 +94,24 @@ def summary(label: str, runs: list[dict[str, float]]) -> list[float]:
                      ("setup (sum)", totals)]:
         print(f"  {name:28} {statistics.median(xs):.4f} ({min(xs):.4f}-{max(xs):.4f})")
     return totals
+
+
+def solve_summary(records: dict[str, list[dict]], base: str | None) -> None:
+    """Each build's solve times, medians (min-max) over its runs, and with a base the
+    per-round ratios (this tree over base)."""
+    for label, recs in records.items():
+        its = sorted({r["iterations"] for r in recs})
+        print(f"solve, {label} ({'/'.join(map(str, its))} iterations); seconds, median (min-max):")
+        for key in SOLVE_KEYS:
+            xs = [r[key] for r in recs]
+            print(f"  {key[:-2]:28} {statistics.median(xs):.4f} ({min(xs):.4f}-{max(xs):.4f})")
+    if base:
+        for key in SOLVE_KEYS[:3]:
+            ratios = [x[key] / y[key] for x, y in zip(records["this tree"], records[base],
+                                                      strict=True) if y[key] > 0]
+            if ratios:
+                print(f"{key[:-2]}, this tree / {base}, per round: median "
+                      f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 
 
 def main() -> int:
@@ -95,9 +126,14 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--base", metavar="REF",
                    help="also build the solver at git revision REF and alternate with it")
+    p.add_argument("--iterations", type=int, default=0, metavar="N",
+                   help="also solve, at most N iterations (tol 1e-7), and print the solve's "
+                        "times: SpMV, preconditioner, vector updates, dots (default 0: the "
+                        "setup only)")
     a = p.parse_args()
-    if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1:
-        p.error("--rounds, --threads, --ranks and the grid's sizes must be positive")
+    if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1 or a.iterations < 0:
+        p.error("--rounds, --threads, --ranks and the grid's sizes must be positive, "
+                "--iterations not negative")
     with tempfile.TemporaryDirectory() as tmp:
         exes = {"this tree": Path(tmp) / "now"}
         build(a.cc, FLAGS, exes["this tree"], DRIVER)
@@ -107,11 +143,14 @@ def main() -> int:
             build(a.cc, FLAGS, exes[a.base], driver, driver.parent / "src")
         runs: dict[str, list[dict[str, float]]] = defaultdict(list)
         digests: dict[str, set[str]] = defaultdict(set)
+        records: dict[str, list[dict]] = defaultdict(list)
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
-                phases, digest = run_once(exes[label], a.grid, a.threads, a.ranks)
+                phases, digest, record = run_once(exes[label], a.grid, a.threads, a.ranks,
+                                                  a.iterations)
                 runs[label].append(phases)
                 digests[label].add(digest)
+                records[label].append(record)
     where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
              f"{a.rounds} fresh runs")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
@@ -119,6 +158,8 @@ def main() -> int:
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]
         print(f"setup, this tree / {a.base}, per round: median {statistics.median(ratios):.2f} "
               f"({min(ratios):.2f}-{max(ratios):.2f})")
+    if a.iterations:
+        solve_summary(records, a.base)
     for label in exes:
         print(f"{label}:", *sorted(digests[label]), sep="\n  ")
     if a.base and digests["this tree"] != digests[a.base]:
