@@ -72,8 +72,8 @@ static void bc_digest(const bc_local *L)
 /*
  * The pool: large blocks (a huge page or more) that a setup freed, kept for
  * the process's next setup.  Handed back to the system and touched again
- * seconds later, they cost that setup 4-5x on the AMD VM, whose balloon
- * reports freed memory to the host (0.60 s at 128^3 after a 5 s pause against
+ * seconds later, they cost that setup 4-5x on the AMD VM, whose host takes
+ * freed memory back (0.60 s at 128^3 after a 5 s pause against
  * 0.12 s back to back, comparisons/README.md, "Cold memory"); PETSc keeps its
  * factor's arrays between solves.  A block freed during a solve becomes
  * available only when the solve has ended (bc_pool_trim), so that a setup

@@ -84,7 +84,7 @@ static int factor_all(bc_local *L, double shift, double *d)
  * hold U's column (first half) and float value (second half), so U takes no
  * fresh memory (a fresh page costs the kernel's zeroing, on this VM 1.4-12
  * GB/s for huge pages new to a process, comparisons/README.md: 50 MB at
- * 128^3).  Glibc's bc_free() of that buffer would not have handed its pages to
+ * 128^3).  Glibc's free() of that buffer would not have handed its pages to
  * U: above 32 MB it is unmapped.  bc_local_free frees uidx only. */
 static void invert_pivots(bc_local *L, double *d)
 {

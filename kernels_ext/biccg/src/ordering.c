@@ -114,6 +114,9 @@ static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, co
                                int64_t *nlow_out)
 {
     const bc_gidx r0 = a->row_begin;
+    /* the columns read through locals, not bc_in_col: a's fields were loaded
+     * again after each store to mark or mine (0.034 s against 0.029 at 128^3
+     * on one thread) */
     const int64_t *const c64 = a->indices64;
     const int32_t *const c32 = a->indices32;
     earlier *E = calloc(1, sizeof *E);
