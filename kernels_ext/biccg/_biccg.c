@@ -90,7 +90,9 @@ PyDoc_STRVAR(solve_doc,
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
              "A x = b by BICCG in place of x (the initial guess), the GIL released.\n"
              "Returns iterations, converged, relative_residual (recomputed), colors_used,\n"
-             "shift, times (seconds, slowest rank), traffic (per iteration, counted in\n"
+             "shift, times (seconds, slowest rank: solve, the iterations, and their\n"
+             "parts; setup, all else: input check, ordering, factorization, halo_setup\n"
+             "and vectors, with x permuted back), traffic (per iteration, counted in\n"
              "the loop: halo messages and bytes of the busiest rank, Allreduces and\n"
              "their bytes) and the residual history if asked.\n"
              "single_factor keeps IC(0)'s values in float32; grid (nx, ny, nz) and tile\n"
@@ -149,13 +151,14 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
         PyList_SET_ITEM(hist, k, PyFloat_FromDouble(res.history[k]));
     free(res.history);
     return Py_BuildValue(
-        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
+        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
         "s:{s:d,s:d,s:d,s:d}}",
         "iterations", res.iterations, "converged", res.converged ? Py_True : Py_False,
         "relative_residual", res.relative_residual, "cg_residual", res.cg_residual,
         "colors_used", res.colors_used, "shift", res.shift, "halo_entries",
-        (long long)res.halo_rows, "times", "ordering", res.t_ordering, "factorization",
-        res.t_factor, "halo_setup", res.t_halo_setup, "solve", res.t_solve, "spmv", res.t_spmv,
+        (long long)res.halo_rows, "times", "setup", res.t_setup, "input", res.t_input,
+        "ordering", res.t_ordering, "factorization", res.t_factor, "halo_setup",
+        res.t_halo_setup, "vectors", res.t_vectors, "solve", res.t_solve, "spmv", res.t_spmv,
         "precond", res.t_precond, "dots", res.t_dots, "halo", res.t_halo, "vector",
         res.t_vector, "history", hist, "traffic", "messages", res.msgs_per_iter, "message_bytes",
         res.msg_bytes_per_iter, "reductions", res.reductions_per_iter, "reduction_bytes",
