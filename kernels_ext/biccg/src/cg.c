@@ -207,12 +207,13 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
     return xy;
 }
 
-static double dot(int n, const double *a, const double *b)
+/* The local ||b||^2 of b in the caller's numbering, summed in the new one. */
+static double norm2_gathered(const bc_local *L, const double *b_in)
 {
     double s = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += a[i] * b[i];
+    for (int i = 0; i < L->nloc; i++)
+        s += b_in[L->perm[i]] * b_in[L->perm[i]];
     return s;
 }
 
@@ -239,14 +240,16 @@ static int finite_input(const bc_csr_in *a, const double *b)
     return ok;
 }
 
-/* Residual r = b - A x (x with its halo filled), returns the local ||r||^2. */
-static double residual(const bc_local *L, const double *b, const double *x, double *r)
+/* Residual r = b - A x (x with its halo filled; b in the caller's numbering,
+ * read through perm: a copy in the new one would be 8 bytes a row of fresh
+ * memory, read twice a solve), returns the local ||r||^2. */
+static double residual(const bc_local *L, const double *b_in, const double *x, double *r)
 {
     bc_spmv(L, x, r);
     double s = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : s)
     for (int i = 0; i < L->nloc; i++) {
-        r[i] = b[i] - r[i];
+        r[i] = b_in[L->perm[i]] - r[i];
         s += r[i] * r[i];
     }
     return s;
@@ -301,14 +304,15 @@ static int sum_counted(MPI_Comm comm, double *in, double *out, int n, cg_traffic
     return sum_all(comm, in, out, n);
 }
 
-/* CG's vectors in the rank's new numbering; x and p with room for the halo. */
+/* CG's vectors in the rank's new numbering; x and p with room for the halo.
+ * b stays the caller's (residual). */
 typedef struct {
-    double *b, *x, *r, *z, *p, *q;
+    double *x, *r, *z, *p, *q;
 } cg_vectors;
 
 static void cg_vectors_free(cg_vectors *v)
 {
-    bc_free(v->b), bc_free(v->x), bc_free(v->r), bc_free(v->z), bc_free(v->p), bc_free(v->q);
+    bc_free(v->x), bc_free(v->r), bc_free(v->z), bc_free(v->p), bc_free(v->q);
 }
 
 /*
@@ -352,24 +356,21 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
     return rc;
 }
 
-/* The vectors, first touched in parallel in the new numbering (b and x0 permuted). */
-static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *b_in,
-                           const double *x_in, cg_vectors *v)
+/* The vectors, first touched in parallel in the new numbering (x0 permuted). */
+static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *x_in, cg_vectors *v)
 {
     const int n = L->nloc;
     const size_t ext = (size_t)n + (size_t)L->nhalo;
-    v->b = bc_alloc((size_t)n, sizeof(double));
     v->x = bc_alloc(ext, sizeof(double));
     v->r = bc_alloc((size_t)n, sizeof(double));
     v->z = bc_alloc((size_t)n, sizeof(double));
     v->p = bc_alloc(ext, sizeof(double));
     v->q = bc_alloc((size_t)n, sizeof(double));
-    int rc = agree(comm, (v->b && v->x && v->r && v->z && v->p && v->q) ? BC_OK : BC_ENOMEM);
+    int rc = agree(comm, (v->x && v->r && v->z && v->p && v->q) ? BC_OK : BC_ENOMEM);
     if (rc != BC_OK)
         return rc;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
-        v->b[i] = b_in[L->perm[i]];
         v->x[i] = x_in[L->perm[i]];
         v->r[i] = v->z[i] = v->p[i] = v->q[i] = 0.0;
     }
@@ -386,8 +387,8 @@ static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *b_in,
  * max_iter; fills out's iterations, history, cg_residual, and (recomputed
  * after the solve's timer stops) relative_residual and converged.
  */
-static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors *v,
-                      bc_result *out, bc_timer *t, cg_traffic *c)
+static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, const double *b_in,
+                      cg_vectors *v, bc_result *out, bc_timer *t, cg_traffic *c)
 {
     const int n = L->nloc;
     double sums[2], local[2], rz = 0.0;
@@ -395,8 +396,8 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors
     tic(t);
     int rc = bc_halo_exchange(comm, L, v->x); /* r = b - A x0 */
     toc(t, T_HALO);
-    local[0] = residual(L, v->b, v->x, v->r);
-    local[1] = dot(n, v->b, v->b);
+    local[0] = residual(L, b_in, v->x, v->r);
+    local[1] = norm2_gathered(L, b_in);
     toc(t, T_SPMV);
     if (rc == BC_OK)
         rc = sum_all(comm, local, sums, 2);
@@ -466,7 +467,7 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, cg_vectors
     if (rc == BC_OK) { /* the residual CG reports is recursive: recompute it */
         double rr = 0.0, rr_all = 0.0;
         rc = bc_halo_exchange(comm, L, v->x);
-        rr = residual(L, v->b, v->x, v->r);
+        rr = residual(L, b_in, v->x, v->r);
         if (rc == BC_OK)
             rc = sum_all(comm, &rr, &rr_all, 1);
         out->relative_residual = sqrt(rr_all) / bnorm;
@@ -531,7 +532,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     if (rc == BC_OK) {
         tic(&t);
         BC_PHASE(NULL);
-        rc = cg_vectors_init(comm, &L, b_in, x_in, &v);
+        rc = cg_vectors_init(comm, &L, x_in, &v);
         BC_PHASE("vectors");
         toc(&t, T_VECTORS);
     }
@@ -541,7 +542,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     }
     if (rc != BC_OK)
         goto done;
-    rc = cg_iterate(comm, &L, p, &v, out, &t, &c);
+    rc = cg_iterate(comm, &L, p, b_in, &v, out, &t, &c);
     tic(&t); /* the solution in the caller's numbering: the vectors' part */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < L.nloc; i++)
