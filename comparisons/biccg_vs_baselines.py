@@ -19,8 +19,10 @@ Everything runs as fresh processes, alternating, and medians are printed:
    against our solve in two layouts of --threads cores (1 process x 2
    threads and 2 x 1) and STREAM Triad on those cores, on Poisson 64^3 and
    128^3, in an order that rotates every round, --rounds rounds: iterations,
-   setup (ordering + factorization; PETSc's KSPSetUp with the ICC
-   factorization), solve and their sum (matrix assembly is left out of both),
+   setup (ours: all but the iterations, the input's check, ordering,
+   factorization and CG's vectors; PETSc's KSPSetUp with the ICC
+   factorization and its work vectors' allocation, which it first touches in
+   its solve), solve and their sum (matrix assembly is left out of both),
    the per-round ratios ours / PETSc of setup, solve and total (against
    both of PETSc's layouts: on one core, and on the same cores), and each
    pass's achieved bandwidth (the byte model below over the pass's time per
