@@ -74,20 +74,34 @@ PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
 PETSC_MPIEXEC = "mpiexec.openmpi"  # Debian's petsc4py is built on its Open MPI
 
 
-def run_json(argv: list[str], env: dict | None = None) -> dict:
+def run_jsons(argv: list[str], env: dict | None = None) -> list[dict]:
+    """The JSON lines a command prints (it must succeed)."""
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT,
                           env=os.environ | (env or {}))
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(argv[:6])} ... failed: {proc.stderr.strip()[-400:]}")
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    return [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+
+
+def run_json(argv: list[str], env: dict | None = None) -> dict:
+    lines = run_jsons(argv, env)
     return lines[-1] if "function" not in lines[-1] else \
         next(r for r in lines if r["function"] == "Triad")
 
 
-def ours(grid: list[int], threads: int, ranks: int = 1, extra: tuple = ()) -> dict:
-    return run_json([*mpi_prefix(ranks, threads), PY, "-m", "kernels_ext.biccg", "--poisson",
-                     *map(str, grid), "--threads", str(threads), *extra],
-                    {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"})
+def first_and_later(recs: list[dict]) -> dict:
+    """A process's first solve's record, with the later ones' (on memory the first left)
+    under "later"."""
+    return recs[0] | {"later": recs[1:]}
+
+
+def ours(grid: list[int], threads: int, ranks: int = 1, extra: tuple = (),
+         solves: int = 1) -> dict:
+    """Our solves of one fresh process (or `ranks`): first_and_later."""
+    return first_and_later(run_jsons(
+        [*mpi_prefix(ranks, threads), PY, "-m", "kernels_ext.biccg", "--poisson",
+         *map(str, grid), "--threads", str(threads), "--solves", str(solves), *extra],
+        {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}))
 
 
 def baseline(grid: list[int], method: str, threads: int) -> dict:
@@ -95,18 +109,21 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
                      "--method", method, "--threads", str(threads)])
 
 
-def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> list[str]:
-    """The command of one PETSc ICC(0)-CG solve: `ranks` processes under Open MPI, each
+def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1,
+               solves: int = 1) -> list[str]:
+    """The command of PETSc ICC(0)-CG solves: `ranks` processes under Open MPI, each
     bound to a core as ours are, where ranks > 1."""
     pre = [PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core"] if ranks > 1 else []
-    return [*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid)]
+    return [*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid), "--solves",
+            str(solves)]
 
 
-def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1) -> dict:
-    """One PETSc ICC(0)-CG solve in fresh processes (petsc_argv), with our record's time
-    keys added."""
-    rec = run_json(petsc_argv(grid, python, ranks), PETSC_ENV)
-    return rec | {"setup_s": rec["t_setup"], "solve_s": rec["t_solve"]}
+def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int = 1) -> dict:
+    """PETSc ICC(0)-CG solves in fresh processes (petsc_argv), each a new KSP, with our
+    record's time keys added: first_and_later."""
+    recs = run_jsons(petsc_argv(grid, python, ranks, solves), PETSC_ENV)
+    return first_and_later([r | {"setup_s": r["t_setup"], "solve_s": r["t_solve"]}
+                            for r in recs])
 
 
 def petsc_parallel(python: str, ranks: int) -> str:
@@ -223,11 +240,13 @@ def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
 
 
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
-                  python: str = SYSTEM_PY) -> dict:
+                  python: str = SYSTEM_PY, solves: int = 3) -> dict:
     """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
     layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
     ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
-    bandwidth) are taken per round.  `threads`: the cores of a layout."""
+    bandwidth) are taken per round.  `threads`: the cores of a layout.  Each process
+    solves `solves` times: the first solve is the tables' (fresh memory, as a job's
+    first), the later ones' setups (a round's median) a table of their own."""
     version, why = petsc_version(python)
     if version is None:
         print(f"\nPETSc ICC(0)-CG skipped: {why}. Install it with `apt-get install -y "
@@ -252,12 +271,12 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
             order = order[r % len(order):] + order[:r % len(order)]
             for k in order:
                 if k in pnames:
-                    runs[k].append(petsc(g, python, pnames[k]))
+                    runs[k].append(petsc(g, python, pnames[k], solves))
                 elif k == "triad":
                     runs[k].append(triad(threads))
                 else:
                     ranks, t = layouts[names.index(k)]
-                    runs[k].append(ours(g, t, ranks))
+                    runs[k].append(ours(g, t, ranks, solves=solves))
         summary = {k: {"iterations": spread([x["iterations"] for x in runs[k]]),
                        "setup_s": spread([x["setup_s"] for x in runs[k]]),
                        "solve_s": spread([x["solve_s"] for x in runs[k]]),
@@ -268,6 +287,16 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                           for m, f in (("setup", lambda x: x["setup_s"]),
                                        ("solve", lambda x: x["solve_s"]), ("total", total))}
                       for k in names} for p in pnames}
+        def later(x: dict) -> float:
+            return med([r["setup_s"] for r in x["later"]])
+
+        if solves > 1:
+            for k in (*names, *pnames):
+                summary[k]["later_setup_s"] = spread([later(x) for x in runs[k]])
+            for p in pnames:
+                for k in names:
+                    ratios[p][k]["later_setup"] = spread([later(o) / later(q) for o, q
+                                                          in zip(runs[k], runs[p])])
         rates = {k: {ph: spread([phase_rates(g, o)[ph] for o in runs[k]])
                      for ph in ("spmv", "precond", "vector", "iteration")} for k in names}
         of_triad = {k: {ph: spread([phase_rates(g, o)[ph] / tr
@@ -310,6 +339,22 @@ def petsc_table(res: dict) -> list[str]:
                 lines.append(f"| {prob} | {k} / {short}, per round | | "
                              f"{cell(q['setup'], '{:.2f}')} | {cell(q['solve'], '{:.2f}')} | "
                              f"{cell(q['total'], '{:.2f}')} |")
+    if any("later_setup_s" in s for r in res["grids"].values() for s in r["summary"].values()):
+        lines += ["", "Setup of a process's first solve (as above) and of its later ones (their "
+                  "memory in place; ours: the arrays the solver kept, PETSc's: a new KSP on "
+                  "the memory the last one freed), median (min-max) over rounds of each "
+                  "round's median:", "",
+                  "| problem | solver | setup, first solve (s) | setup, later solves (s) | "
+                  + " | ".join(f"later / {short}, per round" for short in against.values())
+                  + " |", "|---|---|---|---|" + "---|" * len(against)]
+        for key, r in res["grids"].items():
+            prob = f"Poisson {r['grid'][0]}^3" if len(set(r["grid"])) == 1 else f"Poisson {key}"
+            for k, name in names.items():
+                s = r["summary"][k]
+                q = [cell(r["ratios"][p][k]["later_setup"], "{:.2f}") if k in res["layouts"]
+                     else "" for p in against]
+                lines.append(f"| {prob} | {name} | {cell(s['setup_s'])} | "
+                             f"{cell(s['later_setup_s'])} | " + " | ".join(q) + " |")
     lines += ["", "| problem | layout | Triad (GB/s) | SpMV | sweeps | vector updates | "
               "iteration |", "|---|---|---|---|---|---|---|"]
     for key, r in res["grids"].items():
@@ -406,6 +451,9 @@ def main() -> int:
     p.add_argument("--petsc-grid", type=int, nargs=3, action="append",
                    metavar=("NX", "NY", "NZ"),
                    help="the PETSc comparison's grids, repeatable (default 64^3 and 128^3)")
+    p.add_argument("--solves", type=int, default=3,
+                   help="solves a process in the PETSc comparison (default 3): the first's "
+                        "times are its tables', the later ones' setups a table of their own")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable)")
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
@@ -425,7 +473,7 @@ def main() -> int:
         baselines(a, out)
     if "petsc" in run:
         out["petsc"] = compare_petsc(a.petsc_grid or [[64, 64, 64], [128, 128, 128]],
-                                     a.rounds, a.threads, a.petsc_python)
+                                     a.rounds, a.threads, a.petsc_python, a.solves)
     if "full" in run:
         full(a, out)
     if a.out:

@@ -1,4 +1,4 @@
-"""PETSc's CG with ICC(0) on the 3D 7-point Poisson matrix: one JSON line.
+"""PETSc's CG with ICC(0) on the 3D 7-point Poisson matrix: a JSON line a solve.
 
 The baseline beside our BICCG in biccg_vs_baselines.py. It runs under the
 system Python (Debian's python3-petsc4py), not the project's venv, so it uses
@@ -88,7 +88,8 @@ def import_petsc():
     return PETSc
 
 
-def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
+def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1) -> list[dict]:
+    """The problem built once, then solved `solves` times; a record a solve."""
     nx, ny, nz = grid
     comm = PETSc.COMM_WORLD
     size, rank = comm.getSize(), comm.getRank()
@@ -120,51 +121,60 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int) -> dict:
     x.set(0.0)
     t_build = slowest(t0)
 
-    ksp = PETSc.KSP().create(comm=comm)
-    ksp.setOperators(A)
-    ksp.setType(PETSc.KSP.Type.CG)
-    ksp.setNormType(PETSc.KSP.NormType.UNPRECONDITIONED)
-    ksp.setTolerances(rtol=rtol, atol=0.0, max_it=max_iter)
-    ksp.setInitialGuessNonzero(False)
-    pc = ksp.getPC()
-    if size == 1:
-        pc.setType(PETSc.PC.Type.ICC)
-        pc.setFactorLevels(0)
-        pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
-    else:  # one block a process, each ICC(0) as above (where PETSC_OPTIONS is silent)
-        pc.setType(PETSc.PC.Type.BJACOBI)
-        opts = PETSc.Options()
-        for key, value in (("sub_pc_type", "icc"), ("sub_pc_factor_levels", 0),
-                           ("sub_pc_factor_mat_ordering_type", "natural")):
-            if not opts.hasName(key):
-                opts[key] = value
-    ksp.setFromOptions()
+    recs = []
+    for solve_no in range(1, solves + 1):  # a new KSP each: its setup from scratch
+        x.set(0.0)
+        ksp = PETSc.KSP().create(comm=comm)
+        ksp.setOperators(A)
+        ksp.setType(PETSc.KSP.Type.CG)
+        ksp.setNormType(PETSc.KSP.NormType.UNPRECONDITIONED)
+        ksp.setTolerances(rtol=rtol, atol=0.0, max_it=max_iter)
+        ksp.setInitialGuessNonzero(False)
+        pc = ksp.getPC()
+        if size == 1:
+            pc.setType(PETSc.PC.Type.ICC)
+            pc.setFactorLevels(0)
+            pc.setFactorOrdering(PETSc.Mat.OrderingType.NATURAL)
+        else:  # one block a process, each ICC(0) as above (where PETSC_OPTIONS is silent)
+            pc.setType(PETSc.PC.Type.BJACOBI)
+            opts = PETSc.Options()
+            for key, value in (("sub_pc_type", "icc"), ("sub_pc_factor_levels", 0),
+                               ("sub_pc_factor_mat_ordering_type", "natural")):
+                if not opts.hasName(key):
+                    opts[key] = value
+        ksp.setFromOptions()
 
-    comm.barrier()
-    t0 = time.perf_counter()
-    ksp.setUp()
-    if size > 1:  # the blocks' factorizations run in their own setup
-        ksp.setUpOnBlocks()
-    t_setup = slowest(t0)
-    comm.barrier()
-    t0 = time.perf_counter()
-    ksp.solve(b, x)
-    t_solve = slowest(t0)
+        comm.barrier()
+        t0 = time.perf_counter()
+        ksp.setUp()
+        if size > 1:  # the blocks' factorizations run in their own setup
+            ksp.setUpOnBlocks()
+        t_setup = slowest(t0)
+        comm.barrier()
+        t0 = time.perf_counter()
+        ksp.solve(b, x)
+        t_solve = slowest(t0)
 
-    r = b.duplicate()
-    A.mult(x, r)
-    r.aypx(-1.0, b)  # r = b - A x
-    reason = ksp.getConvergedReason()
-    names = {v: k for k, v in vars(PETSc.KSP.ConvergedReason).items()
-             if isinstance(v, int) and not k.startswith("_")}
-    x.axpy(-1.0, ones)
-    return {"solver": "petsc-icc-cg", "petsc_version": petsc_version(PETSc),
+        r = b.duplicate()
+        A.mult(x, r)
+        r.aypx(-1.0, b)  # r = b - A x
+        reason = ksp.getConvergedReason()
+        names = {v: k for k, v in vars(PETSc.KSP.ConvergedReason).items()
+                 if isinstance(v, int) and not k.startswith("_")}
+        x.axpy(-1.0, ones)
+        recs.append({
+            "solver": "petsc-icc-cg", "petsc_version": petsc_version(PETSc),
             "grid": grid, "n": n, "nnz": 7 * n - 2 * (nx * ny + ny * nz + nx * nz),
             "ranks": size, "threads": 1, "rtol": rtol,
             "iterations": ksp.getIterationNumber(), "t_build": t_build,
             "t_setup": t_setup, "t_solve": t_solve,
-            "relative_residual": r.norm() / b.norm(), "error_max": x.norm(PETSc.NormType.INFINITY),
-            "converged_reason": names.get(reason, str(reason)), "converged": reason > 0}
+            "relative_residual": r.norm() / b.norm(),
+            "error_max": x.norm(PETSc.NormType.INFINITY),
+            "converged_reason": names.get(reason, str(reason)), "converged": reason > 0})
+        if solves > 1:
+            recs[-1]["solve"] = solve_no
+        ksp.destroy()
+    return recs
 
 
 def petsc_version(PETSc) -> str:
@@ -178,10 +188,15 @@ def main(argv=None) -> int:
                    default=[64, 64, 64])
     p.add_argument("--rtol", type=float, default=1e-7)
     p.add_argument("--max-iter", type=int, default=10_000)
+    p.add_argument("--solves", type=int, default=1,
+                   help="solve this many times in the process, each with a new KSP (its setup "
+                        "from scratch, on memory the last one freed), a JSON line each")
     p.add_argument("--version", action="store_true", help="only print the PETSc version")
     a = p.parse_args(argv)
     if min(a.poisson) < 1:
         p.error("Poisson grid sizes must be positive")
+    if a.solves < 1:
+        p.error("--solves must be at least 1")
     try:
         PETSc = import_petsc()
     except Exception as exc:  # not installed, or built for another Python or numpy
@@ -191,13 +206,15 @@ def main(argv=None) -> int:
     if a.version:
         print(json.dumps({"petsc_version": petsc_version(PETSc)}))
         return 0
-    rec = solve(PETSc, a.poisson, a.rtol, a.max_iter)
+    recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves)
     if PETSc.COMM_WORLD.getRank() == 0:
-        print(json.dumps(rec))
-    if not rec["converged"]:
-        print(f"error: not converged ({rec['converged_reason']}) after "
-              f"{rec['iterations']} iterations", file=sys.stderr)
-        return 3
+        for rec in recs:
+            print(json.dumps(rec))
+    for rec in recs:
+        if not rec["converged"]:
+            print(f"error: not converged ({rec['converged_reason']}) after "
+                  f"{rec['iterations']} iterations", file=sys.stderr)
+            return 3
     return 0
 
 

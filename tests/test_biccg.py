@@ -500,6 +500,20 @@ def test_the_solver_counts_what_an_iteration_sends(ranks, messages):
     assert (rec["reductions"], rec["reduction_bytes"]) == (2, 24)
 
 
+@pytest.mark.mpi
+def test_cli_solves_again_on_the_memory_it_kept():
+    """--solves 3: a line a solve, numbered, the same answer each time (the same bits), on
+    one rank and two."""
+    for n in (None, 2):
+        proc = cli("--poisson", "20", "16", "12", "--threads", "1", "--solves", "3", n=n)
+        assert proc.returncode == 0, proc.stderr
+        recs = [json.loads(ln) for ln in proc.stdout.splitlines()]
+        assert [r["solve"] for r in recs] == [1, 2, 3]
+        assert len({(r["iterations"], r["relative_residual"], r["error_max"])
+                    for r in recs}) == 1, recs
+        assert all(r["converged"] and r["setup_s"] > 0 for r in recs)
+
+
 @pytest.mark.parametrize("args,n,code,message", [
     (("--poisson", "1", "1", "2"), 3, 2, "more MPI ranks (3) than matrix rows (2)"),
     (("--poisson", "8", "8", "8", "--block-size", "0"), None, 2, "block size must be positive"),
@@ -510,6 +524,7 @@ def test_the_solver_counts_what_an_iteration_sends(ranks, messages):
     (("--poisson", "0", "8", "8"), None, 2, "grid sizes must be positive"),
     (("--mtx", "/no/such/file.mtx"), None, 2, "no such file"),
     (("--poisson", "16", "16", "16", "--max-iter", "2"), None, 3, "not converged"),
+    (("--poisson", "8", "8", "8", "--solves", "0"), None, 2, "--solves must be at least 1, not 0"),
 ])
 def test_cli_bad_input(args, n, code, message):
     proc = cli(*args, n=n)

@@ -266,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Solve A x = b (b = A 1) by CG preconditioned with block IC(0) and algebraic "
             "block multicolor ordering, MPI ranks x OpenMP threads. Rank 0 prints one JSON "
-            "line: converged, iterations, relative_residual (recomputed ||b - Ax|| / ||b||), "
-            "colors_used, setup_s, solve_s and the per-iteration time split. Exit status: 0 "
+            "line a solve: converged, iterations, relative_residual (recomputed ||b - Ax|| / "
+            "||b||), colors_used, setup_s (all but the iterations), solve_s and the "
+            "per-iteration time split. Exit status: 0 "
             "converged, 2 bad input, 3 not converged or CG breakdown, 4 MPI mismatch."),
         epilog=("examples:\n"
                 "  python -m kernels_ext.biccg --poisson 64 64 64 --threads 2\n"
@@ -307,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run even when ranks x threads on a node exceed its ranks' CPUs "
                         "(timings are then not for reporting)")
     p.add_argument("--history", action="store_true", help="include the residual history")
+    p.add_argument("--solves", type=int, default=1,
+                   help="solve the same problem this many times in the process, a JSON line "
+                        "each (with solve: 1, 2, ...; default 1): a job's later solves set up "
+                        "on memory the solver kept (release_memory)")
     p.add_argument("--out", default=None, help="write the JSON line to this file (rank 0)")
     return p
 
@@ -327,6 +332,8 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     check_abi(MPI, spec.origin)
     from kernels_ext.common.layout import rank_layout, requested_threads
 
+    if args.solves < 1:
+        raise BadInput(f"--solves must be at least 1, not {args.solves}")
     lay = rank_layout(comm, *requested_threads(args.threads))
     lay.check(args.oversubscribe)  # every rank alike: the verdict is agreed across the world
     tile = parse_blocking(args.blocking, args.block_size, args.poisson)
@@ -335,46 +342,57 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     prob = load_problem(args, rank, nranks)
     t_load = time.perf_counter() - t0
     check_params(prob["n"], args.block_size, args.colors, args.tol, args.max_iter, nranks)
-    x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
-                        prob["n"], prob["r0"], block_size, args.colors, args.tol,
-                        args.max_iter, lay.threads, args.history, factor=args.factor,
-                        grid=args.poisson, tile=tile)
-    err = comm.allreduce(float(np.max(np.abs(x - 1.0))) if len(x) else 0.0, op=MPI.MAX)
     nnz = comm.allreduce(prob["nnz_local"])
-    rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
-    it = max(st["iterations"], 1)
-    t = st["times"]
-    rec = {
-        "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
-        "block_size": block_size, "colors": args.colors,
-        "blocking": blocking_label(tile, block_size), "factor_precision": args.factor,
-        "tol": args.tol, "max_iter": args.max_iter,
-        "converged": st["converged"], "iterations": st["iterations"],
-        "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
-        "error_max": err, "colors_used": st["colors_used"], "shift": st["shift"],
-        "setup_s": t["setup"], "input_s": t["input"],
-        "ordering_s": t["ordering"], "factorization_s": t["factorization"],
-        "halo_setup_s": t["halo_setup"], "vectors_s": t["vectors"], "solve_s": t["solve"],
-        "load_s": t_load,
-        "per_iteration_s": {k: t[k] / it for k in ("spmv", "precond", "dots", "halo", "vector")},
-        "halo_entries": st["halo_entries"],
-        # what one iteration sends, counted by the solver (busiest rank): the time model
-        # prices these at the ping-pong's latency and bandwidth for their size
-        "halo_messages": st["traffic"]["messages"],
-        "halo_bytes": st["traffic"]["message_bytes"],
-        "reductions": st["traffic"]["reductions"],
-        "reduction_bytes": st["traffic"]["reduction_bytes"],
-        "peak_rss_bytes": max(rss) if rss else None,
-        "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
-        "host": socket.gethostname(),
-        "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
-    } | lay.record()
-    if args.history:
-        rec["history"] = st["history"]
-    code = 0
-    if not st["converged"]:
-        code = NotConverged.exit_code
-    return ([json.dumps(rec)] if rank == 0 else []), rank, code
+
+    def record(x: np.ndarray, st: dict) -> dict:
+        """One solve's JSON record (collective: the error and peak memory are every rank's)."""
+        err = comm.allreduce(float(np.max(np.abs(x - 1.0))) if len(x) else 0.0, op=MPI.MAX)
+        rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
+        it = max(st["iterations"], 1)
+        t = st["times"]
+        rec = {
+            "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
+            "block_size": block_size, "colors": args.colors,
+            "blocking": blocking_label(tile, block_size), "factor_precision": args.factor,
+            "tol": args.tol, "max_iter": args.max_iter,
+            "converged": st["converged"], "iterations": st["iterations"],
+            "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
+            "error_max": err, "colors_used": st["colors_used"], "shift": st["shift"],
+            "setup_s": t["setup"], "input_s": t["input"],
+            "ordering_s": t["ordering"], "factorization_s": t["factorization"],
+            "halo_setup_s": t["halo_setup"], "vectors_s": t["vectors"], "solve_s": t["solve"],
+            "load_s": t_load,
+            "per_iteration_s": {k: t[k] / it
+                                for k in ("spmv", "precond", "dots", "halo", "vector")},
+            "halo_entries": st["halo_entries"],
+            # what one iteration sends, counted by the solver (busiest rank): the time model
+            # prices these at the ping-pong's latency and bandwidth for their size
+            "halo_messages": st["traffic"]["messages"],
+            "halo_bytes": st["traffic"]["message_bytes"],
+            "reductions": st["traffic"]["reductions"],
+            "reduction_bytes": st["traffic"]["reduction_bytes"],
+            "peak_rss_bytes": max(rss) if rss else None,
+            "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
+            "host": socket.gethostname(),
+            "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
+        } | lay.record()
+        if args.history:
+            rec["history"] = st["history"]
+        return rec
+
+    lines, code = [], 0
+    for k in range(args.solves):
+        x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
+                            prob["n"], prob["r0"], block_size, args.colors, args.tol,
+                            args.max_iter, lay.threads, args.history, factor=args.factor,
+                            grid=args.poisson, tile=tile)
+        rec = record(x, st)
+        if args.solves > 1:
+            rec["solve"] = k + 1
+        lines.append(json.dumps(rec))
+        if not st["converged"]:
+            code = NotConverged.exit_code
+    return (lines if rank == 0 else []), rank, code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,8 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     code, lines = cli.mpi_main(lambda: run(args), args.out)
-    if code == NotConverged.exit_code and lines:
-        rec = json.loads(lines[0])
+    failed = [r for r in map(json.loads, lines) if not r["converged"]]
+    if code == NotConverged.exit_code and failed:
+        rec = failed[0]
         print(f"error: not converged: relative residual {rec['relative_residual']:.3g} > "
               f"tol {rec['tol']:g} after {rec['iterations']} iterations", file=sys.stderr)
     return code
