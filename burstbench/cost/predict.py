@@ -40,9 +40,10 @@ where nothing was fitted):
 5. Iterations depend on the problem and the partition, not the machine: the count
    measured for the same problem and rank count, on any machine; else the one measured
    with the nearest rank count (said so; burstbench.cost.burst gives it a range).
-6. Setup (ordering, factorization, halo plan) once per solve: the reference solve's
-   measured setup, as a number of its own iterations' memory time, scaled like the
-   memory part of the solve (a factorization streams the matrix as an iteration does).
+6. Setup (all but the iterations: the input's check, ordering, factorization, halo plan,
+   CG's vectors placed) once per solve: the reference solve's measured setup, as a
+   number of its own iterations' memory time, scaled like the memory part of the solve
+   (a factorization streams the matrix as an iteration does).
    Not modelled: the setup shares out over ranks better than over threads (passes no
    thread shares: the ordering's colouring, the halo's columns).  On the lent 16-core
    machine at 128^3 it took 11 of the model's iterations at 2x1 and 26 at 2x8; the
