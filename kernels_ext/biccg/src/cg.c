@@ -189,32 +189,46 @@ void bc_local_free(bc_local *L)
 double bc_spmv(const bc_local *L, const double *x, double *y)
 {
     const int64_t end = L->rowptr[L->nloc];
-    double xy = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : xy)
-    for (int b = 0; b < L->nblocks; b++) {
-        for (int part = 0; part < 3; part++)
-            bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
-        for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-            double s = 0.0;
-            bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
-            bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
-            for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-                s += L->val[k] * x[L->col[k]];
-            y[i] = s;
-            xy += x[i] * s;
+    const int nt = bc_team_max();
+    bc_slot sums[nt];
+    memset(sums, 0, sizeof sums);
+#pragma omp parallel
+    {
+        double xy = 0.0;
+#pragma omp for schedule(static)
+        for (int b = 0; b < L->nblocks; b++) {
+            for (int part = 0; part < 3; part++)
+                bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                double s = 0.0;
+                bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
+                bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
+                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+                    s += L->val[k] * x[L->col[k]];
+                y[i] = s;
+                xy += x[i] * s;
+            }
         }
+        bc_my_slot(sums)->v[0] = xy;
     }
-    return xy;
+    return bc_slots_sum(sums, nt, 0);
 }
 
 /* The local ||b||^2 of b in the caller's numbering, summed in the new one. */
 static double norm2_gathered(const bc_local *L, const double *b_in)
 {
-    double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
-    for (int i = 0; i < L->nloc; i++)
-        s += b_in[L->perm[i]] * b_in[L->perm[i]];
-    return s;
+    const int nt = bc_team_max();
+    bc_slot sums[nt];
+    memset(sums, 0, sizeof sums);
+#pragma omp parallel
+    {
+        double s = 0.0;
+#pragma omp for schedule(static)
+        for (int i = 0; i < L->nloc; i++)
+            s += b_in[L->perm[i]] * b_in[L->perm[i]];
+        bc_my_slot(sums)->v[0] = s;
+    }
+    return bc_slots_sum(sums, nt, 0);
 }
 
 /* All ranks agree on one return code (the largest), so that none waits alone
@@ -246,13 +260,20 @@ static int finite_input(const bc_csr_in *a, const double *b)
 static double residual(const bc_local *L, const double *b_in, const double *x, double *r)
 {
     bc_spmv(L, x, r);
-    double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
-    for (int i = 0; i < L->nloc; i++) {
-        r[i] = b_in[L->perm[i]] - r[i];
-        s += r[i] * r[i];
+    const int nt = bc_team_max();
+    bc_slot sums[nt];
+    memset(sums, 0, sizeof sums);
+#pragma omp parallel
+    {
+        double s = 0.0;
+#pragma omp for schedule(static)
+        for (int i = 0; i < L->nloc; i++) {
+            r[i] = b_in[L->perm[i]] - r[i];
+            s += r[i] * r[i];
+        }
+        bc_my_slot(sums)->v[0] = s;
     }
-    return s;
+    return bc_slots_sum(sums, nt, 0);
 }
 
 /* The parts of a solve timed separately (bc_result's t_* fields, in order). */

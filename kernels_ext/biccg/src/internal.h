@@ -7,6 +7,10 @@
 
 #include "biccg.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 typedef struct {
     /* this rank's rows, renumbered; columns >= nloc are halo entries */
     int nloc, nhalo;
@@ -99,6 +103,45 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
 #define BC_PREFETCH_NTA(p) ((void)(p))
 #define BC_PREFETCH_W(p) ((void)(p))
 #endif
+/* Sums over a team's threads in thread order.  An OpenMP reduction adds the
+ * threads' sums in the order they finish, so on three threads or more a
+ * solve's last bits varied from run to run.  Each thread stores its sums in
+ * its slot (a cache line) at the end of the parallel region; bc_slots_sum
+ * adds them in order after it: on one and two threads, the same bits as the
+ * reduction gave. */
+typedef struct {
+    double v[8];
+} bc_slot;
+
+/* The threads of the next parallel region, at most (a slot each). */
+static inline int bc_team_max(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* This thread's slot. */
+static inline bc_slot *bc_my_slot(bc_slot *slots)
+{
+#ifdef _OPENMP
+    return slots + omp_get_thread_num();
+#else
+    return slots;
+#endif
+}
+
+/* Sum k of the n slots, in thread order. */
+static inline double bc_slots_sum(const bc_slot *slots, int n, int k)
+{
+    double s = 0.0;
+    for (int t = 0; t < n; t++)
+        s += slots[t].v[k];
+    return s;
+}
+
 static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size)
 {
     const int64_t at = k + BC_PF < end ? k + BC_PF : end - 1;

@@ -27,9 +27,12 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
                       double alpha, const double *q, double *r, double *z, double *rr_out,
                       double *rz_out)
 {
-    double rr = 0.0, rz = 0.0;
-#pragma omp parallel reduction(+ : rr, rz)
+    const int nt = bc_team_max();
+    bc_slot sums[nt];
+    memset(sums, 0, sizeof sums);
+#pragma omp parallel
     {
+        double rr = 0.0, rz = 0.0;
         /* forward, (I + L) w = r: colors in order */
         for (int c = 0; c < L->ncolors; c++) {
 #pragma omp for schedule(static)
@@ -108,9 +111,11 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
                 }
             }
         }
+        bc_my_slot(sums)->v[0] = rr;
+        bc_my_slot(sums)->v[1] = rz;
     }
-    *rr_out = rr;
-    *rz_out = rz;
+    *rr_out = bc_slots_sum(sums, nt, 0);
+    *rz_out = bc_slots_sum(sums, nt, 1);
 }
 
 #undef BC_FT
