@@ -10,8 +10,8 @@ its large arrays between solves for that reason (kernels_ext/biccg/src/cg.c, the
 This runs --solves solves of Poisson NX x NY x NZ (one iteration each: the setup is what is
 timed) in one process, sleeping --pause seconds between them, for each pause and each kind
 of process given, the processes alternating over --rounds rounds, and prints each solve's
-setup (the solver's setup_s: input check, ordering, factorization, CG's vectors) seconds and
-the medians of the solves after the first.
+setup (the solver's setup_s: input check, ordering, factorization, halo plan, CG's vectors)
+seconds and the medians of the solves after the first.
 The kinds:
 
   kept      the solver as it is: its arrays kept for the next solve;

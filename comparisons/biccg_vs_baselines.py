@@ -459,6 +459,8 @@ def main() -> int:
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
     p.add_argument("--paired-child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.solves < 1:
+        p.error("--solves must be at least 1")
     if a.paired_child:
         paired_child(a.rounds, a.threads)
         return 0

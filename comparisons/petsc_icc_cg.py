@@ -212,7 +212,8 @@ def main(argv=None) -> int:
             print(json.dumps(rec))
     for rec in recs:
         if not rec["converged"]:
-            print(f"error: not converged ({rec['converged_reason']}) after "
+            which = f", solve {rec['solve']}" if "solve" in rec else ""
+            print(f"error: not converged ({rec['converged_reason']}{which}) after "
                   f"{rec['iterations']} iterations", file=sys.stderr)
             return 3
     return 0

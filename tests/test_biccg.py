@@ -512,6 +512,7 @@ def test_cli_solves_again_on_the_memory_it_kept():
         assert len({(r["iterations"], r["relative_residual"], r["error_max"])
                     for r in recs}) == 1, recs
         assert all(r["converged"] and r["setup_s"] > 0 for r in recs)
+        assert recs[0]["load_s"] > 0 and [r["load_s"] for r in recs[1:]] == [0.0, 0.0]
 
 
 @pytest.mark.parametrize("args,n,code,message", [
@@ -524,6 +525,8 @@ def test_cli_solves_again_on_the_memory_it_kept():
     (("--poisson", "0", "8", "8"), None, 2, "grid sizes must be positive"),
     (("--mtx", "/no/such/file.mtx"), None, 2, "no such file"),
     (("--poisson", "16", "16", "16", "--max-iter", "2"), None, 3, "not converged"),
+    (("--poisson", "16", "16", "16", "--max-iter", "2", "--solves", "2"), None, 3,
+     "not converged (solve 1)"),
     (("--poisson", "8", "8", "8", "--solves", "0"), None, 2, "--solves must be at least 1, not 0"),
 ])
 def test_cli_bad_input(args, n, code, message):
@@ -606,7 +609,7 @@ def test_three_threads_give_the_same_bits_every_time():
 
 def test_setup_and_solve_cover_the_call():
     """What a call takes is setup or solve: the input's check and CG's vectors (allocated,
-    first touched, b and x0 permuted in, x permuted back out) are the setup's.
+    first touched, x0 permuted in, x permuted back out) are the setup's.
     Before, those went uncounted: 0.13 s of a fresh process's first solve at 128^3 here,
     as much as the rest of its setup; here, on fresh memory, 8-10% of each call (now
     under 1%). The best of three calls, so that a pause of this machine in the few

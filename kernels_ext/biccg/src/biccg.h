@@ -71,10 +71,11 @@ typedef struct {
     double cg_residual;            /* the recursive residual CG stopped on */
     double shift;                  /* diagonal shift IC(0) needed (0: none) */
     /* setup = input + ordering + factor + halo_setup + vectors: all but the
-     * iterations (solve).  input: the input's check (a pass over A's values
-     * and b); vectors: CG's vectors allocated, first touched, b and x0
-     * permuted in, and x permuted back out.  Setup and solve cover the call
-     * but for the recomputed residual's check and the report. */
+     * iterations (solve), each part the slowest rank's.  input: the input's
+     * check (a pass over A's values and b); vectors: CG's vectors (and the
+     * history, if asked) allocated, first touched, x0 permuted in, and x
+     * permuted back out.  Setup and solve cover the call but for the
+     * recomputed residual's check, the report and the frees. */
     double t_input, t_ordering, t_factor, t_halo_setup, t_vectors, t_setup, t_solve;
     double t_spmv, t_precond, t_dots, t_halo, t_vector;
     bc_gidx halo_rows;             /* halo entries received per SpMV (sum over ranks) */

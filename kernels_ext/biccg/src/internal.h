@@ -106,7 +106,7 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
 /* Sums over a team's threads in thread order.  An OpenMP reduction adds the
  * threads' sums in the order they finish, so on three threads or more a
  * solve's last bits varied from run to run.  Each thread stores its sums in
- * its slot (a cache line) at the end of the parallel region; bc_slots_sum
+ * its slot (64 bytes) at the end of the parallel region; bc_slots_sum
  * adds them in order after it: on one and two threads, the same bits as the
  * reduction gave. */
 typedef struct {
