@@ -9,6 +9,10 @@ file.  The right-hand side is b = A (1, ..., 1), so the exact solution is all
 ones and its error is reported beside the residual.  By default the factor's
 values are kept in single precision (CG stays double) and, for a grid, the
 blocks are tiles of it (--factor, --blocking; the record names both).
+
+Long: the kernel's Python face is one module, as each kernel's is: the byte model, the
+checks of its input, the problems, the solve's call and its command line with the record
+of each solve (the Matrix Market reader is in mtx.py, the baselines in cg_baselines.py).
 """
 
 from __future__ import annotations
