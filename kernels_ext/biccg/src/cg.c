@@ -214,23 +214,6 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
     return bc_slots_sum(sums, nt, 0);
 }
 
-/* The local ||b||^2 of b in the caller's numbering, summed in the new one. */
-static double norm2_gathered(const bc_local *L, const double *b_in)
-{
-    const int nt = bc_team_max();
-    bc_slot sums[nt];
-    memset(sums, 0, sizeof sums);
-#pragma omp parallel
-    {
-        double s = 0.0;
-#pragma omp for schedule(static)
-        for (int i = 0; i < L->nloc; i++)
-            s += b_in[L->perm[i]] * b_in[L->perm[i]];
-        bc_my_slot(sums)->v[0] = s;
-    }
-    return bc_slots_sum(sums, nt, 0);
-}
-
 /* All ranks agree on one return code (the largest), so that none waits alone
  * in a collective after another has given up. */
 static int agree(MPI_Comm comm, int rc)
@@ -256,8 +239,10 @@ static int finite_input(const bc_csr_in *a, const double *b)
 
 /* Residual r = b - A x (x with its halo filled; b in the caller's numbering,
  * read through perm: a copy in the new one would be 8 bytes a row of fresh
- * memory, read twice a solve), returns the local ||r||^2. */
-static double residual(const bc_local *L, const double *b_in, const double *x, double *r)
+ * memory, read twice a solve), returns the local ||r||^2 and, in the same
+ * pass, the local ||b||^2 in *bb. */
+static double residual(const bc_local *L, const double *b_in, const double *x, double *r,
+                       double *bb)
 {
     bc_spmv(L, x, r);
     const int nt = bc_team_max();
@@ -265,14 +250,18 @@ static double residual(const bc_local *L, const double *b_in, const double *x, d
     memset(sums, 0, sizeof sums);
 #pragma omp parallel
     {
-        double s = 0.0;
+        double s = 0.0, sb = 0.0;
 #pragma omp for schedule(static)
         for (int i = 0; i < L->nloc; i++) {
-            r[i] = b_in[L->perm[i]] - r[i];
+            const double b = b_in[L->perm[i]];
+            r[i] = b - r[i];
             s += r[i] * r[i];
+            sb += b * b;
         }
         bc_my_slot(sums)->v[0] = s;
+        bc_my_slot(sums)->v[1] = sb;
     }
+    *bb = bc_slots_sum(sums, nt, 1);
     return bc_slots_sum(sums, nt, 0);
 }
 
@@ -418,8 +407,7 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, const doub
     tic(t);
     int rc = bc_halo_exchange(comm, L, v->x); /* r = b - A x0 */
     toc(t, T_HALO);
-    local[0] = residual(L, b_in, v->x, v->r);
-    local[1] = norm2_gathered(L, b_in);
+    local[0] = residual(L, b_in, v->x, v->r, &local[1]);
     toc(t, T_SPMV);
     if (rc == BC_OK)
         rc = sum_all(comm, local, sums, 2);
@@ -487,9 +475,9 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, const doub
     out->cg_residual = rel;
     out->converged = rc == BC_OK && rel <= p->tol;
     if (rc == BC_OK) { /* the residual CG reports is recursive: recompute it */
-        double rr = 0.0, rr_all = 0.0;
+        double rr = 0.0, rr_all = 0.0, bb = 0.0;
         rc = bc_halo_exchange(comm, L, v->x);
-        rr = residual(L, b_in, v->x, v->r);
+        rr = residual(L, b_in, v->x, v->r, &bb);
         if (rc == BC_OK)
             rc = sum_all(comm, &rr, &rr_all, 1);
         out->relative_residual = sqrt(rr_all) / bnorm;
