@@ -575,6 +575,64 @@ def test_sweep_layouts_and_notes(tmp_path):
         bsweep.plan(params.validate({"biccg_problems": [{"mtx": "nowhere.mtx"}]}, "biccg"))
 
 
+def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
+    """biccg_solves 3: each of our solver's processes solves three times; the first solve's
+    times are the configuration's, the later two's median setup and solve are recorded
+    beside them, and become the later_setup_time_s merit; the estimate counts the process's
+    start once and each solve's work; a baseline solves once."""
+    from burstbench.benchmarks.biccg import results, tasks
+
+    def validated(solves: int) -> dict:
+        return params.validate({"vm": "t", "runs_dir": str(tmp_path / str(solves)),
+                                "biccg_problems": [{"poisson": [12, 12, 12]}],
+                                "biccg_ranks_per_node": [1], "biccg_threads": [1],
+                                "biccg_baselines": ["scipy-cg"], "biccg_solves": solves,
+                                "biccg_repetitions": 1}, "biccg")
+
+    P, once = validated(3), validated(1)
+    m = tasks.probe(P)
+    plan, plan1 = tasks.expand(P, m), tasks.expand(once, m)
+    ours = next(t for t in plan.tasks if t.config["impl"] == "c")
+    ours1 = next(t for t in plan1.tasks if t.config["impl"] == "c")
+    assert ours.argv[-2:] == ("--solves", "3") and "--solves" not in ours1.argv
+    start = m.calibration.start_s + tasks.SOLVERS["c"].start_s
+    assert ours.estimate_s - start == pytest.approx(3 * (ours1.estimate_s - start))
+    base = [t for t in plan.tasks if t.config["impl"] != "c"]
+    assert base and all("--solves" not in t.argv for t in base)
+    run, table = bsweep.SPEC.measure(P, progress=False)
+    mine = table[table["impl"] == "c"]
+    later = dict(zip(mine["metric"], mine["value"]))
+    assert {"later_setup_time", "later_solve_time"} <= set(later)
+    raw = [json.loads(ln) for ln in (run.root / "biccg.jsonl").read_text().splitlines()]
+    ran = next(r for r in raw if "later_solves" in r)
+    assert [r["solve"] for r in ran["later_solves"]] == [2, 3] and ran["solve"] == 1
+    assert later["setup_time"] == ran["setup_s"]
+    assert later["later_setup_time"] == pytest.approx(
+        sorted(r["setup_s"] for r in ran["later_solves"])[0] / 2
+        + sorted(r["setup_s"] for r in ran["later_solves"])[1] / 2)
+    assert "later_setup_time" not in set(table.loc[table["impl"] != "c", "metric"])
+    merit = results.merits(tmp_path / "3", ROOT / "data" / "reference")
+    assert len(merit.of("later_setup_time_s")) == 1
+
+
+def test_a_later_solve_that_does_not_converge_fails_the_task():
+    """A process's second solve not converged fails its task, naming the solve."""
+    from burstbench.benchmarks.biccg import results
+    from burstbench.core import runner
+
+    ok = {"converged": True, "iterations": 5, "solve_s": 0.1, "setup_s": 0.2,
+          "relative_residual": 1e-8, "solve": 1}
+    bad = ok | {"converged": False, "relative_residual": 0.5, "solve": 2}
+    task = runner.Task("k", {"label": "1x1"}, ("x",), (), 10)
+    out = "\n".join(json.dumps(r) for r in (ok, bad))
+    with pytest.raises(runner.TaskFailed, match=r"^not converged \(solve 2\): relative "
+                                                r"residual 0.5 after 5 iterations$"):
+        results.parse(task, out, "")
+    rows, recs, summary = results.parse(task, json.dumps(ok), "")
+    assert not any(r["metric"].startswith("later") for r in rows)
+    assert summary == "5 iterations, solve 0.100 s, setup 0.200 s, residual 1.00e-08"
+
+
 @pytest.mark.parametrize("value,message", [
     ([{"poisson": [8, 8]}], "three positive grid sizes"),
     ([{"mesh": 3}], "each problem is"),

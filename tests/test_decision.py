@@ -788,3 +788,59 @@ def test_the_region_chooses_the_answers_options(tmp_path, monkeypatch):
         assert text.startswith(f"## What would have been chosen in {region}\n")
         assert f", {region}, pool per job)" in text and f", {other}, " not in text
         assert f" {other} " not in text.split("Cheapest burst")[1].split("\n")[0]
+
+
+def test_a_jobs_later_setups_are_priced_apart_from_its_first():
+    """3 solves of 100 iterations at 1 s each: with the first setup 10 iterations and the
+    later ones 2, (300 + 10 + 2 x 2) s; with no later setup measured, each as the first:
+    (300 + 3 x 10) s; a job of one solve has no later setup."""
+    x = {u.ERROR: np.zeros(1), u.ITERATIONS: np.zeros(1), u.LATENCY: np.zeros(1)}
+    apart = burst.Parts(memory_s=1.0, it_low=100, it_high=100, solves=3, setup_iterations=10,
+                        later_setup_iterations=2)
+    assert apart.hours(x) * 3600 == pytest.approx([314.0])
+    alike = burst.Parts(memory_s=1.0, it_low=100, it_high=100, solves=3, setup_iterations=10)
+    assert alike.hours(x) * 3600 == pytest.approx([330.0])
+    one = burst.Parts(memory_s=1.0, it_low=100, it_high=100, solves=1, setup_iterations=10,
+                      later_setup_iterations=2)
+    assert one.hours(x) * 3600 == pytest.approx([110.0])
+
+
+def test_the_later_setup_is_fitted_on_the_reference_solves_later_solves():
+    """The committed merits without any later setup: the later priced as the first, and the
+    fixed assumptions say it was not measured; with the fitted solve's later setup at 30%
+    of its first: 30% of the first's iterations, and the source names the run."""
+    import dataclasses
+
+    from burstbench.core.merits import Merits, frame
+    from burstbench.cost import machines
+    from burstbench.registry import benchmarks
+    from burstbench.report.parameters import MODEL_REFERENCE
+
+    ref_dir = ROOT / "data" / "reference"
+    merits = [s.merits(ROOT / "data" / "runs", ref_dir) for s in benchmarks().values()
+              if s.merits]
+    merits = [dataclasses.replace(m, table=m.table[m.table["merit"] != "later_setup_time_s"])
+              if len(m.table) else m for m in merits]
+    of = machines.machines(merits, ref_dir, 0.793, [])
+    once = model.fit(merits, of, MODEL_REFERENCE)
+    assert once.setup_iterations > 0 and once.later_setup_iterations is None
+    assert once.later_setup == once.setup_iterations
+    (first, f_value, f_src), (later, l_value, l_src) = once.setup_rows()
+    assert (first, later) == ("setup, a job's first solve", "setup, a job's later solves")
+    assert f_value == l_value == f"{once.setup_iterations:.1f}"
+    assert l_src.startswith("not measured (poisson256x256x512 2x1 on local (data/runs/local/")
+    assert l_src.endswith(") solved once a process): priced as the first; "
+                          "papermill_params/local-model.yaml measures it (biccg_solves: 2)")
+    r = once.reference
+    setup = machines.merit(merits, "setup_time_s")
+    mine = setup[(setup["run_id"] == r["run_id"]) & (setup["problem"] == r["problem"])
+                 & (setup["label"] == r["label"]) & (setup["nodes"] == 1)]
+    assert len(mine) == 1
+    merits.append(Merits(frame([row | {"merit": "later_setup_time_s",
+                                       "value": 0.3 * row["value"]}
+                                for row in mine.to_dict("records")])))
+    twice = model.fit(merits, of, MODEL_REFERENCE)
+    assert twice.later_setup_iterations == pytest.approx(0.3 * once.setup_iterations)
+    assert twice.setup_iterations == once.setup_iterations
+    assert twice.setup_rows()[1][2] == (f"its later solves in one process (biccg_solves), "
+                                        f"poisson256x256x512 2x1 on local ({r['data']})")

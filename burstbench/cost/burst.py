@@ -78,13 +78,14 @@ class JobClass:
 class Parts:
     """A job class on one machine, as the Monte Carlo scales it: one iteration's memory
     seconds (at the fitted efficiency, the machine's nominal Triad), its communication at
-    the published latencies' low and high ends, the setup in iterations of memory, the
-    iteration range; or, for a node-hours job, the hours at Flow's nominal bandwidth."""
+    the published latencies' low and high ends, the setups in iterations of memory (a job's
+    first solve's and its later ones'), the iteration range; or, for a node-hours job, the
+    hours at Flow's nominal bandwidth."""
 
     memory_s: float = 0.0
     comm_low_s: float = 0.0
     comm_high_s: float = 0.0
-    setup_iterations: float = 0.0
+    setup_iterations: float = 0.0  # a job's first solve's setup
     it_low: float = 0.0
     it_high: float = 0.0
     solves: int = 1
@@ -93,15 +94,18 @@ class Parts:
     traffic: str = ""
     cache: str = ""  # the input whose draw speeds the memory part (a working set in cache)
     tier: str = "memory"  # the memory tier the working set was priced at (NodeModel.tier)
+    later_setup_iterations: float | None = None  # its later solves' (None: as the first)
 
     def hours(self, inputs: dict[str, np.ndarray], memory_scale=1.0) -> np.ndarray:
-        """Hours of computing per draw: iterations x (memory + communication) + setup, per
-        solve, x solves, / (1 + the model's error)."""
+        """Hours of computing per draw: iterations x (memory + communication) x solves, plus
+        the setups (the first solve's, and each later solve's), / (1 + the model's error)."""
         if self.node_hours_h:
             return self.node_hours_h * memory_scale
         it, mem, comm = self.terms(inputs, memory_scale)
-        solve = it * (mem + comm) + self.setup_iterations * mem
-        return self.solves * solve / (1 + inputs[u.ERROR]) / 3600
+        later = self.setup_iterations if self.later_setup_iterations is None \
+            else self.later_setup_iterations
+        setups = (self.setup_iterations + (self.solves - 1) * later) * mem
+        return (self.solves * it * (mem + comm) + setups) / (1 + inputs[u.ERROR]) / 3600
 
     def terms(self, inputs: dict[str, np.ndarray], memory_scale=1.0):
         """(iterations, memory seconds and communication seconds of one iteration) per draw
@@ -144,7 +148,8 @@ def parts(jc: JobClass, m: NodeModel, model: Model, flow: NodeModel,
                  traffic=f"{traffic.messages:g} halo messages of {traffic.message_size:,.0f} B "
                          f"and {traffic.reductions:g} Allreduces per iteration "
                          f"({traffic.source})",
-                 cache=u.cache(m.name) if low.tier == "cache" else "", tier=low.tier)
+                 cache=u.cache(m.name) if low.tier == "cache" else "", tier=low.tier,
+                 later_setup_iterations=model.later_setup)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ advice draw the same inputs from one place.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -405,9 +406,10 @@ def platform_costs(prices, regions: tuple[str, ...], given: float) -> dict[str, 
 def fixed_assumptions(data: job.Data, solves: int, jobs_per_month: float, free_gb: float,
                       pool_min_tib: float, checkpoint_h: float, restart_h: float,
                       platform: dict[str, float], platform_given: float,
-                      user: dict) -> list[dict]:
+                      user: dict, setups: Sequence[tuple[str, str, str]] = ()) -> list[dict]:
     """What the decision takes as known, not drawn, each with where it comes from: the
-    study's jobs (theirs, or the report's assumption) and the bill's fixed terms."""
+    study's jobs (theirs, or the report's assumption), the time model's setups (`setups`:
+    model.Model.setup_rows) and the bill's fixed terms."""
     report = "assumed: the report's parameter"
     rows = [
         ("solves per job", solves, "solves", f"{report} job_solves (the study times one "
@@ -418,6 +420,7 @@ def fixed_assumptions(data: job.Data, solves: int, jobs_per_month: float, free_g
          "reads no input file)"),
         ("GB out per job", data.output_gb, "GB", f"{report} job_output_gb (the study's solve "
          "writes no output file)"),
+        *((name, value, "of the model's iterations", src) for name, value, src in setups),
         ("months kept in the cloud", data.keep_months, "months", f"{report} keep_months"),
         ("burst jobs a month", jobs_per_month, "jobs", f"{report} pool_jobs_per_month: they "
          "share the always-on pool and platform"),

@@ -1,7 +1,8 @@
 """The BICCG time model (burstbench.cost.predict) fitted on one measured solve and validated
 on the others that the decision can trust: its efficiency, its error (the range the decision
 draws from), the iteration counts of each layout (a range where a layout was not measured),
-the solver's own message counts, and the setup per solve (predict's assumption 6).
+the solver's own message counts, and the setup per solve, a job's first and its later ones
+(predict's assumption 6).
 
 A solve validates the model only where it was measured with the fitted solve's build of the
 solver (the digest of its C in the run's provenance: an earlier build is another program),
@@ -130,6 +131,8 @@ class Model:
     iterations: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     counts: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     setup_iterations: float = 0.0  # the reference's setup in its own iterations' memory time
+    #: its later solves' setups in one process, the same way (None: it solved once a process)
+    later_setup_iterations: float | None = None
     core_gbs: float = 0.0  # the solver's bytes a core can take from a cache (core_rate)
     core_how: str = ""
 
@@ -166,6 +169,24 @@ class Model:
                          "error_rule_low": d["error_rule"].min(),
                          "error_rule_high": d["error_rule"].max()})
         return pd.DataFrame(rows)
+
+    @property
+    def later_setup(self) -> float:
+        """A job's later setups in the model's iterations: as measured, else as its first."""
+        return self.setup_iterations if self.later_setup_iterations is None \
+            else self.later_setup_iterations
+
+    def setup_rows(self) -> list[tuple[str, str, str]]:
+        """(name, value, source) of the setup terms, for the decision's fixed assumptions."""
+        r = self.reference
+        of = f"{r.get('problem')} {r.get('label')} on {r.get('vm')} ({r.get('data')})"
+        later = (f"its later solves in one process (biccg_solves), {of}"
+                 if self.later_setup_iterations is not None else
+                 f"not measured ({of} solved once a process): priced as the first; "
+                 "papermill_params/local-model.yaml measures it (biccg_solves: 2)")
+        return [("setup, a job's first solve", f"{self.setup_iterations:.1f}",
+                 f"the fitted solve's setup over its iterations' memory time, {of}"),
+                ("setup, a job's later solves", f"{self.later_setup:.1f}", later)]
 
     @property
     def validated(self) -> bool:
@@ -247,6 +268,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     setup = same(setups, r)
     ref_pred = predict(_problem(r), m_ref, layout, n_it, eff, ref_traffic, tiers=True)
     setup_iterations = float(setup["value"].iloc[0]) / ref_pred.memory_s if len(setup) else 0.0
+    later = same(merit(merits, "later_setup_time_s"), r)
+    later_iterations = float(later["value"].iloc[0]) / ref_pred.memory_s if len(later) else None
     solves = []
     for s in ours.itertuples(index=False):
         s = s._asdict()
@@ -281,8 +304,8 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "build": _build(s.get("build")), "used": is_ref or not why,
                      "not_used": why, "ranks_per_node": lay.ranks_per_node,
                      "threads": lay.threads, "data": s["data"]})
-    return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations, core_gbs,
-                 core_how)
+    return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations,
+                 later_iterations, core_gbs, core_how)
 
 
 def fallback(fitted: Model, reference: dict) -> str:

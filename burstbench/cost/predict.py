@@ -43,7 +43,11 @@ where nothing was fitted):
 6. Setup (all but the iterations: the input's check, ordering, factorization, halo plan,
    CG's vectors placed) once per solve: the reference solve's measured setup, as a
    number of its own iterations' memory time, scaled like the memory part of the solve
-   (a factorization streams the matrix as an iteration does).
+   (a factorization streams the matrix as an iteration does).  Two numbers: a job's first
+   solve's (its process's first, on memory new to it) and its later solves' (the same
+   process solving again on memory it kept: a third of the first at the study's size),
+   each measured on the reference (``biccg_solves: 2``); the later priced as the first
+   where the reference solved once a process (model.Model.setup_rows says which).
    Not modelled: the setup shares out over ranks better than over threads (passes no
    thread shares: the ordering's colouring, the halo's columns).  On the lent 16-core
    machine at 128^3 it took 11 of the model's iterations at 2x1 and 26 at 2x8; the

@@ -76,6 +76,11 @@ PARAMS = [
           "Python-side solvers on one process (`numba-cg`: no preconditioner)",
           check_choices("biccg_baselines",
                                                 ("scipy-cg", "numba-ic0cg", "numba-cg"))),
+    Param("biccg_solves", 1,
+          "solves of our solver in each process (`python -m kernels_ext.biccg --solves`): "
+          "the first is the configuration's solve; the later ones' setups (a job's later "
+          "solves, set up on memory the process kept) price the decision's later setups",
+          check_count("biccg_solves", 1)),
     Param("biccg_repetitions", 3,
           "fresh runs per configuration",
           check_count("biccg_repetitions", 1)),

@@ -4,6 +4,7 @@ judged by (explore's headline, the cost model's solve times)."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -23,16 +24,26 @@ METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
 SPLIT = ("spmv", "precond", "dots", "halo", "vector")
 
 
+#: (JSON key, metric) of what a process's later solves (biccg_solves) add, their median:
+#: a job's later setups, on memory its process kept, and their solves.
+LATER = (("setup_s", "later_setup_time"), ("solve_s", "later_solve_time"))
+
+
 def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list[dict], str]:
-    """One solve's JSON line -> tidy rows (times, iterations, residual, time split)."""
+    """A process's JSON lines -> tidy rows: its first solve's (times, iterations, residual,
+    time split), and where it solved again (biccg_solves) the median of its later solves'
+    setups and solves (LATER)."""
     try:
-        rec = json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
+        recs = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
+        rec = recs[0]
     except (ValueError, IndexError) as exc:
         raise runner.TaskFailed(f"no result from the solver ({exc})") from exc
-    if not rec.get("converged"):
-        raise runner.TaskFailed(f"not converged: relative residual "
-                                f"{rec.get('relative_residual')} after {rec.get('iterations')} "
-                                "iterations")
+    for r in recs:
+        if not r.get("converged"):
+            which = f" (solve {r['solve']})" if "solve" in r else ""
+            raise runner.TaskFailed(f"not converged{which}: relative residual "
+                                    f"{r.get('relative_residual')} after "
+                                    f"{r.get('iterations')} iterations")
     extra = {"host": rec.get("host"), "size": rec.get("n"), "nnz": rec.get("nnz"),
              "timestamp": store.now_iso(),
              "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
@@ -41,12 +52,21 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
     for part, v in rec.get("per_iteration_s", {}).items():
         rows.append(task.config | extra | {"metric": f"per_iteration_{part}", "value": v,
                                            "unit": "s"})
+    for key, metric in LATER if len(recs) > 1 else ():
+        rows.append(task.config | extra | {
+            "metric": metric, "value": float(statistics.median(r[key] for r in recs[1:])),
+            "unit": "s"})
     if rec.get("peak_rss_bytes"):
         rows.append(task.config | extra | {"metric": "peak_rss", "value": rec["peak_rss_bytes"],
                                            "unit": "B"})
+    if len(recs) > 1:
+        rec["later_solves"] = recs[1:]
     rec["stderr"] = stderr.strip()[-2000:]
     summary = (f"{rec['iterations']} iterations, solve {rec['solve_s']:.3f} s, "
-               f"setup {rec.get('setup_s', 0):.3f} s, residual {rec['relative_residual']:.2e}")
+               f"setup {rec.get('setup_s', 0):.3f} s, residual {rec['relative_residual']:.2e}"
+               + (f"; {len(recs) - 1} later solve(s), setup "
+                  f"{statistics.median(r['setup_s'] for r in recs[1:]):.3f} s"
+                  if len(recs) > 1 else ""))
     return rows, [rec], summary
 
 
@@ -74,13 +94,15 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 
 #: metric -> merit: what the time model reads (burstbench.cost.burst).
 MERITS = {"solve_time": "solve_time_s", "setup_time": "setup_time_s",
+          "later_setup_time": "later_setup_time_s",
           "iterations": "iterations", "halo_messages": "halo_messages",
           "halo_bytes": "halo_bytes", "reductions": "reductions",
           "reduction_bytes": "reduction_bytes"}
 
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
-    """``solve_time_s``, ``setup_time_s``, ``iterations`` and what an iteration sends
+    """``solve_time_s``, ``setup_time_s`` (a process's first), ``later_setup_time_s`` (its
+    later solves', where it solved again), ``iterations`` and what an iteration sends
     (``halo_messages``, ``halo_bytes``, ``reductions``, ``reduction_bytes``: the solver's
     own counts, where the run recorded them): the medians of every run of each VM measured here
     (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem (``size`` rows,

@@ -198,10 +198,14 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
         return 0.0
     impl, ranks = config["impl"], config["ranks"]
     cores = ranks * config["threads"] if impl == "c" else config["threads"]
-    return estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
-                      ranks if impl == "c" else 1,
-                      m.calibration.speedup(cores, m.cores * config["nodes"]),
-                      P["biccg_tol"], m.calibration)
+    one = estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
+                     ranks if impl == "c" else 1,
+                     m.calibration.speedup(cores, m.cores * config["nodes"]),
+                     P["biccg_tol"], m.calibration)
+    if impl != "c":
+        return one
+    start = m.calibration.start_s + SOLVERS[impl].start_s  # once; each solve its own setup
+    return start + P["biccg_solves"] * (one - start)
 
 
 def plan(P: dict) -> Plan:
@@ -219,7 +223,8 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
     label = f"{layout.per_node}x{t}"
     argv = (launcher.mpiexec, *combo["args"], *launcher.args(layout), sys.executable, "-m",
             "kernels_ext.biccg", *prob.args, "--block-size", str(P["biccg_block_size"]),
-            "--colors", str(P["biccg_colors"]), "--threads", str(t), *_common_args(P))
+            "--colors", str(P["biccg_colors"]), "--threads", str(t), *_common_args(P),
+            *(["--solves", str(P["biccg_solves"])] if P["biccg_solves"] > 1 else []))
     env = combo["env"] | launcher.env(layout) | {"OMP_NUM_THREADS": str(t),
                                                   "OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
     config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "problem": prob.name,

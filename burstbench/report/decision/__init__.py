@@ -130,7 +130,8 @@ def decision_report(runs_dir: Path | str = "", reference_dir: Path | str = "",
     drawn_from = inputs.sources(merits, ref_dir, ranges)
     fixed = inputs.fixed_assumptions(data, job_solves, pool_jobs_per_month, egress_free_gb,
                                      pool_min_tib, checkpoint_h, restart_h, platform,
-                                     platform_jpy_per_month, user_job or {})
+                                     platform_jpy_per_month, user_job or {},
+                                     fitted.setup_rows())
     text.inputs_table(section, ranges, mc_draws, mc_seed, fig_dir, drawn_from, fixed)
     text.decision_table(section, result, WAITS_H, queue_wait_h, flow_system, fig_dir,
                         drawn_from, jobs)
