@@ -13,7 +13,9 @@
  * x = 0, each printing its phases, digests and line: built with
  * -DBC_POOL_POISON, the solver fills each array it keeps for the next solve
  * with garbage, and the later solves' digests equal the first's only if no
- * setup reads what an earlier one left.
+ * setup reads what an earlier one left.  The sweeps' prefetch with tiles is
+ * the solver's default (where the node's vector exceeds BC_LLC_BYTES, which
+ * biccg_setup_profile.py sets), or BC_SWEEP_PREFETCH (1 on, 0 off).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,11 @@ int main(int argc, char **argv)
     bc_params p = {.block_size = 32, .colors = 20, .max_iter = argc > 5 ? atoi(argv[5]) : 10000,
                    .threads = atoi(argv[4]), .tol = 1e-7, .single_factor = !(argc > 6 && atoi(argv[6])),
                    .grid = {nx, ny, nz}, .tile = {4, 4, 2}};
+#ifdef BC_SWEEP_PREFETCH_AUTO /* sources that have it (a --base from before: as they were) */
+    const char *pf = getenv("BC_SWEEP_PREFETCH"), *llc = getenv("BC_LLC_BYTES");
+    p.sweep_prefetch = pf ? atoi(pf) : BC_SWEEP_PREFETCH_AUTO;
+    p.llc_bytes = llc ? atoll(llc) : 0;
+#endif
     if (argc > 7 && atoi(argv[7])) /* the study's algebraic blocking: no grid */
         p.grid[0] = p.grid[1] = p.grid[2] = 0;
     const int solves = argc > 8 ? atoi(argv[8]) : 1;

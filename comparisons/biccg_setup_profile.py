@@ -14,6 +14,9 @@ per-round ratio of the setups' sums (this tree over REF), and both digests.
 With --iterations N the same processes then solve (at most N iterations, tol 1e-7), and
 the solve's times are printed too (SpMV, preconditioner, vector updates, dots), with REF
 their per-round ratios: a change to the iteration measured side by side with its base.
+The sweeps prefetch what they gather as the solver decides (where the node's vector
+exceeds this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment
+forces it on (off) in builds that have it.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
@@ -39,6 +42,8 @@ from biccg_kernels import (  # comparisons/ is on sys.path: these run as scripts
     build,
     mpi_prefix,
 )
+
+from kernels_ext.common.sysinfo import last_level_cache_bytes
 
 FLAGS = "-O3 -march=native -fopenmp -std=gnu99 -DBC_PROFILE"
 DRIVER = "biccg_setup_profile.c"
@@ -69,7 +74,8 @@ def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
     digest line, sorted and joined (each rank prints its own), and the driver's record
     (its solve's times where iterations > 0)."""
-    env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
+    env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close",
+                        "BC_LLC_BYTES": str(last_level_cache_bytes())}  # as the solver's
     argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
             str(iterations)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)

@@ -665,6 +665,68 @@ def test_three_threads_give_the_same_bits_every_time():
     assert len(xs) == 1
 
 
+def test_the_sweeps_prefetch_changes_no_bit():
+    """Prefetching the lines the sweeps gather (tiles; row blocks always do) moves no
+    arithmetic: on and off give the same solution to the bit, and the statistics say which
+    ran; row blocks prefetch whatever is asked."""
+    A = biccg.poisson_matrix(20, 20, 20)
+    b = np.sin(np.arange(A.shape[0]))
+    tiles = {"grid": (20, 20, 20), "tile": (4, 4, 2)}
+    on, st_on = biccg.solve(A, b, threads=2, sweep_prefetch=True, **tiles)
+    off, st_off = biccg.solve(A, b, threads=2, sweep_prefetch=False, **tiles)
+    assert (st_on["sweep_prefetch"], st_off["sweep_prefetch"]) == (True, False)
+    assert on.tobytes() == off.tobytes() and st_on["iterations"] == st_off["iterations"]
+    assert biccg.solve(A, b, threads=2, sweep_prefetch=False)[1]["sweep_prefetch"]
+
+
+CHILD_PREFETCH = """
+import json, sys
+import numpy as np
+from kernels_ext.common.mpi import init_mpi
+from kernels_ext import biccg
+from kernels_ext.biccg import _biccg
+MPI = init_mpi("funneled")
+c = MPI.COMM_WORLD
+A = biccg.poisson_matrix(12, 12, 12)
+n = A.shape[0]
+r0, r1 = biccg.partition(n, c.size, c.rank)
+rows = A[r0:r1]
+b = np.ones(r1 - r0)
+out = {}
+for llc in map(int, sys.argv[1:]):
+    st = _biccg.solve(c, rows.indptr, rows.indices, rows.data, b, np.zeros(r1 - r0), n, r0, 32,
+                      20, 1e-7, 1000, 1, False, True, (12, 12, 12), (4, 4, 2), -1, llc)
+    out[llc] = c.allgather(st["sweep_prefetch"])
+if c.rank == 0:
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_the_sweeps_prefetch_where_the_nodes_vector_exceeds_its_cache(tmp_path, ranks):
+    """Left to the solver (-1), tiles prefetch where z of all the node's ranks (12^3 rows x
+    8 B = 13,824 B) exceeds the last-level cache given: on two ranks each holds 6,912 B,
+    and a cache of 10,000 B still makes both prefetch; 13,824 B (not exceeded) and 0
+    (unknown) make none."""
+    script = tmp_path / "prefetch.py"
+    script.write_text(CHILD_PREFETCH)
+    proc = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script), "10000",
+                           "13823", "13824", "0"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"10000": [True] * ranks, "13823": [True] * ranks,
+                                       "13824": [False] * ranks, "0": [False] * ranks}
+
+
+def test_cli_sweep_prefetch_is_recorded():
+    """--sweep-prefetch on / off: the record counts the ranks whose sweeps prefetched."""
+    for flag, want in (("on", 1), ("off", 0)):
+        proc = cli("--poisson", "12", "12", "12", "--sweep-prefetch", flag)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["sweep_prefetch"] == want
+
+
 def test_setup_and_solve_cover_the_call():
     """What a call takes is setup or solve: the input's check and CG's vectors (allocated,
     first touched, x0 permuted in, x permuted back out) are the setup's.

@@ -170,17 +170,21 @@ def blocking_label(tile: Sequence[int] | None, block_size: int) -> str:
 def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_size: int = 32,
                 colors: int = 20, tol: float = 1e-7, max_iter: int = 10_000, threads: int = 0,
                 history: bool = False, x0=None, factor: str = DEFAULT_FACTOR,
-                grid: Sequence[int] | None = None, tile: Sequence[int] | None = None
-                ) -> tuple[np.ndarray, dict]:
+                grid: Sequence[int] | None = None, tile: Sequence[int] | None = None,
+                sweep_prefetch: bool | None = None) -> tuple[np.ndarray, dict]:
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
     factor: precision of IC(0)'s values ("single", the default: computed in
     double, stored in float32, CG's vectors and sums double; or "double").
     grid (nx, ny, nz, x fastest) and tile (tx, ty, tz): blocks are tiles of the
-    grid instead of block_size consecutive rows. Raises NotConverged on a CG breakdown (naming the
-    iteration), BadInput on NaN/Inf or bad arguments.
+    grid instead of block_size consecutive rows. sweep_prefetch, with tiles: whether
+    the sweeps prefetch the lines of z each block gathers from other blocks (None: where
+    the node's ranks' z exceeds its last-level cache; statistics' sweep_prefetch says
+    what was done). Raises NotConverged on a CG breakdown (naming the iteration),
+    BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext.biccg import _biccg
+    from kernels_ext.common.sysinfo import last_level_cache_bytes
 
     if factor not in FACTORS:
         raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
@@ -192,7 +196,9 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                              x, n, row_begin, block_size, colors, tol, max_iter, threads,
                              history, factor == "single",
                              tuple(grid) if tile is not None else (0, 0, 0),
-                             tuple(tile) if tile is not None else (0, 0, 0))
+                             tuple(tile) if tile is not None else (0, 0, 0),
+                             -1 if sweep_prefetch is None else int(sweep_prefetch),
+                             last_level_cache_bytes() if sweep_prefetch is None else 0)
     except ArithmeticError as exc:
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
@@ -217,7 +223,7 @@ def release_memory() -> None:
 def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
           max_iter: int = 10_000, threads: int = 0, history: bool = False,
           factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,
-          tile: Sequence[int] | None = None):
+          tile: Sequence[int] | None = None, sweep_prefetch: bool | None = None):
     """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
     from kernels_ext.common.mpi import init_mpi
 
@@ -225,7 +231,7 @@ def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
     check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
     return solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, A.shape[0], 0,
                        block_size, colors, tol, max_iter, threads, history, factor=factor,
-                       grid=grid, tile=tile)
+                       grid=grid, tile=tile, sweep_prefetch=sweep_prefetch)
 
 
 def load_problem(args, rank: int, nranks: int) -> dict:
@@ -261,6 +267,10 @@ def load_problem(args, rank: int, nranks: int) -> dict:
     nnz_local = int(indptr[-1] - indptr[0])
     return {"indptr": indptr, "indices": indices, "data": data, "b": b, "n": n, "r0": r0,
             "r1": r1, "problem": name, "nnz_local": nnz_local}
+
+
+#: --sweep-prefetch -> solve_local's sweep_prefetch.
+PREFETCH = {"auto": None, "on": True, "off": False}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -311,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oversubscribe", action="store_true",
                    help="run even when ranks x threads on a node exceed its ranks' CPUs "
                         "(timings are then not for reporting)")
+    p.add_argument("--sweep-prefetch", choices=("auto", "on", "off"), default="auto",
+                   help="with tiles: whether the sweeps prefetch the lines each block gathers "
+                        "from other blocks (auto, the default: where the vector they gather, "
+                        "the node's ranks together, exceeds its last-level cache; row blocks "
+                        "always do); the record's sweep_prefetch: how many ranks did")
     p.add_argument("--history", action="store_true", help="include the residual history")
     p.add_argument("--solves", type=int, default=1,
                    help="solve the same problem this many times in the process, a JSON line "
@@ -362,6 +377,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "converged": st["converged"], "iterations": st["iterations"],
             "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
             "error_max": err, "colors_used": st["colors_used"], "shift": st["shift"],
+            "sweep_prefetch": comm.allreduce(int(st["sweep_prefetch"])),
             "setup_s": t["setup"], "input_s": t["input"],
             "ordering_s": t["ordering"], "factorization_s": t["factorization"],
             "halo_setup_s": t["halo_setup"], "vectors_s": t["vectors"], "solve_s": t["solve"],
@@ -389,7 +405,8 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
         x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
                             prob["n"], prob["r0"], block_size, args.colors, args.tol,
                             args.max_iter, lay.threads, args.history, factor=args.factor,
-                            grid=args.poisson, tile=tile)
+                            grid=args.poisson, tile=tile,
+                            sweep_prefetch=PREFETCH[args.sweep_prefetch])
         rec = record(x, st, k == 0)
         if args.solves > 1:
             rec["solve"] = k + 1

@@ -84,7 +84,7 @@ static PyObject *raise_code(int rc, int iteration)
 PyDoc_STRVAR(solve_doc,
              "solve(comm, indptr, indices, data, b, x, n, row_begin, block_size, colors,\n"
              "      tol, max_iter, threads=0, history=False, single_factor=False,\n"
-             "      grid=(0, 0, 0), tile=(0, 0, 0)) -> dict\n\n"
+             "      grid=(0, 0, 0), tile=(0, 0, 0), sweep_prefetch=-1, llc_bytes=0) -> dict\n\n"
              "Collective over the mpi4py communicator `comm`: this rank holds rows\n"
              "[row_begin, row_begin + len(b)) of the n x n SPD matrix in CSR (global\n"
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
@@ -98,27 +98,35 @@ PyDoc_STRVAR(solve_doc,
              "their bytes) and the residual history if asked.\n"
              "single_factor keeps IC(0)'s values in float32; grid (nx, ny, nz) and tile\n"
              "(tx, ty, tz) make the blocks tiles of the grid instead of block_size rows.\n"
+             "sweep_prefetch (tiles): 1 the sweeps prefetch the lines they gather, 0 not,\n"
+             "-1 where those of this node's ranks exceed llc_bytes (the node's last-level\n"
+             "cache); the dict's sweep_prefetch says what this rank did.\n"
              "Raises ArithmeticError on CG breakdown, ValueError on bad input.");
 
 static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"comm", "indptr", "indices", "data", "b", "x", "n", "row_begin",
                              "block_size", "colors", "tol", "max_iter", "threads", "history",
-                             "single_factor", "grid", "tile", NULL};
+                             "single_factor", "grid", "tile", "sweep_prefetch", "llc_bytes",
+                             NULL};
     PyObject *comm_obj, *o[5];
     long long n, row_begin;
     bc_params p;
     long long grid[3] = {0, 0, 0};
     memset(&p, 0, sizeof p);
+    p.sweep_prefetch = BC_SWEEP_PREFETCH_AUTO;
+    long long llc = 0;
     buf_t bufs[5];
     memset(bufs, 0, sizeof bufs);
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)iL", kwlist,
                                      &comm_obj, &o[0], &o[1], &o[2], &o[3], &o[4], &n,
                                      &row_begin, &p.block_size, &p.colors, &p.tol, &p.max_iter,
                                      &p.threads, &p.keep_history, &p.single_factor, &grid[0],
-                                     &grid[1], &grid[2], &p.tile[0], &p.tile[1], &p.tile[2]))
+                                     &grid[1], &grid[2], &p.tile[0], &p.tile[1], &p.tile[2],
+                                     &p.sweep_prefetch, &llc))
         return NULL;
+    p.llc_bytes = (int64_t)llc;
     for (int k = 0; k < 3; k++)
         p.grid[k] = (bc_gidx)grid[k];
     MPI_Comm *comm = PyMPIComm_Get(comm_obj);
@@ -153,7 +161,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     free(res.history);
     return Py_BuildValue(
         "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
-        "s:{s:d,s:d,s:d,s:d}}",
+        "s:{s:d,s:d,s:d,s:d},s:O}",
         "iterations", res.iterations, "converged", res.converged ? Py_True : Py_False,
         "relative_residual", res.relative_residual, "cg_residual", res.cg_residual,
         "colors_used", res.colors_used, "shift", res.shift, "halo_entries",
@@ -163,7 +171,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
         "precond", res.t_precond, "dots", res.t_dots, "halo", res.t_halo, "vector",
         res.t_vector, "history", hist, "traffic", "messages", res.msgs_per_iter, "message_bytes",
         res.msg_bytes_per_iter, "reductions", res.reductions_per_iter, "reduction_bytes",
-        res.reduction_bytes_per_iter);
+        res.reduction_bytes_per_iter, "sweep_prefetch", res.sweep_prefetch ? Py_True : Py_False);
 }
 
 PyDoc_STRVAR(coloring_doc,

@@ -62,7 +62,15 @@ typedef struct {
     bc_gidx grid[3];   /* where the matrix is an nx x ny x nz grid (x fastest) ... */
     int tile[3];       /* ... blocks are tiles of tx x ty x tz points; grid[0] = 0:
                         * blocks of block_size consecutive rows */
+    int sweep_prefetch; /* tiles: 1 the sweeps prefetch the lines each block
+                         * gathers from other blocks, 0 not, -1 where that
+                         * vector, this node's ranks together, exceeds
+                         * llc_bytes (row runs always prefetch) */
+    int64_t llc_bytes;  /* the node's last-level cache, all instances (0: unknown) */
 } bc_params;
+
+/* sweep_prefetch's value that decides by llc_bytes. */
+#define BC_SWEEP_PREFETCH_AUTO (-1)
 
 /* Timings in seconds (maximum over ranks) and outcome of one solve. */
 typedef struct {
@@ -85,6 +93,7 @@ typedef struct {
     double msgs_per_iter, msg_bytes_per_iter, reductions_per_iter, reduction_bytes_per_iter;
     double *history;               /* iterations+1 relative residuals if asked (malloc) */
     int history_len;
+    int sweep_prefetch;            /* the sweeps prefetched their gathers (this rank) */
 } bc_result;
 
 /*

@@ -325,6 +325,33 @@ static void cg_vectors_free(cg_vectors *v)
     bc_free(v->x), bc_free(v->r), bc_free(v->z), bc_free(v->p), bc_free(v->q);
 }
 
+/* Whether the sweeps prefetch the lines each block gathers from other blocks
+ * (L->sweep_prefetch): always where blocks are row runs; with tiles as
+ * p->sweep_prefetch says, or (-1) where the vector they gather, this node's
+ * ranks together at 8 bytes a row, exceeds its last-level cache: those lines
+ * then come from memory, and fetched ahead the preconditioner took 0.66-0.76
+ * of the time on the AMD VM past its cache, while in cache the prefetches
+ * only cost, 1.04-1.11 (comparisons/README.md, "The sweeps' gathers
+ * prefetched past the cache").  Collective (the same branch on every rank). */
+static int sweeps_prefetch(MPI_Comm comm, const bc_params *p, bc_local *L)
+{
+    if (L->row_runs || p->sweep_prefetch >= 0) {
+        L->sweep_prefetch = L->row_runs || p->sweep_prefetch > 0;
+        return BC_OK;
+    }
+    MPI_Comm node;
+    int64_t rows = L->nloc, on_node = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return BC_EMPI;
+    int rc = MPI_Allreduce(&rows, &on_node, 1, MPI_INT64_T, MPI_SUM, node) == MPI_SUCCESS
+                 ? BC_OK
+                 : BC_EMPI;
+    MPI_Comm_free(&node);
+    L->sweep_prefetch = p->llc_bytes > 0 && on_node * (int64_t)sizeof(double) > p->llc_bytes;
+    return rc;
+}
+
 /*
  * Setup (PETSc's KSPSetUp_CG with PCSetUp): check the input, order, build the
  * local matrix and its prefetch plan, factor, plan the halo; no communication
@@ -363,6 +390,8 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
 #endif
     if ((rc = agree(comm, rc)) == BC_OK)
         rc = agree(comm, bc_halo_plan(comm, a, L));
+    if (rc == BC_OK)
+        rc = sweeps_prefetch(comm, p, L);
     toc(t, T_HALO_SETUP);
     return rc;
 }
@@ -552,6 +581,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     }
     if (rc != BC_OK)
         goto done;
+    out->sweep_prefetch = L.sweep_prefetch;
     rc = cg_iterate(comm, &L, p, b_in, &v, out, &t, &c);
     tic(&t); /* the solution in the caller's numbering: the vectors' part */
 #pragma omp parallel for schedule(static)

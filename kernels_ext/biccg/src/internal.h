@@ -28,6 +28,7 @@ typedef struct {
      * and the sweeps carry that row's value in a register and prefetch the
      * plan's lines; with tiles both made them slower (sweeps.h) */
     int row_runs;
+    int sweep_prefetch; /* the sweeps prefetch the plan's lines (cg.c) */
     int *perm;  /* new local row -> old local row */
     int *iperm; /* old local row -> new local row */
     /* IC(0): M = U^T D U, L = U^T strictly lower (unit diagonal implied) */
@@ -157,7 +158,7 @@ static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t 
 /* Prefetch run `part` (0 earlier colors, 1 later, 2 halo) of block b's plan
  * into the vector v, when b < last (a sweep stays inside its color: the next
  * color's lines may be the ones other threads are writing); the sweeps only
- * where blocks are row runs (L->row_runs). */
+ * where L->sweep_prefetch says (cg.c). */
 static inline void bc_prefetch_block(const bc_local *L, int b, int last, int part, const double *v)
 {
     if (BC_PFB > 0 && b < last)

@@ -15,7 +15,9 @@
  * faster: on the Xeon VM the carry and the prefetch cost 13-18 % of the
  * preconditioner at 128^3, which runs as fast from memory as from cache,
  * bound by its instructions (comparisons/README.md, "The sweeps are bound by
- * their instructions").
+ * their instructions").  Tiles take the prefetch alone where the vector the
+ * sweeps gather does not fit the node's last-level cache (L->sweep_prefetch,
+ * cg.c: "The sweeps' gathers prefetched past the cache").
  *
  * Fused into the sweeps, so that no vector is read for them alone: where q
  * is given, the CG update r -= alpha q and the sum rr = r'r (first pass of
@@ -38,7 +40,7 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
 #pragma omp for schedule(static)
             for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
                 const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                if (L->row_runs)
+                if (L->sweep_prefetch)
                     bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 0, z);
                 for (int i = i0; i < i1; i++) {
                     double s = r[i];
@@ -79,7 +81,7 @@ static void BC_SWEEPS(const bc_local *L, const BC_FT *lval, const BC_FT *uval, c
 #pragma omp for schedule(static)
             for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
                 const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
-                if (L->row_runs)
+                if (L->sweep_prefetch)
                     bc_prefetch_block(L, b + BC_PFB, L->cptr[c + 1], 1, z);
                 for (int i = i0; i < i1; i++) {
                     const double w = z[i];
