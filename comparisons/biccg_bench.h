@@ -16,9 +16,23 @@
 
 #include "internal.h"
 
+/* The sweeps' prefetch as bc_solve decides it on one rank (cg.c,
+ * sweeps_prefetch): row runs always; tiles as BC_SWEEP_PREFETCH says (1, 0),
+ * else where z (8 bytes a row) exceeds BC_LLC_BYTES (the harnesses set it:
+ * biccg_kernels.py's driver_env). */
+static int bench_sweep_prefetch(const bc_local *L)
+{
+    const char *pf = getenv("BC_SWEEP_PREFETCH"), *llc = getenv("BC_LLC_BYTES");
+    if (L->row_runs || pf)
+        return L->row_runs || atoi(pf) > 0;
+    const long long cache = llc ? atoll(llc) : 0;
+    return cache > 0 && (long long)L->nloc * 8 > cache;
+}
+
 /* The 7-point Poisson matrix of an nx x ny x nz grid on one rank, ordered,
  * copied and factored into L as bc_solve's setup does (p's blocking and
- * colors; the factor in single precision where `single`).  0; 2 for a grid
+ * colors; the factor in single precision where `single`; the sweeps'
+ * prefetch, bench_sweep_prefetch).  0; 2 for a grid
  * out of range (n < 1 or n > n_max) or no memory; 1 where the setup fails
  * (each with a line on stderr). */
 static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, const bc_params *p,
@@ -46,6 +60,7 @@ static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, cons
             fprintf(stderr, "error: setup failed\n");
             rc = 1;
         }
+        L->sweep_prefetch = bench_sweep_prefetch(L);
     }
     free(indptr), free(indices), free(data);
     return rc;

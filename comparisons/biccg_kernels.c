@@ -3,7 +3,8 @@
  * biccg) beside the versions they replaced, on one matrix in one process:
  *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
  *   - "before" preconditioner: the solver's sweeps without the register
- *     carry and the prefetch (its path for tiles; row_runs set to 0).
+ *     carry and the prefetch (row_runs and sweep_prefetch set to 0: its path
+ *     for tiles within the cache).
  * Calls alternate, each after a write of twice the last-level cache (192 MiB
  * at least) that leaves nothing of the operands in cache (as in CG, where
  * other kernels run in between), and each is timed again at once, its
@@ -37,15 +38,16 @@ static void spmv_before(const bc_local *L, const double *x, double *y)
 }
 
 /* The preconditioner it replaced: the solver's own sweeps as they run where
- * blocks are tiles (row_runs 0): the in-block recurrence reading the previous
- * row back from memory, no prefetch of the plan's lines.  With tiles it is
- * the solver's; with row runs, the version the register carry replaced. */
+ * blocks are tiles and z fits the cache (row_runs and sweep_prefetch 0): the
+ * in-block recurrence reading the previous row back from memory, no prefetch
+ * of the plan's lines.  With tiles in cache it is the solver's; with row
+ * runs, the version the register carry and the prefetch replaced. */
 static void precond_before(bc_local *L, double *r, double *z, double *rr, double *rz)
 {
-    const int runs = L->row_runs;
-    L->row_runs = 0;
+    const int runs = L->row_runs, prefetch = L->sweep_prefetch;
+    L->row_runs = L->sweep_prefetch = 0;
     bc_precond(L, 0.0, NULL, r, z, rr, rz);
-    L->row_runs = runs;
+    L->row_runs = runs, L->sweep_prefetch = prefetch;
 }
 
 /* The four kernels timed, variant v: the SpMV, its old version, the

@@ -29,9 +29,18 @@ import tempfile
 from pathlib import Path
 
 from kernels_ext.biccg import auto_tile
+from kernels_ext.common.sysinfo import last_level_cache_bytes
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
+
+
+def driver_env(threads: int) -> dict[str, str]:
+    """The environment of a C driver's process: `threads` OpenMP threads bound to cores, and
+    this machine's last-level cache (BC_LLC_BYTES), by which the drivers decide the sweeps'
+    prefetch as the solver does (biccg_bench.h; BC_SWEEP_PREFETCH=1|0 forces it)."""
+    return os.environ | {"OMP_NUM_THREADS": str(threads), "OMP_PLACES": "cores",
+                         "OMP_PROC_BIND": "close", "BC_LLC_BYTES": str(last_level_cache_bytes())}
 
 
 def mpi_prefix(ranks: int, threads: int) -> list[str]:
@@ -77,8 +86,7 @@ def main() -> int:
         exe = Path(tmp) / "biccg_kernels"
         build(a.cc, a.flags, exe)
         for grid, t in ((g, t) for g in grids for t in a.threads):
-            env = os.environ | {"OMP_NUM_THREADS": str(t), "OMP_PLACES": "cores",
-                                "OMP_PROC_BIND": "close"}
+            env = driver_env(t)
             args = [*grid, a.rounds, a.block_size, a.colors, *(tile or (0, 0, 0)),
                     int(a.factor == "single")]
             proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,

@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from biccg_kernels import build  # comparisons/ is on sys.path: these run as scripts
+from biccg_kernels import build, driver_env  # comparisons/ is on sys.path: these run as scripts
 
 from kernels_ext.biccg import auto_tile
 
 
 def run(exe: Path, grid: list[int], rounds: int, threads: int, tile: tuple) -> dict | None:
     """One process of exe: its JSON line, or None where it cannot run here (no AVX-512)."""
-    env = os.environ | {"OMP_NUM_THREADS": str(threads), "OMP_PLACES": "cores",
-                        "OMP_PROC_BIND": "close"}
+    env = driver_env(threads)
     proc = subprocess.run([str(exe), *map(str, [*grid, rounds, *tile])], capture_output=True,
                           text=True, env=env)
     if proc.returncode == 3:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -40,10 +39,9 @@ from biccg_kernels import (  # comparisons/ is on sys.path: these run as scripts
     HERE,
     SRC,
     build,
+    driver_env,
     mpi_prefix,
 )
-
-from kernels_ext.common.sysinfo import last_level_cache_bytes
 
 FLAGS = "-O3 -march=native -fopenmp -std=gnu99 -DBC_PROFILE"
 DRIVER = "biccg_setup_profile.c"
@@ -74,8 +72,7 @@ def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
     digest line, sorted and joined (each rank prints its own), and the driver's record
     (its solve's times where iterations > 0)."""
-    env = os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close",
-                        "BC_LLC_BYTES": str(last_level_cache_bytes())}  # as the solver's
+    env = driver_env(threads)
     argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
             str(iterations)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)

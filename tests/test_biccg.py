@@ -579,7 +579,7 @@ def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
     """biccg_solves 3: each of our solver's processes solves three times; the first solve's
     times are the configuration's, the later two's median setup and solve are recorded
     beside them, and become the later_setup_time_s merit; the estimate counts the process's
-    start once and each solve's work; a baseline solves once."""
+    start once and each solve's work, the timeout each solve; a baseline solves once."""
     from burstbench.benchmarks.biccg import results, tasks
 
     def validated(solves: int) -> dict:
@@ -595,6 +595,7 @@ def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
     ours = next(t for t in plan.tasks if t.config["impl"] == "c")
     ours1 = next(t for t in plan1.tasks if t.config["impl"] == "c")
     assert ours.argv[-2:] == ("--solves", "3") and "--solves" not in ours1.argv
+    assert ours.timeout_s == 3 * ours1.timeout_s == 3 * P["biccg_timeout_s"]  # per solve
     start = m.calibration.start_s + tasks.SOLVERS["c"].start_s
     assert ours.estimate_s - start == pytest.approx(3 * (ours1.estimate_s - start))
     base = [t for t in plan.tasks if t.config["impl"] != "c"]

@@ -45,7 +45,8 @@ where nothing was fitted):
    number of its own iterations' memory time, scaled like the memory part of the solve
    (a factorization streams the matrix as an iteration does).  Two numbers: a job's first
    solve's (its process's first, on memory new to it) and its later solves' (the same
-   process solving again on memory it kept: a third of the first at the study's size),
+   process solving again on memory it kept: a third to a fifth of the first's seconds at
+   the study's size),
    each measured on the reference (``biccg_solves: 2``); the later priced as the first
    where the reference solved once a process (model.Model.setup_rows says which).
    Not modelled: the setup shares out over ranks better than over threads (passes no

@@ -85,7 +85,8 @@ PARAMS = [
           "fresh runs per configuration",
           check_count("biccg_repetitions", 1)),
     Param("biccg_timeout_s", 1800,
-          "seconds per solve before it is stopped",
+          "seconds per solve before it is stopped (our solver's process: this x "
+          "`biccg_solves`)",
           check_positive("biccg_timeout_s")),
 ]
 

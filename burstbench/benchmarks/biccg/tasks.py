@@ -232,7 +232,7 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
               "colors": P["biccg_colors"], "repetition": rep, "function": "solve"}
     key = task_key(f"{prob.name}-{nodes}n{label}", f"r{rep}", [config, argv[1:]])
     return runner.Task(key, config | {"key": key}, argv, tuple(sorted(env.items())),
-                       P["biccg_timeout_s"])
+                       P["biccg_timeout_s"] * P["biccg_solves"])  # per solve
 
 
 def _baseline_task(P: dict, prob: Problem, method: str, rep: int, t: int) -> runner.Task:

@@ -65,7 +65,8 @@ typedef struct {
     int sweep_prefetch; /* tiles: 1 the sweeps prefetch the lines each block
                          * gathers from other blocks, 0 not, -1 where that
                          * vector, this node's ranks together, exceeds
-                         * llc_bytes (row runs always prefetch) */
+                         * llc_bytes (row runs always prefetch); the same on
+                         * every rank */
     int64_t llc_bytes;  /* the node's last-level cache, all instances (0: unknown) */
 } bc_params;
 

@@ -332,7 +332,10 @@ static void cg_vectors_free(cg_vectors *v)
  * then come from memory, and fetched ahead the preconditioner took 0.66-0.76
  * of the time on the AMD VM past its cache, while in cache the prefetches
  * only cost, 1.04-1.11 (comparisons/README.md, "The sweeps' gathers
- * prefetched past the cache").  Collective (the same branch on every rank). */
+ * prefetched past the cache").  The cache is the node's, all its instances:
+ * the decision's layouts fill a node's cores; a layout on part of a node with
+ * several L3s counts caches its cores cannot use, and prefetches less than it
+ * could.  Collective: p->sweep_prefetch must be the same on every rank. */
 static int sweeps_prefetch(MPI_Comm comm, const bc_params *p, bc_local *L)
 {
     if (L->row_runs || p->sweep_prefetch >= 0) {

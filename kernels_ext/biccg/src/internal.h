@@ -25,10 +25,12 @@ typedef struct {
     int *cptr, *bstart;
     /* blocks are runs of consecutive input rows (not tiles of a grid): a
      * row's coupling in its block is then mostly to the row before (a chain),
-     * and the sweeps carry that row's value in a register and prefetch the
-     * plan's lines; with tiles both made them slower (sweeps.h) */
+     * and the sweeps carry that row's value in a register (with tiles that
+     * made them slower, sweeps.h) */
     int row_runs;
-    int sweep_prefetch; /* the sweeps prefetch the plan's lines (cg.c) */
+    /* the sweeps prefetch the plan's lines: row runs always, tiles where z
+     * exceeds the node's cache (cg.c, sweeps_prefetch) */
+    int sweep_prefetch;
     int *perm;  /* new local row -> old local row */
     int *iperm; /* old local row -> new local row */
     /* IC(0): M = U^T D U, L = U^T strictly lower (unit diagonal implied) */

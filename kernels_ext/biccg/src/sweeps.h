@@ -17,7 +17,8 @@
  * bound by its instructions (comparisons/README.md, "The sweeps are bound by
  * their instructions").  Tiles take the prefetch alone where the vector the
  * sweeps gather does not fit the node's last-level cache (L->sweep_prefetch,
- * cg.c: "The sweeps' gathers prefetched past the cache").
+ * set by cg.c's sweeps_prefetch; comparisons/README.md, "The sweeps' gathers
+ * prefetched past the cache").
  *
  * Fused into the sweeps, so that no vector is read for them alone: where q
  * is given, the CG update r -= alpha q and the sum rr = r'r (first pass of
