@@ -18,6 +18,7 @@ of each solve (the Matrix Market reader is in mtx.py, the baselines in cg_baseli
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import socket
@@ -184,7 +185,6 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext.biccg import _biccg
-    from kernels_ext.common.sysinfo import last_level_cache_bytes
 
     if factor not in FACTORS:
         raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
@@ -198,12 +198,20 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                              tuple(grid) if tile is not None else (0, 0, 0),
                              tuple(tile) if tile is not None else (0, 0, 0),
                              -1 if sweep_prefetch is None else int(sweep_prefetch),
-                             last_level_cache_bytes() if sweep_prefetch is None else 0)
+                             _node_cache_bytes() if sweep_prefetch is None else 0)
     except ArithmeticError as exc:
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
         raise BadInput(str(exc)) from exc
     return x, stats
+
+
+@functools.cache
+def _node_cache_bytes() -> int:
+    """This machine's last-level cache, all instances (read from sysfs once a process)."""
+    from kernels_ext.common.sysinfo import last_level_cache_bytes
+
+    return last_level_cache_bytes()
 
 
 def release_memory() -> None:

@@ -52,21 +52,20 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
     for part, v in rec.get("per_iteration_s", {}).items():
         rows.append(task.config | extra | {"metric": f"per_iteration_{part}", "value": v,
                                            "unit": "s"})
-    for key, metric in LATER if len(recs) > 1 else ():
-        rows.append(task.config | extra | {
-            "metric": metric, "value": float(statistics.median(r[key] for r in recs[1:])),
-            "unit": "s"})
+    later = {metric: float(statistics.median(r[key] for r in recs[1:]))
+             for key, metric in LATER} if len(recs) > 1 else {}
+    rows += [task.config | extra | {"metric": metric, "value": v, "unit": "s"}
+             for metric, v in later.items()]
     if rec.get("peak_rss_bytes"):
         rows.append(task.config | extra | {"metric": "peak_rss", "value": rec["peak_rss_bytes"],
                                            "unit": "B"})
-    if len(recs) > 1:
+    if later:
         rec["later_solves"] = recs[1:]
     rec["stderr"] = stderr.strip()[-2000:]
     summary = (f"{rec['iterations']} iterations, solve {rec['solve_s']:.3f} s, "
                f"setup {rec.get('setup_s', 0):.3f} s, residual {rec['relative_residual']:.2e}"
                + (f"; {len(recs) - 1} later solve(s), setup "
-                  f"{statistics.median(r['setup_s'] for r in recs[1:]):.3f} s"
-                  if len(recs) > 1 else ""))
+                  f"{later['later_setup_time']:.3f} s" if later else ""))
     return rows, [rec], summary
 
 

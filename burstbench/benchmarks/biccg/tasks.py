@@ -198,14 +198,11 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
         return 0.0
     impl, ranks = config["impl"], config["ranks"]
     cores = ranks * config["threads"] if impl == "c" else config["threads"]
-    one = estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
-                     ranks if impl == "c" else 1,
-                     m.calibration.speedup(cores, m.cores * config["nodes"]),
-                     P["biccg_tol"], m.calibration)
-    if impl != "c":
-        return one
-    start = m.calibration.start_s + SOLVERS[impl].start_s  # once; each solve its own setup
-    return start + P["biccg_solves"] * (one - start)
+    return estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
+                      ranks if impl == "c" else 1,
+                      m.calibration.speedup(cores, m.cores * config["nodes"]),
+                      P["biccg_tol"], m.calibration,
+                      P["biccg_solves"] if impl == "c" else 1)  # the baselines solve once
 
 
 def plan(P: dict) -> Plan:
@@ -337,14 +334,15 @@ def iteration_s(n: int) -> float:
 
 
 def estimate_s(n: int, solver: Solver = SOLVERS["c"], ranks: int = 1, speedup: float = 1.0,
-               tol: float = 1e-7, cal: SolveCalibration = UNCALIBRATED) -> float:
-    """About how long one solve of a Poisson grid of `n` rows takes: by `solver` on
-    `ranks` ranks whose cores do `speedup` times one's, calibrated by `cal`."""
+               tol: float = 1e-7, cal: SolveCalibration = UNCALIBRATED, solves: int = 1) -> float:
+    """About how long a process of `solves` solves of a Poisson grid of `n` rows takes (its
+    start once, each solve's setup and iterations): by `solver` on `ranks` ranks whose cores
+    do `speedup` times one's, calibrated by `cal`."""
     passes = FIRST_PASSES + solver.iterations(n, tol) * (1 + RANK_ITERATIONS
                                                          * math.log2(ranks))
     setup = cal.setup_rate * solver.setup * setup_s(n) / speedup ** solver.setup_scaling
-    return cal.start_s + solver.start_s + setup + \
-        cal.iteration_rate * solver.iteration * passes * iteration_s(n) / speedup
+    return cal.start_s + solver.start_s + solves * (
+        setup + cal.iteration_rate * solver.iteration * passes * iteration_s(n) / speedup)
 
 
 def calibrate(record: dict, timing: workmodel.Timing) -> SolveCalibration:
