@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from burstbench.core import locks, paths, runner, signals
+from burstbench.report.executor import STARTS
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
@@ -42,7 +43,8 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
     line never fails the run; `parameters` are injected after it.  The child has its own
     session, so Ctrl-C reaches only this process, which then stops the child's whole tree
     (see stop_notebook) and re-raises: what was measured is already stored, and the caller
-    says how to resume.
+    says how to resume.  A kernel that died before it answered (no cell ran) is started
+    again, STARTS kernels in all (not with `log`, where papermill's errors are not read).
     """
     import tempfile
 
@@ -52,7 +54,16 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
         if committed is not None:
             source = Path(tmp) / notebook.name
             _with_committed_parameters(notebook, source, committed)
-        return _papermill(source, output, parameters, log, timeout)
+        for _ in range(STARTS):  # a kernel that died before it answered ran no cell
+            why = _papermill(source, output, parameters, log, timeout)
+            if why != NEVER_STARTED:
+                return why
+        return f"{why}; {STARTS} kernels tried"
+
+
+#: What papermill's last line says where the kernel died before it answered (see
+#: burstbench.report.executor.STARTS: its port may have been taken as it started).
+NEVER_STARTED = "RuntimeError: Kernel died before replying to kernel_info"
 
 
 def _with_committed_parameters(notebook: Path, dest: Path, committed: dict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -370,3 +371,84 @@ def test_the_report_takes_the_longest_notebook_first_by_the_last_build(tmp_path)
     assert executor.last_seconds(tmp_path) == {"110_a.ipynb": 2.5}
     (tmp_path / executor.TIMINGS).write_text('["not", "a mapping"')
     assert executor.last_seconds(tmp_path) == {}
+
+
+def _kernel_that_dies(tmp_path: Path, times: int) -> dict:
+    """An environment whose Python kernels die before they answer, the first `times` of
+    them (counted in a file), saying so on stderr (a sitecustomize on PYTHONPATH)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if sys.argv[:1] == ['-m'] and '-f' in sys.argv:  # python -m ipykernel_launcher -f\n"
+        f"    count = {str(tmp_path / 'starts')!r}\n"
+        "    n = int(open(count).read()) if os.path.exists(count) else 0\n"
+        "    open(count, 'w').write(str(n + 1))\n"
+        f"    if n < {times}:\n"
+        "        sys.stderr.write(f'zmq.error.ZMQError: Address already in use (start {n + 1})')\n"
+        "        sys.stderr.flush()\n"
+        "        os._exit(1)\n")
+    return dict(os.environ, PYTHONPATH=f"{hook}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+
+
+@pytest.mark.parametrize("setting", ["1", "fresh"])
+def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting, monkeypatch):
+    """A kernel that dies at its start (its port taken by another process between the
+    manager choosing it and the kernel binding it: a CI run lost a whole report to it) is
+    replaced, STARTS kernels for a notebook, whether the caller launched it or a worker; a
+    kernel that never starts fails the notebook with what it last wrote, and the next
+    notebook tries again."""
+    import nbformat
+
+    from burstbench.report import executor
+
+    monkeypatch.setattr(executor, "available_cpus", lambda: 1)  # one kernel at a time
+    nbs = []
+    for name in ("a", "b"):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(f"print('{name}', 6 * 7)")]
+        nbs.append(tmp_path / f"{name}.ipynb")
+        nbformat.write(nb, nbs[-1])
+    for case, dying in (("once", executor.STARTS - 1), ("never", 100)):
+        (tmp_path / case).mkdir()
+        env = _kernel_that_dies(tmp_path / case, dying)
+        results, _ = executor.run(nbs, tmp_path / case / "out", lambda nb: ({}, {}), tmp_path,
+                                  env=env, setting=setting)
+        if case == "once":
+            assert [r.error for r in results] == [None, None]
+            out = nbformat.read(tmp_path / case / "out" / "a.ipynb", as_version=4)
+            assert out.cells[-1].outputs[0]["text"] == "a 42\n"
+            starts = int((tmp_path / case / "starts").read_text())
+            assert starts == executor.STARTS + (1 if setting == "fresh" else 0)
+        else:
+            said = ("the kernel did not start: Kernel died before replying to kernel_info (its "
+                    "last words: zmq.error.ZMQError: Address already in use (start {}))"
+                    f"; {executor.STARTS} kernels tried")
+            assert [r.error for r in results] == [said.format(executor.STARTS + 1),
+                                                  said.format(2 * executor.STARTS + 1)]
+
+
+def test_a_measurement_whose_kernel_dies_before_it_answers_is_started_again(tmp_path,
+                                                                           monkeypatch):
+    """What `burstbench run` executes (papermill, a process of its own) gets STARTS kernels
+    where each dies before it answers (no cell has run), and says so where none did."""
+    import nbformat
+
+    from burstbench import supervise
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
+    nbformat.write(nb, tmp_path / "m.ipynb")
+    for case, dying in (("once", supervise.STARTS - 1), ("never", 100)):
+        (tmp_path / case).mkdir()
+        monkeypatch.setenv("PYTHONPATH", _kernel_that_dies(tmp_path / case, dying)["PYTHONPATH"])
+        why = supervise.execute_notebook(tmp_path / "m.ipynb", tmp_path / case / "m.ipynb", {},
+                                         log=False)
+        starts = int((tmp_path / case / "starts").read_text())
+        if case == "once":
+            assert why is None and starts == supervise.STARTS
+            out = nbformat.read(tmp_path / case / "m.ipynb", as_version=4)
+            assert out.cells[-1].outputs[0]["text"] == "42\n"
+        else:
+            assert why == f"{supervise.NEVER_STARTED}; {supervise.STARTS} kernels tried"
+            assert starts == supervise.STARTS

@@ -143,11 +143,19 @@ def inject_parameters(nb, parameters: dict) -> None:
     nb.cells = cells[:at] + [cell] + cells[at:]
 
 
+#: Kernels started for one notebook before it fails.  A kernel can die before it answers
+#: for a reason of the moment: jupyter_client picks its ports free and the kernel binds them
+#: a moment later, when any process on the machine may have taken one.  A new kernel has new
+#: ports.  A kernel that cannot start at all fails the same way each time, and says why.
+STARTS = 3
+
+
 class _Kernel:
     def __init__(self, number: int, cwd: Path, env: dict, log: bool):
         self.number, self.cwd, self.env, self.log = number, cwd, env, log
         self.km: Any = None  # the kernel's manager and client, once launched
         self.kc: Any = None
+        self.stderr: Any = None  # what the kernel wrote there, kept to say why it died
 
     async def start(self) -> None:
         await self.launch()
@@ -156,19 +164,35 @@ class _Kernel:
     async def launch(self) -> None:
         """Start the kernel's process; ready() waits until it answers."""
         import subprocess
+        import tempfile
 
         from jupyter_client.manager import AsyncKernelManager
 
         self.km = AsyncKernelManager(kernel_name="python3")
         # the kernel's own messages (ipykernel's warning about TCP without encryption)
         # only with --verbose; what a notebook prints is in the executed notebook
-        quiet = {} if self.log else {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        quiet = {}
+        if not self.log:
+            self.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": self.stderr}
         await self.km.start_kernel(cwd=str(self.cwd), env=self.env, **quiet)
 
     async def ready(self) -> None:
         self.kc = self.km.client()
         self.kc.start_channels()
         await self.kc.wait_for_ready(timeout=120)
+
+    def why(self, exc: BaseException) -> str:
+        """`exc` in one line, with the last line the kernel wrote to its stderr (where
+        it was kept: not with --verbose, where it went to this process's)."""
+        lines = str(exc).strip().splitlines()
+        why = lines[0] if lines else type(exc).__name__
+        if self.stderr is not None:
+            self.stderr.seek(0)
+            said = [line.strip() for line in self.stderr.read().splitlines() if line.strip()]
+            if said:
+                why += f" (its last words: {said[-1]})"
+        return why
 
     async def alive(self) -> bool:
         return self.km is not None and await self.km.is_alive()
@@ -185,13 +209,48 @@ class _Kernel:
     async def stop(self) -> None:
         if self.kc is not None:
             self.kc.stop_channels()
-        if self.km is not None:
-            try:
-                if await self.km.is_alive():
-                    await self.km.shutdown_kernel(now=True)
-            finally:
-                await self.km.cleanup_resources()
-        self.km = self.kc = None
+        try:
+            if self.km is not None:
+                try:
+                    if await self.km.is_alive():
+                        await self.km.shutdown_kernel(now=True)
+                finally:
+                    await self.km.cleanup_resources()
+        finally:
+            if self.stderr is not None:
+                self.stderr.close()
+            self.km = self.kc = self.stderr = None
+
+
+async def _reused(kernel: _Kernel | None, fresh: bool) -> _Kernel | None:
+    """`kernel` ready for the next notebook: answering (one launched by the caller), or
+    alive and reset; None where a new one is needed (this one stopped)."""
+    if kernel is None:
+        return None
+    try:
+        if kernel.kc is None:
+            await kernel.ready()
+            return kernel
+        if not fresh and await kernel.alive() and not await kernel.run_code(RESET):
+            return kernel  # (a kernel that cannot reset is not reused)
+    except Exception:  # it died while starting, or does not answer: a new one
+        pass
+    await kernel.stop()
+    return None
+
+
+async def _started(number: int, cwd: Path, env: dict, log: bool) -> _Kernel:
+    """A new kernel, answering; STARTS tries before RuntimeError says why the last died."""
+    why = ""
+    for _ in range(STARTS):
+        kernel = _Kernel(number, cwd, env, log)
+        try:
+            await kernel.start()
+            return kernel
+        except Exception as exc:
+            why = kernel.why(exc)
+            await kernel.stop()
+    raise RuntimeError(f"{why}; {STARTS} kernels tried")
 
 
 def _echo(cell, **_) -> None:
@@ -226,7 +285,7 @@ async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: Pa
     except CellExecutionError as exc:
         why = f"{exc.ename}: {exc.evalue}"
     except DeadKernelError as exc:
-        why = f"the kernel died ({str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+        why = f"the kernel died ({kernel.why(exc)})"
     except Exception as exc:  # a timeout, a message the client could not read: one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         why = f"{type(exc).__name__}: {first}"
@@ -251,25 +310,14 @@ async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
             return
         nb = queue.pop(0)  # one event loop: no other worker runs between the test and this
         t0 = time.monotonic()
-        try:
-            if kernel is not None and kernel.kc is None:
-                await kernel.ready()
-            elif kernel is not None and (fresh or not await kernel.alive()):
-                await kernel.stop()
-                kernel = None
-            elif kernel is not None and await kernel.run_code(RESET):
-                await kernel.stop()  # a kernel that cannot reset is not reused
-                kernel = None
-            if kernel is None:
-                kernel = kernels[number] = _Kernel(number, cwd, env, log)
-                await kernel.start()
-        except Exception as exc:  # no kernel: this notebook fails, the next tries again
-            if kernel is not None:
-                await kernel.stop()
-            kernel = None
-            results.append(Result(nb, out_dir / nb.name, f"the kernel did not start: {exc}",
-                                  time.monotonic() - t0, number))
-            continue
+        kernel = await _reused(kernel, fresh)
+        if kernel is None:
+            try:
+                kernel = kernels[number] = await _started(number, cwd, env, log)
+            except Exception as exc:  # this notebook fails, the next tries again
+                results.append(Result(nb, out_dir / nb.name, f"the kernel did not start: {exc}",
+                                      time.monotonic() - t0, number))
+                continue
         on_start(nb, number)
         why = await _run_one(kernel, nb, out_dir / nb.name, parameters, log, timeout)
         results.append(Result(nb, out_dir / nb.name, why, time.monotonic() - t0, number))
