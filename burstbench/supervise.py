@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from burstbench.core import locks, paths, runner, signals
-from burstbench.report.executor import STARTS
+from burstbench.report.kernel import STARTS
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
@@ -62,7 +62,7 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict, log: bool,
 
 
 #: What papermill's last line says where the kernel died before it answered (see
-#: burstbench.report.executor.STARTS: its port may have been taken as it started).
+#: burstbench.report.kernel.STARTS: its port may have been taken as it started).
 NEVER_STARTED = "RuntimeError: Kernel died before replying to kernel_info"
 
 

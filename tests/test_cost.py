@@ -141,6 +141,14 @@ def test_cost_report_builds_with_damaged_prices_and_says_what_lacks_a_price(
         pytest.approx(4 * 10 * reference_price("HB120rs_v3", "spot", "East US"))  # no eviction
 
 
+#: The smoke run's solve the model is fitted on: one rank, so no communication.  Its 16^3
+#: solves take about a millisecond; on two ranks the ping-pong's latency, measured while
+#: other test processes took the cores, priced the iteration's messages above the whole
+#: measured solve, and the fit refused it (1 in 9 concurrent smoke runs; a CI run lost 5
+#: tests to it).
+SMOKE_FIT = {"vm": "smoke", "problem": "poisson16x16x16", "layout": "1x1"}
+
+
 def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
     """The smoke run as a VM: the time model fitted on one of its solves and validated on
     the others; a user's job priced on every VM with a Triad and a price, each refusal said
@@ -149,8 +157,7 @@ def test_the_burst_decision_on_a_measured_vm(vm_run, tmp_path):
 
     figs = tmp_path / "figs"
     sec = decision.decision_report(
-        vm_run, figures_dir=figs, model_reference={"vm": "smoke", "problem":
-                                                   "poisson16x16x16", "layout": "2x1"},
+        vm_run, figures_dir=figs, model_reference=SMOKE_FIT,
         user_job={"name": "mine", "problem": {"poisson": [64, 64, 64], "iterations": 70},
                   "solves": 1000, "nodes": [1, 2], "input_gb": 2, "output_gb": 5})
     val = pd.read_csv(figs / "biccg_model_validation.csv")
@@ -208,7 +215,7 @@ def test_staging_is_capped_by_the_vms_own_storage(vm_run, tmp_path):
     figs = tmp_path / "figs"
     decision.decision_report(
         vm_run, figures_dir=figs, wan_mib_s=1e6,
-        model_reference={"vm": "smoke", "problem": "poisson16x16x16", "layout": "2x1"},
+        model_reference=SMOKE_FIT,
         user_job={"name": "mine", "problem": {"poisson": [64, 64, 64], "iterations": 70},
                   "nodes": [1], "input_gb": 2, "output_gb": 5})
     rows = pd.read_csv(figs / "burst_decision.csv")
@@ -232,6 +239,6 @@ def test_a_job_described_wrong_is_one_line(vm_run, tmp_path, user_job, message):
     from burstbench.report import decision
 
     with pytest.raises(ValueError) as err:
-        decision.decision_report(vm_run, figures_dir=tmp_path, model_reference={
-            "vm": "smoke", "problem": "poisson16x16x16", "layout": "2x1"}, user_job=user_job)
+        decision.decision_report(vm_run, figures_dir=tmp_path, model_reference=SMOKE_FIT,
+                                 user_job=user_job)
     assert str(err.value) == message

@@ -400,7 +400,7 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
     notebook tries again."""
     import nbformat
 
-    from burstbench.report import executor
+    from burstbench.report import executor, kernel
 
     monkeypatch.setattr(executor, "available_cpus", lambda: 1)  # one kernel at a time
     nbs = []
@@ -409,7 +409,7 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
         nb.cells = [nbformat.v4.new_code_cell(f"print('{name}', 6 * 7)")]
         nbs.append(tmp_path / f"{name}.ipynb")
         nbformat.write(nb, nbs[-1])
-    for case, dying in (("once", executor.STARTS - 1), ("never", 100)):
+    for case, dying in (("once", kernel.STARTS - 1), ("never", 100)):
         (tmp_path / case).mkdir()
         env = _kernel_that_dies(tmp_path / case, dying)
         results, _ = executor.run(nbs, tmp_path / case / "out", lambda nb: ({}, {}), tmp_path,
@@ -419,13 +419,13 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
             out = nbformat.read(tmp_path / case / "out" / "a.ipynb", as_version=4)
             assert out.cells[-1].outputs[0]["text"] == "a 42\n"
             starts = int((tmp_path / case / "starts").read_text())
-            assert starts == executor.STARTS + (1 if setting == "fresh" else 0)
+            assert starts == kernel.STARTS + (1 if setting == "fresh" else 0)
         else:
             said = ("the kernel did not start: Kernel died before replying to kernel_info (its "
                     "last words: zmq.error.ZMQError: Address already in use (start {}))"
-                    f"; {executor.STARTS} kernels tried")
-            assert [r.error for r in results] == [said.format(executor.STARTS + 1),
-                                                  said.format(2 * executor.STARTS + 1)]
+                    f"; {kernel.STARTS} kernels tried")
+            assert [r.error for r in results] == [said.format(kernel.STARTS + 1),
+                                                  said.format(2 * kernel.STARTS + 1)]
 
 
 def test_a_measurement_whose_kernel_dies_before_it_answers_is_started_again(tmp_path,

@@ -8,7 +8,7 @@ build took (TIMINGS in the output folder; name order where there are none), so t
 idles while another has two notebooks left.  Which kernel draws which notebook changes
 nothing in what is drawn (the tests compare shared kernels with fresh ones).  Between two
 notebooks the kernel's figures are closed, matplotlib's settings restored and its namespace
-emptied (RESET), so a notebook sees only what it defines itself, as in a fresh kernel; what
+emptied (kernel.RESET), so a notebook sees only what it defines itself, as in a fresh kernel; what
 stays is what was imported.  Each notebook still runs cell by cell in a Jupyter kernel with
 its parameters injected after its `parameters` cell, as papermill does, and the executed
 notebook is written to the output folder, with its outputs up to the error where one failed.
@@ -27,22 +27,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from burstbench.report.kernel import Kernel, reused, started
 
 KERNELS_ENV = "BURSTBENCH_REPORT_KERNELS"
 
 #: What a notebook runs with: (its parameters as committed, every value injected after them).
 Parameters = Callable[[Path], "tuple[dict, dict]"]
-
-#: Run in a kernel between two notebooks, so that the next one starts as in a fresh kernel:
-#: no figure open, matplotlib's settings as read from its rc file (apply_style's theme gone),
-#: the namespace empty.  Modules stay imported: that is the point.
-RESET = ("import matplotlib as _mpl, matplotlib.pyplot as _plt\n"
-         "_plt.close('all')\n"
-         "_mpl.rc_file_defaults()\n"
-         "del _mpl, _plt\n"
-         "get_ipython().run_line_magic('reset', '-f')\n")
-
 
 @dataclass
 class Result:
@@ -143,116 +134,6 @@ def inject_parameters(nb, parameters: dict) -> None:
     nb.cells = cells[:at] + [cell] + cells[at:]
 
 
-#: Kernels started for one notebook before it fails.  A kernel can die before it answers
-#: for a reason of the moment: jupyter_client picks its ports free and the kernel binds them
-#: a moment later, when any process on the machine may have taken one.  A new kernel has new
-#: ports.  A kernel that cannot start at all fails the same way each time, and says why.
-STARTS = 3
-
-
-class _Kernel:
-    def __init__(self, number: int, cwd: Path, env: dict, log: bool):
-        self.number, self.cwd, self.env, self.log = number, cwd, env, log
-        self.km: Any = None  # the kernel's manager and client, once launched
-        self.kc: Any = None
-        self.stderr: Any = None  # what the kernel wrote there, kept to say why it died
-
-    async def start(self) -> None:
-        await self.launch()
-        await self.ready()
-
-    async def launch(self) -> None:
-        """Start the kernel's process; ready() waits until it answers."""
-        import subprocess
-        import tempfile
-
-        from jupyter_client.manager import AsyncKernelManager
-
-        self.km = AsyncKernelManager(kernel_name="python3")
-        # the kernel's own messages (ipykernel's warning about TCP without encryption)
-        # only with --verbose; what a notebook prints is in the executed notebook
-        quiet = {}
-        if not self.log:
-            self.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            quiet = {"stdout": subprocess.DEVNULL, "stderr": self.stderr}
-        await self.km.start_kernel(cwd=str(self.cwd), env=self.env, **quiet)
-
-    async def ready(self) -> None:
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        await self.kc.wait_for_ready(timeout=120)
-
-    def why(self, exc: BaseException) -> str:
-        """`exc` in one line, with the last line the kernel wrote to its stderr (where
-        it was kept: not with --verbose, where it went to this process's)."""
-        lines = str(exc).strip().splitlines()
-        why = lines[0] if lines else type(exc).__name__
-        if self.stderr is not None:
-            self.stderr.seek(0)
-            said = [line.strip() for line in self.stderr.read().splitlines() if line.strip()]
-            if said:
-                why += f" (its last words: {said[-1]})"
-        return why
-
-    async def alive(self) -> bool:
-        return self.km is not None and await self.km.is_alive()
-
-    async def run_code(self, code: str, timeout: float = 120) -> str | None:
-        """Run `code` quietly; None when it worked, else 'ename: evalue'."""
-        reply = await self.kc.execute_interactive(code, silent=True, store_history=False,
-                                                  output_hook=lambda msg: None,
-                                                  timeout=timeout)
-        content = reply["content"]
-        return None if content["status"] == "ok" else \
-            f"{content.get('ename')}: {content.get('evalue')}"
-
-    async def stop(self) -> None:
-        if self.kc is not None:
-            self.kc.stop_channels()
-        try:
-            if self.km is not None:
-                try:
-                    if await self.km.is_alive():
-                        await self.km.shutdown_kernel(now=True)
-                finally:
-                    await self.km.cleanup_resources()
-        finally:
-            if self.stderr is not None:
-                self.stderr.close()
-            self.km = self.kc = self.stderr = None
-
-
-async def _reused(kernel: _Kernel | None, fresh: bool) -> _Kernel | None:
-    """`kernel` ready for the next notebook: answering (one launched by the caller), or
-    alive and reset; None where a new one is needed (this one stopped)."""
-    if kernel is None:
-        return None
-    try:
-        if kernel.kc is None:
-            await kernel.ready()
-            return kernel
-        if not fresh and await kernel.alive() and not await kernel.run_code(RESET):
-            return kernel  # (a kernel that cannot reset is not reused)
-    except Exception:  # it died while starting, or does not answer: a new one
-        pass
-    await kernel.stop()
-    return None
-
-
-async def _started(number: int, cwd: Path, env: dict, log: bool) -> _Kernel:
-    """A new kernel, answering; STARTS tries before RuntimeError says why the last died."""
-    why = ""
-    for _ in range(STARTS):
-        kernel = _Kernel(number, cwd, env, log)
-        try:
-            await kernel.start()
-            return kernel
-        except Exception as exc:
-            why = kernel.why(exc)
-            await kernel.stop()
-    raise RuntimeError(f"{why}; {STARTS} kernels tried")
-
-
 def _echo(cell, **_) -> None:
     """--verbose: a cell's text output as it completes."""
     for out in cell.get("outputs", []):
@@ -265,7 +146,7 @@ def _echo(cell, **_) -> None:
     sys.stdout.flush()
 
 
-async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: Parameters,
+async def _run_one(kernel: Kernel, notebook: Path, output: Path, parameters: Parameters,
                    log: bool, timeout: float | None) -> str | None:
     import nbformat
     from nbclient import NotebookClient
@@ -296,7 +177,7 @@ async def _run_one(kernel: _Kernel, notebook: Path, output: Path, parameters: Pa
 
 async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
                   parameters: Parameters, cwd: Path, env: dict, log: bool, timeout: float | None,
-                  results: list[Result], kernels: dict[int, _Kernel], on_start,
+                  results: list[Result], kernels: dict[int, Kernel], on_start,
                   stopping) -> None:
     """Take notebooks from the front of `queue` (shared by the workers) until it is empty
     and run each in one kernel (a new one per notebook when `fresh`, or after one died),
@@ -310,10 +191,10 @@ async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
             return
         nb = queue.pop(0)  # one event loop: no other worker runs between the test and this
         t0 = time.monotonic()
-        kernel = await _reused(kernel, fresh)
+        kernel = await reused(kernel, fresh)
         if kernel is None:
             try:
-                kernel = kernels[number] = await _started(number, cwd, env, log)
+                kernel = kernels[number] = await started(number, cwd, env, log)
             except Exception as exc:  # this notebook fails, the next tries again
                 results.append(Result(nb, out_dir / nb.name, f"the kernel did not start: {exc}",
                                       time.monotonic() - t0, number))
@@ -328,11 +209,11 @@ async def _run_all(notebooks: list[Path], out_dir: Path, parameters: Parameters,
                    setting: str | None, on_start, stopping) -> tuple[list[Result], str | None]:
     p = plan(notebooks, setting, last_seconds(out_dir))
     results: list[Result] = []
-    kernels: dict[int, _Kernel] = {}
+    kernels: dict[int, Kernel] = {}
     after_why: str | None = "not run"
     try:
         for i in range(p.kernels):  # all started before anything else, each with its own core
-            kernel = _Kernel(i, cwd, env, log)
+            kernel = Kernel(i, cwd, env, log)
             try:
                 await kernel.launch()
                 kernels[i] = kernel
