@@ -17,16 +17,15 @@
 #include "internal.h"
 
 /* The sweeps' prefetch as bc_solve decides it on one rank (cg.c,
- * sweeps_prefetch): row runs always; tiles as BC_SWEEP_PREFETCH says (1, 0),
+ * sweeps_prefetch; the rule: internal.h, bc_sweep_prefetch_rule): row runs
+ * always; tiles as BC_SWEEP_PREFETCH says (1, 0),
  * else where z (8 bytes a row) exceeds BC_LLC_BYTES (the harnesses set it:
  * biccg_kernels.py's driver_env). */
 static int bench_sweep_prefetch(const bc_local *L)
 {
     const char *pf = getenv("BC_SWEEP_PREFETCH"), *llc = getenv("BC_LLC_BYTES");
-    if (L->row_runs || pf)
-        return L->row_runs || atoi(pf) > 0;
-    const long long cache = llc ? atoll(llc) : 0;
-    return cache > 0 && (long long)L->nloc * 8 > cache;
+    return bc_sweep_prefetch_rule(L->row_runs, pf ? atoi(pf) > 0 : -1, L->nloc,
+                                  llc ? atoll(llc) : 0);
 }
 
 /* The 7-point Poisson matrix of an nx x ny x nz grid on one rank, ordered,

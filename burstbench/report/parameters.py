@@ -30,9 +30,9 @@ from typing import Any
 from burstbench.core.checks import Param, ParamError, as_number, check_typed, strict_keys
 
 #: The solve the burst decision's time model is fitted on unless told: the study's own
-#: problem, Poisson 256 x 256 x 512 (6.6 GiB), in the decision's layout on this machine
-#: (papermill_params/local-model.yaml measures it), the size the decision prices (6.6 GiB
-#: on 1 node, 830 MiB a node on 8).  Fitted on 128^3 instead (414 MiB, beside this VM's
+#: problem, Poisson 256 x 256 x 512 (6.2 GiB), in the decision's layout on this machine
+#: (papermill_params/local-model.yaml measures it), the size the decision prices (6.2 GiB
+#: on 1 node, 798 MiB a node on 8).  Fitted on 128^3 instead (then 414 MiB, beside this VM's
 #: 300 MiB last-level cache), the efficiency followed the VM's memory state, 0.57-0.81 over
 #: four runs of one day, and the large grids' predicted times came out up to 44% longer than
 #: measured; on the study's problem it stayed at 0.79-0.89 (comparisons/README.md, "The

@@ -48,9 +48,9 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
     passes: the SpMV with p'q, 12 nnz + 24 n (values, columns; row pointers, p, q); the
     two sweeps, (4 + f)(nnz - n) + (72 + f) n with f = 4 (single) or 8 (double) bytes per
     factor value (indices and values of L and U = the pattern of A less its diagonal, row
-    pointers and split counts, 1/d, r read and written, q read, z written then read and
-    written); the vector updates, 40 n (x and p read and written, z read).  568 MB at
-    Poisson 128^3 with the single factor.
+    pointers and split counts, 1/d, r read and written, q read, z written (in q's array)
+    then read and written); the vector updates, 40 n (x and p read and written, z read).
+    568 MB at Poisson 128^3 with the single factor.
     """
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")
@@ -65,12 +65,13 @@ def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
 
     A: 12 nnz + 8 n (values, columns, row pointers); L and U: (4 + f)(nnz - n) + 16 n
     (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
-    the five vectors x, r, p, q, z, 40 n.  434 MB at Poisson 128^3 with the single factor.
+    the four vectors x, r, p, q, 32 n (z lies in q's array).  417 MB at Poisson 128^3 with
+    the single factor.
     """
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")
     f = 4 if factor == "single" else 8
-    return 12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 40 * n
+    return 12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 32 * n
 
 
 def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:

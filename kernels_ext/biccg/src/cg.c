@@ -315,14 +315,18 @@ static int sum_counted(MPI_Comm comm, double *in, double *out, int n, cg_traffic
 }
 
 /* CG's vectors in the rank's new numbering; x and p with room for the halo.
- * b stays the caller's (residual). */
+ * b stays the caller's (residual).  z lies in q's array: the sweeps read q_i
+ * (r -= alpha q) just before they write z_i, and q is not read again before
+ * the next SpMV overwrites it, after z's last use (p = z + beta p).  One
+ * vector less of fresh memory in the setup, and z's stores hit the lines
+ * that the read of q brought in, not lines fetched for the store alone. */
 typedef struct {
     double *x, *r, *z, *p, *q;
 } cg_vectors;
 
 static void cg_vectors_free(cg_vectors *v)
 {
-    bc_free(v->x), bc_free(v->r), bc_free(v->z), bc_free(v->p), bc_free(v->q);
+    bc_free(v->x), bc_free(v->r), bc_free(v->p), bc_free(v->q);
 }
 
 /* Whether the sweeps prefetch the lines each block gathers from other blocks
@@ -339,7 +343,7 @@ static void cg_vectors_free(cg_vectors *v)
 static int sweeps_prefetch(MPI_Comm comm, const bc_params *p, bc_local *L)
 {
     if (L->row_runs || p->sweep_prefetch >= 0) {
-        L->sweep_prefetch = L->row_runs || p->sweep_prefetch > 0;
+        L->sweep_prefetch = bc_sweep_prefetch_rule(L->row_runs, p->sweep_prefetch, 0, 0);
         return BC_OK;
     }
     MPI_Comm node;
@@ -351,7 +355,7 @@ static int sweeps_prefetch(MPI_Comm comm, const bc_params *p, bc_local *L)
                  ? BC_OK
                  : BC_EMPI;
     MPI_Comm_free(&node);
-    L->sweep_prefetch = p->llc_bytes > 0 && on_node * (int64_t)sizeof(double) > p->llc_bytes;
+    L->sweep_prefetch = bc_sweep_prefetch_rule(0, -1, on_node, p->llc_bytes);
     return rc;
 }
 
@@ -406,16 +410,15 @@ static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *x_in,
     const size_t ext = (size_t)n + (size_t)L->nhalo;
     v->x = bc_alloc(ext, sizeof(double));
     v->r = bc_alloc((size_t)n, sizeof(double));
-    v->z = bc_alloc((size_t)n, sizeof(double));
     v->p = bc_alloc(ext, sizeof(double));
-    v->q = bc_alloc((size_t)n, sizeof(double));
-    int rc = agree(comm, (v->x && v->r && v->z && v->p && v->q) ? BC_OK : BC_ENOMEM);
+    v->q = v->z = bc_alloc((size_t)n, sizeof(double));
+    int rc = agree(comm, (v->x && v->r && v->p && v->q) ? BC_OK : BC_ENOMEM);
     if (rc != BC_OK)
         return rc;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
         v->x[i] = x_in[L->perm[i]];
-        v->r[i] = v->z[i] = v->p[i] = v->q[i] = 0.0;
+        v->r[i] = v->p[i] = v->q[i] = 0.0;
     }
     for (size_t h = (size_t)n; h < ext; h++)
         v->x[h] = v->p[h] = 0.0;

@@ -168,6 +168,20 @@ static inline void bc_prefetch_block(const bc_local *L, int b, int last, int par
             BC_PREFETCH(v + L->pf[k]);
 }
 
+/* Whether the sweeps prefetch the lines each block gathers from other blocks
+ * (bc_local.sweep_prefetch): always where blocks are row runs; else as `mode`
+ * says (1 on, 0 off), or where it is -1 (BC_SWEEP_PREFETCH_AUTO), where z of
+ * the node's `node_rows` rows (8 bytes a row) exceeds its last-level cache
+ * of `llc_bytes` (0: unknown, no prefetch).  cg.c's sweeps_prefetch decides
+ * it for the solver, the kernel harnesses' poisson_setup for theirs. */
+static inline int bc_sweep_prefetch_rule(int row_runs, int mode, int64_t node_rows,
+                                         int64_t llc_bytes)
+{
+    if (row_runs || mode >= 0)
+        return row_runs || mode > 0;
+    return llc_bytes > 0 && node_rows * (int64_t)sizeof(double) > llc_bytes;
+}
+
 /* cg.c: with -DBC_PROFILE, print to stderr the seconds since the previous call
  * (rank 0, thread 0), labelled `name`; name NULL only restarts the clock.  The
  * setup's phases call it (comparisons/biccg_setup_profile.c); without the flag
