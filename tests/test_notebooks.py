@@ -424,8 +424,29 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
             said = ("the kernel did not start: Kernel died before replying to kernel_info (its "
                     "last words: zmq.error.ZMQError: Address already in use (start {}))"
                     f"; {kernel.STARTS} kernels tried")
-            assert [r.error for r in results] == [said.format(kernel.STARTS + 1),
-                                                  said.format(2 * kernel.STARTS + 1)]
+            assert [r.error for r in results] == [said.format(kernel.STARTS),
+                                                  said.format(2 * kernel.STARTS)]
+
+
+def test_a_kernel_that_dies_says_what_its_notebook_left_on_stderr(tmp_path):
+    """The last words given for a kernel that died are its last notebook's: what an earlier
+    notebook wrote to the kernel's stderr is forgotten when the next one starts."""
+    import nbformat
+
+    from burstbench.report import executor
+
+    nbs = []
+    for name, code in (("a", "import os; os.write(2, b'a was here\\n')"),
+                       ("b", "import os; os._exit(3)")):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(code)]
+        nbs.append(tmp_path / f"{name}.ipynb")
+        nbformat.write(nb, nbs[-1])
+    results, _ = executor.run(nbs, tmp_path / "out", lambda nb: ({}, {}), tmp_path,
+                              setting="1")
+    assert results[0].error is None
+    assert results[1].error.startswith("the kernel died (")
+    assert "a was here" not in results[1].error
 
 
 def test_a_measurement_whose_kernel_dies_before_it_answers_is_started_again(tmp_path,

@@ -160,6 +160,7 @@ async def _run_one(kernel: Kernel, notebook: Path, output: Path, parameters: Par
                             resources={"metadata": {"path": str(kernel.cwd)}},
                             on_cell_executed=_echo if log else None)
     client.kc = kernel.kc
+    kernel.clear_stderr()
     why = None
     try:
         await client.async_execute()
@@ -191,10 +192,11 @@ async def _worker(number: int, queue: list[Path], fresh: bool, out_dir: Path,
             return
         nb = queue.pop(0)  # one event loop: no other worker runs between the test and this
         t0 = time.monotonic()
+        launched = kernel is not None and kernel.kc is None  # a first try, if it died
         kernel = await reused(kernel, fresh)
         if kernel is None:
             try:
-                kernel = kernels[number] = await started(number, cwd, env, log)
+                kernel = await started(number, cwd, env, log, kernels, tried=int(launched))
             except Exception as exc:  # this notebook fails, the next tries again
                 results.append(Result(nb, out_dir / nb.name, f"the kernel did not start: {exc}",
                                       time.monotonic() - t0, number))

@@ -57,6 +57,13 @@ class Kernel:
         self.kc.start_channels()
         await self.kc.wait_for_ready(timeout=120)
 
+    def clear_stderr(self) -> None:
+        """Forget what the kernel wrote to its stderr so far (the file's offset is the
+        kernel's too): the last words of a kernel that dies are then the last notebook's."""
+        if self.stderr is not None:
+            self.stderr.seek(0)
+            self.stderr.truncate()
+
     def why(self, exc: BaseException) -> str:
         """`exc` in one line, with the last line the kernel wrote to its stderr (where
         it was kept: not with --verbose, where it went to this process's)."""
@@ -110,19 +117,39 @@ async def reused(kernel: Kernel | None, fresh: bool) -> Kernel | None:
             return kernel  # (a kernel that cannot reset is not reused)
     except Exception:  # it died while starting, or does not answer: a new one
         pass
-    await kernel.stop()
+    await _stopped(kernel)
     return None
 
 
-async def started(number: int, cwd: Path, env: dict, log: bool) -> Kernel:
-    """A new kernel, answering; STARTS tries before RuntimeError says why the last died."""
-    why = ""
-    for _ in range(STARTS):
-        kernel = Kernel(number, cwd, env, log)
+async def started(number: int, cwd: Path, env: dict, log: bool, kernels: dict[int, Kernel],
+                  tried: int = 0) -> Kernel:
+    """A new kernel, answering, as kernels[number]; where one dies before it answers,
+    another, STARTS in all with the `tried` already (a launched one that died); then
+    RuntimeError says why the last one died.  One that is alive but does not answer is not
+    followed by another (it would wait as long).  Each is in `kernels` from its launch, so
+    that the caller stops it where this is cancelled (Ctrl-C)."""
+    why, n = "", tried
+    while n < max(STARTS, tried + 1):
+        n += 1
+        kernel = kernels[number] = Kernel(number, cwd, env, log)
         try:
             await kernel.start()
             return kernel
         except Exception as exc:
             why = kernel.why(exc)
-            await kernel.stop()
-    raise RuntimeError(f"{why}; {STARTS} kernels tried")
+            try:
+                died = not await kernel.alive()
+            except Exception:
+                died = True
+            await _stopped(kernel)
+            if not died:
+                break
+    raise RuntimeError(f"{why}; {n} kernel{'s' if n > 1 else ''} tried")
+
+
+async def _stopped(kernel: Kernel) -> None:
+    """kernel.stop(), whatever it raises: a kernel that failed is left for the next."""
+    try:
+        await kernel.stop()
+    except Exception:
+        pass
