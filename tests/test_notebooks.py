@@ -373,6 +373,19 @@ def test_the_report_takes_the_longest_notebook_first_by_the_last_build(tmp_path)
     assert executor.last_seconds(tmp_path) == {}
 
 
+def _notebooks(folder: Path, **code: str) -> list[Path]:
+    """One notebook a keyword, named for it, of one code cell each."""
+    import nbformat
+
+    paths = []
+    for name, source in code.items():
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(source)]
+        paths.append(folder / f"{name}.ipynb")
+        nbformat.write(nb, paths[-1])
+    return paths
+
+
 def _kernel_that_dies(tmp_path: Path, times: int) -> dict:
     """An environment whose Python kernels die before they answer, the first `times` of
     them (counted in a file), saying so on stderr (a sitecustomize on PYTHONPATH)."""
@@ -403,12 +416,7 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
     from burstbench.report import executor, kernel
 
     monkeypatch.setattr(executor, "available_cpus", lambda: 1)  # one kernel at a time
-    nbs = []
-    for name in ("a", "b"):
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(f"print('{name}', 6 * 7)")]
-        nbs.append(tmp_path / f"{name}.ipynb")
-        nbformat.write(nb, nbs[-1])
+    nbs = _notebooks(tmp_path, a="print('a', 6 * 7)", b="print('b', 6 * 7)")
     for case, dying in (("once", kernel.STARTS - 1), ("never", 100)):
         (tmp_path / case).mkdir()
         env = _kernel_that_dies(tmp_path / case, dying)
@@ -431,17 +439,11 @@ def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, setting
 def test_a_kernel_that_dies_says_what_its_notebook_left_on_stderr(tmp_path):
     """The last words given for a kernel that died are its last notebook's: what an earlier
     notebook wrote to the kernel's stderr is forgotten when the next one starts."""
-    import nbformat
 
     from burstbench.report import executor
 
-    nbs = []
-    for name, code in (("a", "import os; os.write(2, b'a was here\\n')"),
-                       ("b", "import os; os._exit(3)")):
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(code)]
-        nbs.append(tmp_path / f"{name}.ipynb")
-        nbformat.write(nb, nbs[-1])
+    nbs = _notebooks(tmp_path, a="import os; os.write(2, b'a was here\\n')",
+                     b="import os; os._exit(3)")
     results, _ = executor.run(nbs, tmp_path / "out", lambda nb: ({}, {}), tmp_path,
                               setting="1")
     assert results[0].error is None
@@ -457,9 +459,7 @@ def test_a_measurement_whose_kernel_dies_before_it_answers_is_started_again(tmp_
 
     from burstbench import supervise
 
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
-    nbformat.write(nb, tmp_path / "m.ipynb")
+    _notebooks(tmp_path, m="print(6 * 7)")
     for case, dying in (("once", supervise.STARTS - 1), ("never", 100)):
         (tmp_path / case).mkdir()
         monkeypatch.setenv("PYTHONPATH", _kernel_that_dies(tmp_path / case, dying)["PYTHONPATH"])

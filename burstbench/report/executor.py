@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from burstbench.report.kernel import Kernel, reused, started
+from burstbench.report.kernel import Kernel, first_line, reused, started
 
 KERNELS_ENV = "BURSTBENCH_REPORT_KERNELS"
 
@@ -169,8 +169,7 @@ async def _run_one(kernel: Kernel, notebook: Path, output: Path, parameters: Par
     except DeadKernelError as exc:
         why = f"the kernel died ({kernel.why(exc)})"
     except Exception as exc:  # a timeout, a message the client could not read: one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        why = f"{type(exc).__name__}: {first}"
+        why = f"{type(exc).__name__}: {first_line(exc)}"
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, output)
     return why

@@ -23,6 +23,12 @@ RESET = ("import matplotlib as _mpl, matplotlib.pyplot as _plt\n"
 STARTS = 3
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of what `exc` says ('' where it says nothing)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 class Kernel:
     """One Jupyter kernel: launched, then ready once it answers; its stderr kept."""
 
@@ -67,8 +73,7 @@ class Kernel:
     def why(self, exc: BaseException) -> str:
         """`exc` in one line, with the last line the kernel wrote to its stderr (where
         it was kept: not with --verbose, where it went to this process's)."""
-        lines = str(exc).strip().splitlines()
-        why = lines[0] if lines else type(exc).__name__
+        why = first_line(exc) or type(exc).__name__
         if self.stderr is not None:
             self.stderr.seek(0)
             said = [line.strip() for line in self.stderr.read().splitlines() if line.strip()]
