@@ -35,6 +35,8 @@ Everything runs as fresh processes, alternating, and medians are printed:
    and peak memory.
 
 --only SECTION (bandwidth, baselines, petsc, full; repeatable) runs just those.
+--pages base runs our solver in base pages in section 4 (huge by default, as the solver
+does: comparisons/README.md, "Huge pages or base pages").
 
 Byte model of one iteration (8-byte values, 4-byte column indices, 8-byte row
 pointers; every array read or written once per kernel, gathered vector
@@ -240,13 +242,14 @@ def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
 
 
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
-                  python: str = SYSTEM_PY, solves: int = 3) -> dict:
+                  python: str = SYSTEM_PY, solves: int = 3, pages: str = "huge") -> dict:
     """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
     layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
     ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
     bandwidth) are taken per round.  `threads`: the cores of a layout.  Each process
     solves `solves` times: the first solve is the tables' (fresh memory, as a job's
-    first), the later ones' setups (a round's median) a table of their own."""
+    first), the later ones' setups (a round's median) a table of their own.  `pages`: our
+    solver's (--pages)."""
     version, why = petsc_version(python)
     if version is None:
         print(f"\nPETSc ICC(0)-CG skipped: {why}. Install it with `apt-get install -y "
@@ -260,7 +263,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
         pnames[f"petsc {threads}x1"] = threads
     elif threads > 1:
         print(f"\nPETSc on {threads} processes skipped: {why_not}")
-    res: dict = {"petsc_version": version, "python": python, "threads": threads,
+    res: dict = {"petsc_version": version, "python": python, "threads": threads, "pages": pages,
                  "layouts": names, "petsc_layouts": pnames,
                  "petsc_parallel_skipped": why_not,
                  "grids": {}}
@@ -276,7 +279,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                     runs[k].append(triad(threads))
                 else:
                     ranks, t = layouts[names.index(k)]
-                    runs[k].append(ours(g, t, ranks, solves=solves))
+                    runs[k].append(ours(g, t, ranks, ("--pages", pages), solves))
         summary = {k: {"iterations": spread([x["iterations"] for x in runs[k]]),
                        "setup_s": spread([x["setup_s"] for x in runs[k]]),
                        "solve_s": spread([x["solve_s"] for x in runs[k]]),
@@ -307,7 +310,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
             "achieved_gbs": rates, "of_triad": of_triad, "triad_gbs": spread(runs["triad"])}
     res["table"] = petsc_table(res)
     print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, rotating order, "
-          f"{max(1, rounds)} round(s); median (min-max):\n")
+          f"{max(1, rounds)} round(s), ours in {pages} pages; median (min-max):\n")
     print("\n".join(res["table"]))
     return res
 
@@ -454,6 +457,10 @@ def main() -> int:
     p.add_argument("--solves", type=int, default=3,
                    help="solves a process in the PETSc comparison (default 3): the first's "
                         "times are its tables', the later ones' setups a table of their own")
+    p.add_argument("--pages", choices=("huge", "base"), default="huge",
+                   help="our solver's pages in the PETSc comparison (its --pages; default "
+                        "huge, the solver's): base where huge pages fault in slowly "
+                        "(comparisons/README.md, \"Huge pages or base pages\")")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable)")
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
@@ -475,7 +482,7 @@ def main() -> int:
         baselines(a, out)
     if "petsc" in run:
         out["petsc"] = compare_petsc(a.petsc_grid or [[64, 64, 64], [128, 128, 128]],
-                                     a.rounds, a.threads, a.petsc_python, a.solves)
+                                     a.rounds, a.threads, a.petsc_python, a.solves, a.pages)
     if "full" in run:
         full(a, out)
     if a.out:

@@ -680,6 +680,59 @@ def test_the_sweeps_prefetch_changes_no_bit():
     assert biccg.solve(A, b, threads=2, sweep_prefetch=False)[1]["sweep_prefetch"]
 
 
+def test_base_pages_change_no_bit():
+    """The pages of the solver's arrays move no arithmetic: huge and base pages give the
+    same solution to the bit; a page kind that is neither is refused."""
+    A = biccg.poisson_matrix(20, 20, 20)
+    b = np.sin(np.arange(A.shape[0]))
+    huge, st_huge = biccg.solve(A, b, threads=2, pages="huge")
+    base, st_base = biccg.solve(A, b, threads=2, pages="base")
+    assert huge.tobytes() == base.tobytes() and st_huge["iterations"] == st_base["iterations"]
+    with pytest.raises(biccg.BadInput, match="^pages must be one of huge, base, not 'tiny'$"):
+        biccg.solve(A, b, pages="tiny")
+
+
+CHILD_PAGES = """
+import json, re
+import numpy as np
+from kernels_ext import biccg
+A = biccg.poisson_matrix(48, 48, 48)  # A's copy: 9 MB
+b = A @ np.ones(A.shape[0])
+def huge_kib():
+    text = open("/proc/self/smaps_rollup").read()
+    return int(re.search(r"AnonHugePages:\\s+(\\d+) kB", text).group(1))
+out = {}
+for pages in ("huge", "base", "huge"):
+    biccg.release_memory()
+    before = huge_kib()
+    biccg.solve(A, b, threads=1, max_iter=1, pages=pages)
+    out.setdefault(pages, []).append(huge_kib() - before)  # the solver keeps its arrays
+print(json.dumps(out))
+"""
+
+
+def test_base_pages_are_not_huge(tmp_path):
+    """Each solve's arrays stay in the process after it (the pool), so the huge pages the
+    process gained over a solve are its arrays': a solve in huge pages gains megabytes of
+    them (where this kernel gives transparent huge pages at all), a solve in base pages
+    next to none, and one in huge pages after it gains them again (the pool hands base
+    pages' blocks to no huge pages' solve)."""
+    if not Path("/proc/self/smaps_rollup").exists():
+        pytest.skip("no /proc/self/smaps_rollup: the process's huge pages cannot be counted")
+    script = tmp_path / "pages.py"
+    script.write_text(CHILD_PAGES)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    if got["huge"][0] == 0:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+        pytest.skip("this kernel gave the solver's arrays no transparent huge pages (its "
+                    f"setting: {mode.read_text().strip() if mode.exists() else 'none'})")
+    assert min(got["huge"]) >= 4 * 1024, got  # A's values alone fill 3 whole huge pages
+    assert got["base"][0] <= min(got["huge"]) // 10, got
+
+
 CHILD_PREFETCH = """
 import json, sys
 import numpy as np
@@ -726,6 +779,17 @@ def test_cli_sweep_prefetch_is_recorded():
         proc = cli("--poisson", "12", "12", "12", "--sweep-prefetch", flag)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["sweep_prefetch"] == want
+
+
+def test_cli_pages_are_recorded():
+    """--pages base runs and says so; a page kind that is neither is refused by the parser."""
+    proc = cli("--poisson", "12", "12", "12", "--pages", "base")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["pages"] == "base"
+    assert json.loads(cli("--poisson", "12", "12", "12").stdout)["pages"] == "huge"
+    bad = cli("--poisson", "12", "12", "12", "--pages", "tiny")
+    assert bad.returncode == 2
+    assert "argument --pages: invalid choice: 'tiny' (choose from 'huge', 'base')" in bad.stderr
 
 
 def test_setup_and_solve_cover_the_call():

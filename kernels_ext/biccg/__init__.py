@@ -135,6 +135,9 @@ def check_params(n: int, block_size: int, colors: int, tol: float, max_iter: int
 
 
 FACTORS = ("double", "single")
+#: the pages of the solver's large arrays (bc_params.base_pages)
+PAGES = ("huge", "base")
+DEFAULT_PAGES = "huge"
 
 
 def auto_tile(block_size: int) -> tuple[int, int, int] | None:
@@ -173,7 +176,8 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                 colors: int = 20, tol: float = 1e-7, max_iter: int = 10_000, threads: int = 0,
                 history: bool = False, x0=None, factor: str = DEFAULT_FACTOR,
                 grid: Sequence[int] | None = None, tile: Sequence[int] | None = None,
-                sweep_prefetch: bool | None = None) -> tuple[np.ndarray, dict]:
+                sweep_prefetch: bool | None = None,
+                pages: str = DEFAULT_PAGES) -> tuple[np.ndarray, dict]:
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
     factor: precision of IC(0)'s values ("single", the default: computed in
@@ -182,13 +186,18 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     grid instead of block_size consecutive rows. sweep_prefetch, with tiles: whether
     the sweeps prefetch the lines of z each block gathers from other blocks (None: where
     the node's ranks' z exceeds its last-level cache; statistics' sweep_prefetch says
-    what was done). Raises NotConverged on a CG breakdown (naming the iteration),
-    BadInput on NaN/Inf or bad arguments.
+    what was done). pages: the large arrays' pages ("huge", the default: transparent huge
+    pages, for a faster solve; or "base": where the host takes freed memory back, a
+    process's first setup faults base pages in 6x faster; the solution is the same bits).
+    Raises NotConverged on a CG breakdown (naming the iteration), BadInput on NaN/Inf or
+    bad arguments.
     """
     from kernels_ext.biccg import _biccg
 
     if factor not in FACTORS:
         raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
+    if pages not in PAGES:
+        raise BadInput(f"pages must be one of {', '.join(PAGES)}, not {pages!r}")
     if tile is not None and (grid is None or int(np.prod(grid)) != n):
         raise BadInput(f"tiles need the grid of the matrix ({n} rows), not {grid}")
     x = np.zeros(len(b)) if x0 is None else np.array(x0, dtype=np.float64)
@@ -199,7 +208,8 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                              tuple(grid) if tile is not None else (0, 0, 0),
                              tuple(tile) if tile is not None else (0, 0, 0),
                              -1 if sweep_prefetch is None else int(sweep_prefetch),
-                             _node_cache_bytes() if sweep_prefetch is None else 0)
+                             _node_cache_bytes() if sweep_prefetch is None else 0,
+                             pages == "base")
     except ArithmeticError as exc:
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
@@ -232,7 +242,8 @@ def release_memory() -> None:
 def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
           max_iter: int = 10_000, threads: int = 0, history: bool = False,
           factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,
-          tile: Sequence[int] | None = None, sweep_prefetch: bool | None = None):
+          tile: Sequence[int] | None = None, sweep_prefetch: bool | None = None,
+          pages: str = DEFAULT_PAGES):
     """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
     from kernels_ext.common.mpi import init_mpi
 
@@ -240,7 +251,7 @@ def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
     check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
     return solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, A.shape[0], 0,
                        block_size, colors, tol, max_iter, threads, history, factor=factor,
-                       grid=grid, tile=tile, sweep_prefetch=sweep_prefetch)
+                       grid=grid, tile=tile, sweep_prefetch=sweep_prefetch, pages=pages)
 
 
 def load_problem(args, rank: int, nranks: int) -> dict:
@@ -335,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "from other blocks (auto, the default: where the vector they gather, "
                         "the node's ranks together, exceeds its last-level cache; row blocks "
                         "always do); the record's sweep_prefetch: how many ranks did")
+    p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
+                   help="the pages of the solver's large arrays: huge (the default: "
+                        "transparent huge pages, a faster solve) or base (where the host takes "
+                        "freed memory back, as a balloon's free page reporting does, huge "
+                        "pages fault in several times slower, and a process's first setup "
+                        "pays it: comparisons/README.md, \"Huge pages or base pages\")")
     p.add_argument("--history", action="store_true", help="include the residual history")
     p.add_argument("--solves", type=int, default=1,
                    help="solve the same problem this many times in the process, a JSON line "
@@ -382,6 +399,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "problem": prob["problem"], "n": prob["n"], "nnz": nnz, "ranks": nranks,
             "block_size": block_size, "colors": args.colors,
             "blocking": blocking_label(tile, block_size), "factor_precision": args.factor,
+            "pages": args.pages,
             "tol": args.tol, "max_iter": args.max_iter,
             "converged": st["converged"], "iterations": st["iterations"],
             "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
@@ -415,7 +433,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
                             prob["n"], prob["r0"], block_size, args.colors, args.tol,
                             args.max_iter, lay.threads, args.history, factor=args.factor,
                             grid=args.poisson, tile=tile,
-                            sweep_prefetch=PREFETCH[args.sweep_prefetch])
+                            sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages)
         rec = record(x, st, k == 0)
         if args.solves > 1:
             rec["solve"] = k + 1

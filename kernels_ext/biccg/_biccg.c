@@ -84,7 +84,8 @@ static PyObject *raise_code(int rc, int iteration)
 PyDoc_STRVAR(solve_doc,
              "solve(comm, indptr, indices, data, b, x, n, row_begin, block_size, colors,\n"
              "      tol, max_iter, threads=0, history=False, single_factor=False,\n"
-             "      grid=(0, 0, 0), tile=(0, 0, 0), sweep_prefetch=-1, llc_bytes=0) -> dict\n\n"
+             "      grid=(0, 0, 0), tile=(0, 0, 0), sweep_prefetch=-1, llc_bytes=0,\n"
+             "      base_pages=False) -> dict\n\n"
              "Collective over the mpi4py communicator `comm`: this rank holds rows\n"
              "[row_begin, row_begin + len(b)) of the n x n SPD matrix in CSR (global\n"
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
@@ -101,6 +102,7 @@ PyDoc_STRVAR(solve_doc,
              "sweep_prefetch (tiles): 1 the sweeps prefetch the lines they gather, 0 not,\n"
              "-1 where those of this node's ranks exceed llc_bytes (the node's last-level\n"
              "cache); the dict's sweep_prefetch says what this rank did.\n"
+             "base_pages puts the large arrays in base pages, not transparent huge pages.\n"
              "Raises ArithmeticError on CG breakdown, ValueError on bad input.");
 
 static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
@@ -108,7 +110,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"comm", "indptr", "indices", "data", "b", "x", "n", "row_begin",
                              "block_size", "colors", "tol", "max_iter", "threads", "history",
                              "single_factor", "grid", "tile", "sweep_prefetch", "llc_bytes",
-                             NULL};
+                             "base_pages", NULL};
     PyObject *comm_obj, *o[5];
     long long n, row_begin;
     bc_params p;
@@ -119,12 +121,12 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     buf_t bufs[5];
     memset(bufs, 0, sizeof bufs);
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)iL", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)iLp", kwlist,
                                      &comm_obj, &o[0], &o[1], &o[2], &o[3], &o[4], &n,
                                      &row_begin, &p.block_size, &p.colors, &p.tol, &p.max_iter,
                                      &p.threads, &p.keep_history, &p.single_factor, &grid[0],
                                      &grid[1], &grid[2], &p.tile[0], &p.tile[1], &p.tile[2],
-                                     &p.sweep_prefetch, &llc))
+                                     &p.sweep_prefetch, &llc, &p.base_pages))
         return NULL;
     p.llc_bytes = (int64_t)llc;
     for (int k = 0; k < 3; k++)

@@ -89,9 +89,13 @@ static struct {
     size_t cap;
     int state; /* BUSY, PENDING (freed during this solve), FREE */
     int taken; /* taken since the last trim */
+    int base;  /* in base pages (bc_params.base_pages), not huge ones */
 } pool[BC_POOL];
 enum { BUSY = 1, PENDING, FREE };
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The page size of the running solve's new blocks (its bc_params.base_pages):
+ * one for the process's solves at a time. */
+static int pool_base_pages;
 
 void *bc_alloc(size_t count, size_t size)
 {
@@ -104,7 +108,7 @@ void *bc_alloc(size_t count, size_t size)
         if (pool[k].p == NULL && slot < 0)
             slot = k;
         else if (pool[k].state == FREE && pool[k].cap >= bytes &&
-                 (best < 0 || pool[k].cap < pool[best].cap))
+                 pool[k].base == pool_base_pages && (best < 0 || pool[k].cap < pool[best].cap))
             best = k;
     if (best >= 0) {
         pool[best].state = BUSY;
@@ -114,15 +118,18 @@ void *bc_alloc(size_t count, size_t size)
     if (best >= 0)
         return pool[best].p;
     void *p = NULL;
+    const int base = pool_base_pages;
     if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
         return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, bytes, MADV_HUGEPAGE); /* advice only: ignored where THP is off */
+    /* advice only, ignored where THP is off; NOHUGEPAGE keeps base pages where it is always on */
+    madvise(p, bytes, base ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 #endif
     pthread_mutex_lock(&pool_lock);
     for (int k = slot; k >= 0 && k < BC_POOL; k++)
         if (pool[k].p == NULL) {
             pool[k].p = p, pool[k].cap = bytes, pool[k].state = BUSY, pool[k].taken = 1;
+            pool[k].base = base;
             break;
         }
     pthread_mutex_unlock(&pool_lock);
@@ -573,6 +580,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     if (p->threads > 0)
         omp_set_num_threads(p->threads);
 #endif
+    pool_base_pages = p->base_pages != 0;
     int rc = cg_setup(comm, a, b_in, p, &L, &t);
     if (rc == BC_OK) {
         tic(&t);

@@ -195,7 +195,8 @@ void bc_phase(const char *name);
 
 /* cg.c: an array of count items of size bytes; large ones 2 MiB aligned and
  * backed by transparent huge pages where the kernel allows (TLB misses
- * dominate the scattered reads of the substitutions otherwise). bc_free() it. */
+ * dominate the scattered reads of the substitutions otherwise), or by base
+ * pages where the solve asks (bc_params.base_pages). bc_free() it. */
 void *bc_alloc(size_t count, size_t size);
 
 /* cg.c: free what bc_alloc or malloc gave; bc_alloc's large blocks are kept
