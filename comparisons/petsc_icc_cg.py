@@ -88,8 +88,10 @@ def import_petsc():
     return PETSc
 
 
-def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1) -> list[dict]:
-    """The problem built once, then solved `solves` times; a record a solve."""
+def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
+          pause: float = 0.0) -> list[dict]:
+    """The problem built once, then solved `solves` times, each setup after `pause` seconds
+    of sleep; a record a solve."""
     nx, ny, nz = grid
     comm = PETSc.COMM_WORLD
     size, rank = comm.getSize(), comm.getRank()
@@ -144,6 +146,7 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1) -
                     opts[key] = value
         ksp.setFromOptions()
 
+        time.sleep(pause)
         comm.barrier()
         t0 = time.perf_counter()
         ksp.setUp()
@@ -191,12 +194,17 @@ def main(argv=None) -> int:
     p.add_argument("--solves", type=int, default=1,
                    help="solve this many times in the process, each with a new KSP (its setup "
                         "from scratch, on memory the last one freed), a JSON line each")
+    p.add_argument("--pause", type=float, default=0.0,
+                   help="seconds of sleep before each setup (default 0): memory freed by the "
+                        "matrix's assembly has gone back to a reporting host by 5")
     p.add_argument("--version", action="store_true", help="only print the PETSc version")
     a = p.parse_args(argv)
     if min(a.poisson) < 1:
         p.error("Poisson grid sizes must be positive")
     if a.solves < 1:
         p.error("--solves must be at least 1")
+    if a.pause < 0:
+        p.error("--pause must not be negative")
     try:
         PETSc = import_petsc()
     except Exception as exc:  # not installed, or built for another Python or numpy
@@ -206,7 +214,7 @@ def main(argv=None) -> int:
     if a.version:
         print(json.dumps({"petsc_version": petsc_version(PETSc)}))
         return 0
-    recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves)
+    recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves, a.pause)
     if PETSc.COMM_WORLD.getRank() == 0:
         for rec in recs:
             print(json.dumps(rec))
