@@ -11,8 +11,9 @@ never reported.
 Each round runs, each kind in turn (the order reverses every round), after --pause seconds
 of sleep:
 
-1. a probe: a fresh process's first touch of --probe-mib MiB of NumPy memory, one write a
-   4 KiB page, with NumPy's huge page advice on (huge) and off (base), in GB/s;
+1. a probe: a fresh process's first touch of a fresh mapping of --probe-mib MiB, one write a
+   4 KiB page, advised MADV_HUGEPAGE (huge) or MADV_NOHUGEPAGE (base) as the solver's
+   blocks are, in GB/s;
 2. `python -m kernels_ext.biccg --poisson NX NY NZ --threads T --pages KIND`, one solve to
    1e-7 in a fresh process.
 
@@ -42,14 +43,17 @@ TIMES = (("setup_s", "setup"), ("input_s", "  input check"), ("ordering_s", "  o
 
 
 def probe(mib: int, huge: bool) -> float:
-    """In this process: the first touch of a fresh array of mib MiB, GB/s."""
+    """In this process: the first touch of a fresh mapping of mib MiB, advised huge or base
+    pages as the solver's blocks are, GB/s."""
+    import mmap
+
     import numpy as np
 
-    core = getattr(np, "_core", None) or np.core
-    core.multiarray._set_madvise_hugepage(huge)
-    a = np.empty(mib << 17)  # float64: 8 bytes
+    m = mmap.mmap(-1, mib << 20)
+    m.madvise(mmap.MADV_HUGEPAGE if huge else mmap.MADV_NOHUGEPAGE)
+    a = np.frombuffer(m, dtype=np.uint8)
     t0 = time.perf_counter()
-    a[::512] = 1.0  # one write a 4 KiB page
+    a[::4096] = 1  # one write a 4 KiB page
     return a.nbytes / (time.perf_counter() - t0) / 1e9
 
 
@@ -79,6 +83,8 @@ def main() -> int:
                         "gone back to a reporting host by then)")
     p.add_argument("--probe-mib", type=int, default=400,
                    help="MiB the probe touches (default 400, about the setup's at 128^3)")
+    p.add_argument("--probe-only", action="store_true",
+                   help="run the probe alone, no solver (e.g. --probe-mib 4000)")
     p.add_argument("--probe", choices=KINDS, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.probe:
@@ -93,26 +99,30 @@ def main() -> int:
     rate: dict[str, list[float]] = {k: [] for k in KINDS}
     rec: dict[str, list[dict]] = {k: [] for k in KINDS}
     for r in range(a.rounds):
-        for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
+        order = KINDS if r % 2 == 0 else KINDS[::-1]
+        for kind in order:
             time.sleep(a.pause)
             rate[kind].append(float(run([__file__, "--probe", kind, "--probe-mib",
                                          str(a.probe_mib)]).strip()))
-        for kind in (KINDS if r % 2 == 0 else KINDS[::-1]):
+        for kind in () if a.probe_only else order:
             time.sleep(a.pause)
             out = run(["-m", "kernels_ext.biccg", "--poisson", *map(str, a.grid),
                        "--threads", str(a.threads), "--pages", kind])
             x = json.loads(out.splitlines()[-1])
             rec[kind].append(x | x["per_iteration_s"])
         print(f"round {r + 1}: " + "; ".join(
-            f"{k}: touch {rate[k][-1]:.2f} GB/s, setup {rec[k][-1]['setup_s']:.3f} s, solve "
-            f"{rec[k][-1]['solve_s']:.3f} s" for k in KINDS), flush=True)
-    iters = {k: {x["iterations"] for x in rec[k]} for k in KINDS}
-    print(f"\niterations: huge {sorted(iters['huge'])}, base {sorted(iters['base'])}\n")
-    print("| | huge pages | base pages | base / huge, per round |\n|---|---|---|---|")
+            f"{k}: touch {rate[k][-1]:.2f} GB/s" + ("" if a.probe_only else
+                                                    f", setup {rec[k][-1]['setup_s']:.3f} s, "
+                                                    f"solve {rec[k][-1]['solve_s']:.3f} s")
+            for k in KINDS), flush=True)
+    if not a.probe_only:
+        iters = {k: sorted({x["iterations"] for x in rec[k]}) for k in KINDS}
+        print(f"\niterations: huge {iters['huge']}, base {iters['base']}")
+    print("\n| | huge pages | base pages | base / huge, per round |\n|---|---|---|---|")
     print(f"| first touch, {a.probe_mib} MiB (GB/s) | {cell(rate['huge'], '{:.2f}')} | "
           f"{cell(rate['base'], '{:.2f}')} | "
           f"{cell([b / h for h, b in zip(rate['huge'], rate['base'])], '{:.2f}')} |")
-    for key, label in TIMES:
+    for key, label in TIMES if not a.probe_only else ():
         h, b = [x[key] for x in rec["huge"]], [x[key] for x in rec["base"]]
         scale = 1e3 if "iteration" in label else 1.0
         unit = "ms" if scale > 1 else "s"

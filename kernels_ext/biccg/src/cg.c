@@ -4,6 +4,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -78,10 +79,15 @@ static void bc_digest(const bc_local *L)
  * factor's arrays between solves.  A block freed during a solve becomes
  * available only when the solve has ended (bc_pool_trim), so that a setup
  * never takes a block another array of the same setup placed (first touch);
- * a solve repeated with the same sizes gets back, array by array, the blocks
- * the last one placed (the smallest that fits, the earliest kept of equal
- * size).  Blocks that solve did not take are returned then: between solves,
- * a process holds what its last one used.  bc_release returns them all.
+ * a solve repeated with the same sizes and pages gets back, array by array,
+ * the blocks the last one placed (the smallest that fits, the earliest kept
+ * of equal size).  Blocks that solve did not take are returned then: between
+ * solves, a process holds what its last one used.  bc_release returns them
+ * all.  The blocks are mapped, not taken from malloc: glibc may serve a block
+ * from heap memory that earlier arrays faulted in, in pages of either kind,
+ * where the kind asked for (bc_params.base_pages) would not hold.  The pool
+ * holds blocks of one kind, pool_base_pages: a solve that asks for the other
+ * returns them first (pool_kind).  One solve at a time in a process.
  */
 #define BC_POOL 64
 static struct {
@@ -89,50 +95,79 @@ static struct {
     size_t cap;
     int state; /* BUSY, PENDING (freed during this solve), FREE */
     int taken; /* taken since the last trim */
-    int base;  /* in base pages (bc_params.base_pages), not huge ones */
 } pool[BC_POOL];
 enum { BUSY = 1, PENDING, FREE };
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The page size of the running solve's new blocks (its bc_params.base_pages):
- * one for the process's solves at a time. */
-static int pool_base_pages;
+static int pool_base_pages; /* the pool's blocks are in base pages, not huge ones */
+
+/* Advice only, ignored where THP is off; NOHUGEPAGE keeps base pages where
+ * THP is always on. */
+static void advise_pages(void *p, size_t bytes, int base)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, bytes, base ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+#else
+    (void)p, (void)bytes, (void)base;
+#endif
+}
+
+/* A fresh block of cap bytes (a multiple of HUGE_PAGE), 2 MiB aligned, its
+ * pages of the kind `base` says; NULL where there is no memory. */
+static void *map_block(size_t cap, int base)
+{
+    void *p = NULL;
+#ifdef __linux__
+    /* one huge page more than asked, then the unaligned ends unmapped */
+    char *m = mmap(NULL, cap + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    char *a = (char *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (a > m)
+        munmap(m, (size_t)(a - m));
+    munmap(a + cap, HUGE_PAGE - (size_t)(a - m));
+    p = a;
+#else
+    if (posix_memalign(&p, HUGE_PAGE, cap) != 0)
+        return NULL;
+#endif
+    advise_pages(p, cap, base);
+    return p;
+}
+
+static void unmap_block(void *p, size_t cap)
+{
+#ifdef __linux__
+    munmap(p, cap);
+#else
+    (void)cap;
+    free(p);
+#endif
+}
 
 void *bc_alloc(size_t count, size_t size)
 {
     size_t bytes = (count > 0 ? count : 1) * size;
     if (bytes < HUGE_PAGE)
         return malloc(bytes);
+    const size_t cap = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    void *p = NULL;
     int best = -1, slot = -1;
     pthread_mutex_lock(&pool_lock);
+    const int base = pool_base_pages;
     for (int k = 0; k < BC_POOL; k++)
         if (pool[k].p == NULL && slot < 0)
             slot = k;
-        else if (pool[k].state == FREE && pool[k].cap >= bytes &&
-                 pool[k].base == pool_base_pages && (best < 0 || pool[k].cap < pool[best].cap))
+        else if (pool[k].state == FREE && pool[k].cap >= cap &&
+                 (best < 0 || pool[k].cap < pool[best].cap))
             best = k;
-    if (best >= 0) {
-        pool[best].state = BUSY;
-        pool[best].taken = 1;
-    }
-    pthread_mutex_unlock(&pool_lock);
     if (best >= 0)
-        return pool[best].p;
-    void *p = NULL;
-    const int base = pool_base_pages;
-    if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
-        return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    /* advice only, ignored where THP is off; NOHUGEPAGE keeps base pages where it is always on */
-    madvise(p, bytes, base ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
-#endif
-    pthread_mutex_lock(&pool_lock);
-    for (int k = slot; k >= 0 && k < BC_POOL; k++)
-        if (pool[k].p == NULL) {
-            pool[k].p = p, pool[k].cap = bytes, pool[k].state = BUSY, pool[k].taken = 1;
-            pool[k].base = base;
-            break;
-        }
+        p = pool[best].p, pool[best].state = BUSY, pool[best].taken = 1;
+    else if (slot >= 0 && (p = map_block(cap, base)) != NULL)
+        pool[slot].p = p, pool[slot].cap = cap, pool[slot].state = BUSY, pool[slot].taken = 1;
     pthread_mutex_unlock(&pool_lock);
+    if (best < 0 && slot < 0 && posix_memalign(&p, HUGE_PAGE, bytes) == 0)
+        advise_pages(p, bytes, base); /* the pool is full: glibc's, not kept (bc_free frees it) */
     return p;
 }
 
@@ -155,20 +190,39 @@ void bc_free(void *p)
         free(p);
 }
 
+/* bc_pool_trim with the pool's lock held. */
+static void trim_locked(int all)
+{
+    for (int k = 0; k < BC_POOL; k++) {
+        if (pool[k].p == NULL || pool[k].state == BUSY)
+            continue;
+        if (all || !pool[k].taken) {
+            unmap_block(pool[k].p, pool[k].cap);
+            pool[k].p = NULL, pool[k].cap = 0, pool[k].state = 0;
+        } else
+            pool[k].state = FREE;
+        pool[k].taken = 0;
+    }
+}
+
 /* At a solve's end: the blocks no setup took since the last trim returned,
  * those freed during this solve made available.  all: every free one returned. */
 void bc_pool_trim(int all)
 {
     pthread_mutex_lock(&pool_lock);
-    for (int k = 0; k < BC_POOL; k++) {
-        if (pool[k].p == NULL || pool[k].state == BUSY)
-            continue;
-        if (all || !pool[k].taken) {
-            free(pool[k].p);
-            pool[k].p = NULL, pool[k].cap = 0, pool[k].state = 0;
-        } else
-            pool[k].state = FREE;
-        pool[k].taken = 0;
+    trim_locked(all);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+/* New blocks in base pages (base 1) or huge ones from now on; kept blocks of
+ * the other kind are returned (kept, they would double the process's memory
+ * through the next solve). */
+static void pool_kind(int base)
+{
+    pthread_mutex_lock(&pool_lock);
+    if (base != pool_base_pages) {
+        trim_locked(1);
+        pool_base_pages = base;
     }
     pthread_mutex_unlock(&pool_lock);
 }
@@ -580,7 +634,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     if (p->threads > 0)
         omp_set_num_threads(p->threads);
 #endif
-    pool_base_pages = p->base_pages != 0;
+    pool_kind(p->base_pages != 0);
     int rc = cg_setup(comm, a, b_in, p, &L, &t);
     if (rc == BC_OK) {
         tic(&t);
