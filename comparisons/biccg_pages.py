@@ -49,7 +49,7 @@ def probe(mib: int, huge: bool) -> float:
 
     import numpy as np
 
-    m = mmap.mmap(-1, mib << 20)
+    m = mmap.mmap(-1, mib << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # not shmem
     m.madvise(mmap.MADV_HUGEPAGE if huge else mmap.MADV_NOHUGEPAGE)
     a = np.frombuffer(m, dtype=np.uint8)
     t0 = time.perf_counter()
