@@ -187,7 +187,7 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     the sweeps prefetch the lines of z each block gathers from other blocks (None: where
     the node's ranks' z exceeds its last-level cache; statistics' sweep_prefetch says
     what was done). pages: the pages asked for the large arrays ("huge", the default:
-    transparent huge pages, a solve up to about 5% faster; or "base": where the host takes
+    transparent huge pages, a solve 4-14% faster here; or "base": where the host takes
     freed memory back, a fresh process's first setup at 128^3 took 0.20 s in base pages
     against 0.67 s in huge ones, comparisons/README.md; the solution is the same bits).
     Raises NotConverged on a CG breakdown (naming the iteration), BadInput on NaN/Inf or

@@ -70,8 +70,8 @@ typedef struct {
     int64_t llc_bytes;  /* the node's last-level cache, all instances (0: unknown) */
     int base_pages;     /* 1: the large arrays in the system's base pages (4 KiB on
                          * x86), not transparent huge pages (0, the default).  Huge
-                         * pages make the solve up to about 5% faster; where the
-                         * host takes freed memory back (a balloon's free page
+                         * pages made the solve 4-14% faster on the AMD VM; where
+                         * the host takes freed memory back (a balloon's free page
                          * reporting), a fresh huge page faults in several times
                          * slower than base pages, and a process's first setup pays
                          * it (comparisons/README.md, "Huge pages or base pages") */
