@@ -19,7 +19,10 @@ The kinds:
             the solver did before it kept them;
   glibc     released, but the C library keeps what is freed (GLIBC_TUNABLES below: no
             mmap for large blocks, no trimming of the heap): what a job could set without
-            the solver's help.
+            the solver's help.  Since the solver maps its large blocks itself (mmap, so
+            that their pages are of the kind asked for: comparisons/README.md, "Huge pages
+            or base pages"), these settings no longer reach them, and this kind measures
+            what released does.
 
     python comparisons/biccg_repeat_setup.py --grid 128 128 128 --pause 0 5 --rounds 2
     python comparisons/biccg_repeat_setup.py --pause 5 --kinds released kept glibc
