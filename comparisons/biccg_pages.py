@@ -29,12 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-KINDS = ("huge", "base")
+from biccg_vs_baselines import PY, run_json  # comparisons/ is on sys.path: these run as scripts
+
+from kernels_ext.biccg import PAGES as KINDS  # huge first: the ratios are base / huge
+
 #: the record's times printed, and their labels
 TIMES = (("setup_s", "setup"), ("input_s", "  input check"), ("ordering_s", "  ordering"),
          ("factorization_s", "  factorization"), ("vectors_s", "  vectors"),
@@ -55,15 +57,6 @@ def probe(mib: int, huge: bool) -> float:
     t0 = time.perf_counter()
     a[::4096] = 1  # one write a 4 KiB page
     return a.nbytes / (time.perf_counter() - t0) / 1e9
-
-
-def run(args: list[str]) -> str:
-    """stdout of a fresh Python process with args; exits with its error where it failed."""
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parent.parent)
-    if proc.returncode != 0:
-        sys.exit(f"error: {' '.join(args[:3])} ... failed: {proc.stderr.strip()[-400:]}")
-    return proc.stdout
 
 
 def cell(xs: list[float], fmt: str = "{:.3f}") -> str:
@@ -88,7 +81,7 @@ def main() -> int:
     p.add_argument("--probe", choices=KINDS, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.probe:
-        print(probe(a.probe_mib, a.probe == "huge"))
+        print(json.dumps({"gbs": probe(a.probe_mib, a.probe == "huge")}))
         return 0
     if a.rounds < 1 or a.pause < 0 or a.probe_mib < 1 or min(a.grid) < 1:
         p.error("--rounds and --probe-mib at least 1, the grid positive, --pause not negative")
@@ -102,13 +95,12 @@ def main() -> int:
         order = KINDS if r % 2 == 0 else KINDS[::-1]
         for kind in order:
             time.sleep(a.pause)
-            rate[kind].append(float(run([__file__, "--probe", kind, "--probe-mib",
-                                         str(a.probe_mib)]).strip()))
+            rate[kind].append(run_json([PY, __file__, "--probe", kind, "--probe-mib",
+                                        str(a.probe_mib)])["gbs"])
         for kind in () if a.probe_only else order:
             time.sleep(a.pause)
-            out = run(["-m", "kernels_ext.biccg", "--poisson", *map(str, a.grid),
-                       "--threads", str(a.threads), "--pages", kind])
-            x = json.loads(out.splitlines()[-1])
+            x = run_json([PY, "-m", "kernels_ext.biccg", "--poisson", *map(str, a.grid),
+                          "--threads", str(a.threads), "--pages", kind])
             rec[kind].append(x | x["per_iteration_s"])
         print(f"round {r + 1}: " + "; ".join(
             f"{k}: touch {rate[k][-1]:.2f} GB/s" + ("" if a.probe_only else

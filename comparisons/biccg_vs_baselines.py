@@ -65,6 +65,8 @@ from pathlib import Path
 
 from biccg_kernels import mpi_prefix  # comparisons/ is on sys.path: these run as scripts
 
+from kernels_ext.biccg import DEFAULT_PAGES, PAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 SECTIONS = ("bandwidth", "baselines", "petsc", "full")
@@ -242,7 +244,7 @@ def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
 
 
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
-                  python: str = SYSTEM_PY, solves: int = 3, pages: str = "huge") -> dict:
+                  python: str = SYSTEM_PY, solves: int = 3, pages: str = DEFAULT_PAGES) -> dict:
     """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
     layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
     ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
@@ -457,7 +459,7 @@ def main() -> int:
     p.add_argument("--solves", type=int, default=3,
                    help="solves a process in the PETSc comparison (default 3): the first's "
                         "times are its tables', the later ones' setups a table of their own")
-    p.add_argument("--pages", choices=("huge", "base"), default="huge",
+    p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
                    help="our solver's pages in the PETSc comparison (its --pages; default "
                         "huge, the solver's): base where huge pages fault in slowly "
                         "(comparisons/README.md, \"Huge pages or base pages\")")
