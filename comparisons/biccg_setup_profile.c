@@ -55,6 +55,8 @@ int main(int argc, char **argv)
     p.sweep_prefetch = pf ? atoi(pf) : BC_SWEEP_PREFETCH_AUTO;
     p.llc_bytes = llc ? atoll(llc) : 0;
 #endif
+    const char *pages = getenv("BC_BASE_PAGES"); /* 1: the solver's arrays in base pages */
+    p.base_pages = pages ? atoi(pages) : 0;
     if (argc > 7 && atoi(argv[7])) /* the study's algebraic blocking: no grid */
         p.grid[0] = p.grid[1] = p.grid[2] = 0;
     const int solves = argc > 8 ? atoi(argv[8]) : 1;

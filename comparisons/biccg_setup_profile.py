@@ -16,12 +16,14 @@ the solve's times are printed too (SpMV, preconditioner, vector updates, dots), 
 their per-round ratios: a change to the iteration measured side by side with its base.
 The sweeps prefetch what they gather as the solver decides (where the node's vector
 exceeds this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment
-forces it on (off) in builds that have it.
+forces it on (off) in builds that have it. --pages base places the solver's arrays in base
+pages (BC_BASE_PAGES=1 to the driver), as its --pages does.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --base HEAD --rounds 9
     python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --rounds 7
+    python comparisons/biccg_setup_profile.py --base HEAD --pages base --rounds 9
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from biccg_kernels import (  # comparisons/ is on sys.path: these run as scripts
     driver_env,
     mpi_prefix,
 )
+
+from kernels_ext.biccg import DEFAULT_PAGES, PAGES
 
 FLAGS = "-O3 -march=native -fopenmp -std=gnu99 -DBC_PROFILE"
 DRIVER = "biccg_setup_profile.c"
@@ -68,11 +72,12 @@ SOLVE_KEYS = ("solve_s", "spmv_s", "precond_s", "vector_s", "dots_s")
 
 
 def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
-             iterations: int = 0) -> tuple[dict[str, float], str, dict]:
+             iterations: int = 0, pages: str = DEFAULT_PAGES
+             ) -> tuple[dict[str, float], str, dict]:
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
     digest line, sorted and joined (each rank prints its own), and the driver's record
     (its solve's times where iterations > 0)."""
-    env = driver_env(threads)
+    env = driver_env(threads) | {"BC_BASE_PAGES": str(int(pages == "base"))}
     argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
             str(iterations)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
@@ -133,6 +138,9 @@ def main() -> int:
                    help="also solve, at most N iterations (tol 1e-7), and print the solve's "
                         "times: SpMV, preconditioner, vector updates, dots (default 0: the "
                         "setup only)")
+    p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
+                   help="the kind of pages the solver's arrays are placed in (its --pages; "
+                        f"default {DEFAULT_PAGES})")
     a = p.parse_args()
     if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1 or a.iterations < 0:
         p.error("--rounds, --threads, --ranks and the grid's sizes must be positive, "
@@ -150,12 +158,12 @@ def main() -> int:
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
                 phases, digest, record = run_once(exes[label], a.grid, a.threads, a.ranks,
-                                                  a.iterations)
+                                                  a.iterations, a.pages)
                 runs[label].append(phases)
                 digests[label].add(digest)
                 records[label].append(record)
     where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
-             f"{a.rounds} fresh runs")
+             f"{a.rounds} fresh runs, {a.pages} pages")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
     if a.base and min(totals[a.base]) > 0:  # a tiny grid's phases print as 0.0000 s
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]
