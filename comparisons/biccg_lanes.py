@@ -10,6 +10,10 @@ are wrong).  One process per grid and thread count; in it the solver's bc_precon
 prototype alternate, each after a flush of twice the last-level cache and again at once
 ("warm"); medians.  A machine without AVX-512 gets one line saying so.
 
+First, as a table of its own, biccg_padded.c: the solver's scalar sweeps with each row's
+two passes padded to three entries (fixed trip counts, unrolled) beside bc_precond, the
+same way: whether the sweeps are bound by their loops' varying trip counts.
+
     python comparisons/biccg_lanes.py --grid 48 48 48 --grid 128 128 128 --rounds 9
 """
 
@@ -28,7 +32,8 @@ from kernels_ext.biccg import auto_tile
 
 
 def run(exe: Path, grid: list[int], rounds: int, threads: int, tile: tuple) -> dict | None:
-    """One process of exe: its JSON line, or None where it cannot run here (no AVX-512)."""
+    """One process of exe: its JSON line, or None where it cannot run here (exit 3: no
+    AVX-512 for the lanes, a row too long for the padded sweeps)."""
     env = driver_env(threads)
     proc = subprocess.run([str(exe), *map(str, [*grid, rounds, *tile])], capture_output=True,
                           text=True, env=env)
@@ -51,6 +56,24 @@ def main() -> int:
     tile = auto_tile(32)
     assert tile is not None  # 32 points make a tile (4 x 4 x 2)
     flags = "-O3 -march=native -fopenmp -std=gnu99"
+    grids = a.grid or [[128, 128, 128]]
+    with tempfile.TemporaryDirectory() as tmp:
+        padded = Path(tmp) / "padded"
+        build(a.cc, flags, padded, "biccg_padded.c")
+        print("| grid | threads | solver's sweeps (ms) | padded (ms) | padded / solver's | "
+              "warm: solver's, padded (ms) | z's difference |")
+        print("|---|---|---:|---:|---:|---|---|")
+        for grid in grids:
+            for t in a.threads:
+                r = run(padded, grid, a.rounds, t, tile)
+                if r is None:
+                    print("a row has more than three entries in a pass: no padded sweeps")
+                    break
+                print(f"| {'x'.join(map(str, grid))} | {t} | {r['precond_ms']:.2f} | "
+                      f"{r['padded_ms']:.2f} | {r['padded_ms'] / r['precond_ms']:.2f} | "
+                      f"{r['precond_warm_ms']:.2f}, {r['padded_warm_ms']:.2f} | "
+                      f"{r['z_max_rel_diff']:.1e} |")
+    print()
     print("| grid | threads | solver's sweeps (ms) | lanes, rows gathered | lanes, rows whole "
           "(timing only) | warm: solver's, gathered, whole | z's difference |")
     print("|---|---|---|---|---|---|---|")
@@ -58,7 +81,7 @@ def main() -> int:
         gathered, whole = Path(tmp) / "lanes", Path(tmp) / "lanes_contig"
         build(a.cc, flags, gathered, "biccg_lanes.c")
         build(a.cc, flags + " -DLANES_CONTIG", whole, "biccg_lanes.c")
-        for grid in a.grid or [[128, 128, 128]]:
+        for grid in grids:
             for t in a.threads:
                 g, w = run(gathered, grid, a.rounds, t, tile), run(whole, grid, a.rounds, t, tile)
                 if g is None or w is None:

@@ -1,0 +1,168 @@
+/*
+ * biccg_padded.c - the solver's sweeps (bc_precond) beside the same sweeps
+ * with each row's two passes padded to K entries (zero coefficients, the row
+ * itself as their column), fixed trip counts, unrolled: whether the sweeps
+ * are bound by their loops' varying trip counts or by their instructions
+ * (comparisons/README.md, "Setup from the caller's CSR; padded sweeps").
+ * Tiles of the grid, 20 colors, the single-precision factor, as the solver
+ * sets up.  Run by biccg_lanes.py; usage: NX NY NZ ROUNDS TX TY TZ.  One
+ * JSON line: the medians of ROUNDS alternating calls, each after a flush
+ * and once more at once (warm), and z's largest difference.  Exit 3 where a
+ * row has more than K entries in a pass.
+ */
+#include <math.h>
+
+#include "biccg_bench.h"
+
+#define K 3 /* a 7-point row's lower (upper) entries: at most 3 */
+
+/* A pass's entries, K a row: columns and values. */
+typedef struct {
+    int32_t *idx;
+    float *val;
+} slots;
+
+/* The forward sweep's passes (to other blocks, inside the block), then the backward's. */
+static slots fo, fi, bo, bi;
+
+/* Fills s from the entries [p0, p1) of idx/val for row i; 0 where they fit. */
+static int pad_row(slots s, int i, int64_t p0, int64_t p1, const int32_t *idx, const float *val)
+{
+    if (p1 - p0 > K)
+        return 1;
+    int k = 0;
+    for (int64_t p = p0; p < p1; p++, k++)
+        s.idx[(size_t)i * K + k] = idx[p], s.val[(size_t)i * K + k] = val[p];
+    for (; k < K; k++)
+        s.idx[(size_t)i * K + k] = i, s.val[(size_t)i * K + k] = 0.0f;
+    return 0;
+}
+
+/* The padded copies of L's factor; 0, 2 where there is no memory, 3 where a row does not fit. */
+static int pad(const bc_local *L)
+{
+    const size_t n = (size_t)L->nloc;
+    slots *all[] = {&fo, &fi, &bo, &bi};
+    for (int k = 0; k < 4; k++) {
+        all[k]->idx = malloc(n * K * sizeof(int32_t));
+        all[k]->val = malloc(n * K * sizeof(float));
+        if (!all[k]->idx || !all[k]->val)
+            return 2;
+    }
+    int bad = 0;
+    for (int i = 0; i < L->nloc; i++) {
+        const int64_t e = L->lptr[i + 1] - L->lin[i], u = L->uptr[i] + L->uin[i];
+        bad |= pad_row(fo, i, L->lptr[i], e, L->lidx, L->lval32);
+        bad |= pad_row(fi, i, e, L->lptr[i + 1], L->lidx, L->lval32);
+        bad |= pad_row(bo, i, u, L->uptr[i + 1], L->uidx, L->uval32);
+        bad |= pad_row(bi, i, L->uptr[i], u, L->uidx, L->uval32);
+    }
+    return bad ? 3 : 0;
+}
+
+/* s minus row i's K padded terms. */
+static inline double minus(double s, slots t, int i, const double *z)
+{
+    const int32_t *c = t.idx + (size_t)i * K;
+    const float *v = t.val + (size_t)i * K;
+    s -= v[0] * z[c[0]];
+    s -= v[1] * z[c[1]];
+    s -= v[2] * z[c[2]];
+    return s;
+}
+
+/* z = M^-1 r as bc_precond computes it (q NULL), on the padded copies. */
+static void precond_padded(const bc_local *L, const double *r, double *z, double *rr_out,
+                           double *rz_out)
+{
+    double rr = 0.0, rz = 0.0;
+    const float *dinv = L->dinv32;
+#pragma omp parallel reduction(+ : rr, rz)
+    {
+        for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                for (int i = i0; i < i1; i++) {
+                    rr += r[i] * r[i];
+                    z[i] = minus(r[i], fo, i, z);
+                }
+                for (int i = i0; i < i1; i++)
+                    z[i] = minus(z[i], fi, i, z);
+            }
+        }
+        for (int c = L->ncolors - 1; c >= 0; c--) {
+#pragma omp for schedule(static)
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+                for (int i = i0; i < i1; i++) {
+                    const double w = z[i], s = w * dinv[i];
+                    rz += w * s;
+                    z[i] = minus(s, bo, i, z);
+                }
+                for (int i = i1 - 1; i >= i0; i--)
+                    z[i] = minus(z[i], bi, i, z);
+            }
+        }
+    }
+    *rr_out = rr, *rz_out = rz;
+}
+
+typedef struct {
+    bc_local *L;
+    double *x, *y, rr, rz;
+} kernel_ctx;
+
+static void kernel_call(void *vc, int v)
+{
+    kernel_ctx *c = vc;
+    if (v == 0)
+        bc_precond(c->L, 0.0, NULL, c->x, c->y, &c->rr, &c->rz);
+    else
+        precond_padded(c->L, c->x, c->y, &c->rr, &c->rz);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s NX NY NZ ROUNDS TX TY TZ\n", argv[0]);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]), n = nx * ny * nz;
+    const int rounds = atoi(argv[4]);
+    bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
+                   .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
+    bc_local L;
+    int rc = rounds < 1 ? 2 : poisson_setup(nx, ny, nz, 0x7fffffff, &p, 1, &L);
+    if (rc == 0 && (rc = pad(&L)) != 0)
+        fprintf(stderr, rc == 3 ? "error: a row has more than %d entries in a pass\n"
+                                : "error: no memory\n", K);
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
+           *y0 = malloc((size_t)n * sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
+    if (rc == 0 && (!x || !y || !y0 || !t || flush_init() != 0)) {
+        fprintf(stderr, "error: no memory\n");
+        rc = 2;
+    }
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc;
+    }
+    for (bc_gidx i = 0; i < n; i++)
+        x[i] = 1.0 + (double)(i % 7);
+    double rr, rz, d = 0.0, m = 0.0;
+    bc_precond(&L, 0.0, NULL, x, y0, &rr, &rz);
+    precond_padded(&L, x, y, &rr, &rz);
+    for (bc_gidx i = 0; i < n; i++)
+        d = fmax(d, fabs(y[i] - y0[i])), m = fmax(m, fabs(y0[i]));
+    kernel_ctx ctx = {&L, x, y, 0.0, 0.0};
+    double ms[4];
+    time_alternating(2, rounds, kernel_call, &ctx, t, ms);
+    printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"precond_ms\": %.4f, "
+           "\"padded_ms\": %.4f, \"precond_warm_ms\": %.4f, \"padded_warm_ms\": %.4f, "
+           "\"z_max_rel_diff\": %.3g}\n",
+           (long long)n, omp_get_max_threads(), rounds, ms[0], ms[1], ms[2], ms[3],
+           m > 0.0 ? d / m : d);
+    MPI_Finalize();
+    return 0;
+}
