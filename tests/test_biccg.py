@@ -866,3 +866,24 @@ def test_the_padded_sweeps_compute_the_solvers_z(tmp_path):
     rec = json.loads(out.stdout.splitlines()[-1])
     assert rec["n"] == 12 * 10 * 9 and rec["z_max_rel_diff"] < 1e-14
     assert rec["precond_ms"] > 0 and rec["padded_ms"] > 0
+
+
+def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
+    """comparisons/biccg_split_spmv.c times the solver's SpMV against the product on A stored
+    in the factor's pattern (lower, diagonal, upper apart): the sums run in the same order,
+    so y must be the same bits, and the split storage is A's values alone."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    sys.path.insert(0, str(ROOT / "comparisons"))
+    from biccg_kernels import build  # comparisons/ is a folder of scripts
+
+    exe = tmp_path / "split"
+    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, "biccg_split_spmv.c")
+    out = subprocess.run([str(exe), "12", "10", "9", "1", "4", "4", "2"], capture_output=True,
+                         text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout.splitlines()[-1])
+    n, nnz = 12 * 10 * 9, 7 * 12 * 10 * 9 - 2 * (12 * 10 + 10 * 9 + 12 * 9)
+    assert rec["n"] == n and rec["same_bits"] is True
+    assert (rec["csr_bytes"], rec["split_bytes"]) == (8 * (n + 1) + 12 * nnz, 8 * nnz)

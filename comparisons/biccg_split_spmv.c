@@ -1,0 +1,135 @@
+/*
+ * biccg_split_spmv.c - the solver's SpMV (bc_spmv, A's copy in CSR: rowptr,
+ * col, val) beside the same product on A stored in the factor's pattern: its
+ * strict lower values aligned with L's columns (lptr, lidx), its diagonal,
+ * its strict upper values aligned with U's (uptr, uidx).  That storage would
+ * let the setup drop A's columns and row pointers (76 MB of fresh memory at
+ * 128^3) and share the sweeps' indices; the question here is what it costs
+ * the SpMV.  The sums run in the same order (lower, diagonal, upper, each
+ * ascending), so y must be the same bits.  One rank (no halo), tiles of the
+ * grid, 20 colors, the single factor, as the solver sets up.  Run by
+ * biccg_split_spmv.py; usage: NX NY NZ ROUNDS TX TY TZ.  One JSON line: the
+ * medians of ROUNDS alternating calls, each after a flush and once more at
+ * once (warm), whether y is bitwise the same, and both storages' bytes.
+ */
+#include "biccg_bench.h"
+
+/* A in the factor's pattern. */
+typedef struct {
+    double *lo, *diag, *up;
+} split_a;
+
+/* Fills s from L's copy of A (a row's lower entries first, then its diagonal,
+ * then its upper ones: its columns ascend); 0, or 2 where there is no memory. */
+static int split(const bc_local *L, split_a *s)
+{
+    const int n = L->nloc;
+    s->lo = bc_alloc((size_t)L->lptr[n], sizeof(double)); /* the solver's pages, as A's copy */
+    s->up = bc_alloc((size_t)L->uptr[n], sizeof(double));
+    s->diag = bc_alloc((size_t)n, sizeof(double));
+    if (!s->lo || !s->up || !s->diag)
+        return 2;
+    for (int i = 0; i < n; i++) {
+        const int64_t nl = L->lptr[i + 1] - L->lptr[i], nu = L->uptr[i + 1] - L->uptr[i];
+        const int64_t a = L->rowptr[i];
+        memcpy(s->lo + L->lptr[i], L->val + a, (size_t)nl * sizeof(double));
+        s->diag[i] = L->val[a + nl];
+        memcpy(s->up + L->uptr[i], L->val + a + nl + 1, (size_t)nu * sizeof(double));
+        if (L->col[a + nl] != i || L->rowptr[i + 1] - a != nl + nu + 1)
+            return 3; /* not a row of lower, diagonal, upper inside the rank */
+    }
+    return 0;
+}
+
+/* y = A x on the split storage, and x'y, as bc_spmv does (the plan's lines of
+ * x prefetched a few blocks ahead, the streams ahead of their use). */
+static double spmv_split(const bc_local *L, const split_a *s, const double *x, double *y)
+{
+    const int n = L->nloc;
+    const int64_t lend = L->lptr[n], uend = L->uptr[n];
+    double xy = 0.0;
+#pragma omp parallel reduction(+ : xy)
+    {
+#pragma omp for schedule(static)
+        for (int b = 0; b < L->nblocks; b++) {
+            for (int part = 0; part < 3; part++)
+                bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
+            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                double t = 0.0;
+                bc_prefetch(s->lo, L->lptr[i], lend, sizeof *s->lo);
+                bc_prefetch(L->lidx, L->lptr[i], lend, sizeof *L->lidx);
+                bc_prefetch(s->up, L->uptr[i], uend, sizeof *s->up);
+                bc_prefetch(L->uidx, L->uptr[i], uend, sizeof *L->uidx);
+                for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
+                    t += s->lo[p] * x[L->lidx[p]];
+                t += s->diag[i] * x[i];
+                for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
+                    t += s->up[p] * x[L->uidx[p]];
+                y[i] = t;
+                xy += x[i] * t;
+            }
+        }
+    }
+    return xy;
+}
+
+typedef struct {
+    bc_local *L;
+    split_a *s;
+    double *x, *y;
+} kernel_ctx;
+
+static void kernel_call(void *vc, int v)
+{
+    kernel_ctx *c = vc;
+    if (v == 0)
+        bc_spmv(c->L, c->x, c->y);
+    else
+        spmv_split(c->L, c->s, c->x, c->y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s NX NY NZ ROUNDS TX TY TZ\n", argv[0]);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]), n = nx * ny * nz;
+    const int rounds = atoi(argv[4]);
+    bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
+                   .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
+    bc_local L;
+    split_a s = {NULL, NULL, NULL};
+    int rc = rounds < 1 ? 2 : poisson_setup(nx, ny, nz, 0x7fffffff, &p, 1, &L);
+    if (rc == 0 && (rc = split(&L, &s)) != 0)
+        fprintf(stderr, rc == 3 ? "error: a row is not lower, diagonal, upper\n"
+                                : "error: no memory\n");
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
+           *y0 = malloc((size_t)n * sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
+    if (rc == 0 && (!x || !y || !y0 || !t || flush_init() != 0)) {
+        fprintf(stderr, "error: no memory\n");
+        rc = 2;
+    }
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc;
+    }
+    for (bc_gidx i = 0; i < n; i++)
+        x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
+    bc_spmv(&L, x, y0);
+    spmv_split(&L, &s, x, y);
+    const int same = memcmp(y, y0, (size_t)n * sizeof *y) == 0;
+    kernel_ctx ctx = {&L, &s, x, y};
+    double ms[4];
+    time_alternating(2, rounds, kernel_call, &ctx, t, ms);
+    const int64_t nnz = L.rowptr[n], nl = L.lptr[n], nu = L.uptr[n];
+    printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"spmv_ms\": %.4f, \"split_ms\": %.4f, "
+           "\"spmv_warm_ms\": %.4f, \"split_warm_ms\": %.4f, \"same_bits\": %s, "
+           "\"csr_bytes\": %lld, \"split_bytes\": %lld}\n",
+           (long long)n, omp_get_max_threads(), rounds, ms[0], ms[1], ms[2], ms[3],
+           same ? "true" : "false", (long long)(8 * (n + 1) + 12 * nnz),
+           (long long)(8 * n + 8 * (nl + nu)));
+    MPI_Finalize();
+    return 0;
+}
