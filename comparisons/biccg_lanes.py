@@ -63,16 +63,15 @@ def main() -> int:
         print("| grid | threads | solver's sweeps (ms) | padded (ms) | padded / solver's | "
               "warm: solver's, padded (ms) | z's difference |")
         print("|---|---|---:|---:|---:|---|---|")
-        for grid in grids:
-            for t in a.threads:
-                r = run(padded, grid, a.rounds, t, tile)
-                if r is None:
-                    print("a row has more than three entries in a pass: no padded sweeps")
-                    break
-                print(f"| {'x'.join(map(str, grid))} | {t} | {r['precond_ms']:.2f} | "
-                      f"{r['padded_ms']:.2f} | {r['padded_ms'] / r['precond_ms']:.2f} | "
-                      f"{r['precond_warm_ms']:.2f}, {r['padded_warm_ms']:.2f} | "
-                      f"{r['z_max_rel_diff']:.1e} |")
+        for grid, t in ((g, t) for g in grids for t in a.threads):
+            r = run(padded, grid, a.rounds, t, tile)
+            if r is None:
+                print(f"{'x'.join(map(str, grid))}: a row has more than three entries in a pass")
+                continue
+            print(f"| {'x'.join(map(str, grid))} | {t} | {r['precond_ms']:.2f} | "
+                  f"{r['padded_ms']:.2f} | {r['padded_ms'] / r['precond_ms']:.2f} | "
+                  f"{r['precond_warm_ms']:.2f}, {r['padded_warm_ms']:.2f} | "
+                  f"{r['z_max_rel_diff']:.1e} |")
     print()
     print("| grid | threads | solver's sweeps (ms) | lanes, rows gathered | lanes, rows whole "
           "(timing only) | warm: solver's, gathered, whole | z's difference |")

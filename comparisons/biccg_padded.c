@@ -1,8 +1,11 @@
 /*
  * biccg_padded.c - the solver's sweeps (bc_precond) beside the same sweeps
  * with each row's two passes padded to K entries (zero coefficients, the row
- * itself as their column), fixed trip counts, unrolled: whether the sweeps
- * are bound by their loops' varying trip counts or by their instructions
+ * itself as their column), fixed trip counts, unrolled, in the solver's
+ * pages (bc_alloc) and without its prefetch (off here up to 128^3: z fits
+ * the VM's 32 MiB L3, and the solver does not prefetch either): whether
+ * the sweeps are bound by their loops' varying trip counts or by their
+ * instructions
  * (comparisons/README.md, "Setup from the caller's CSR; padded sweeps").
  * Tiles of the grid, 20 colors, the single-precision factor, as the solver
  * sets up.  Run by biccg_lanes.py; usage: NX NY NZ ROUNDS TX TY TZ.  One
@@ -44,8 +47,8 @@ static int pad(const bc_local *L)
     const size_t n = (size_t)L->nloc;
     slots *all[] = {&fo, &fi, &bo, &bi};
     for (int k = 0; k < 4; k++) {
-        all[k]->idx = malloc(n * K * sizeof(int32_t));
-        all[k]->val = malloc(n * K * sizeof(float));
+        all[k]->idx = bc_alloc(n * K, sizeof(int32_t)); /* the solver's pages, as its factor */
+        all[k]->val = bc_alloc(n * K, sizeof(float));
         if (!all[k]->idx || !all[k]->val)
             return 2;
     }
@@ -148,8 +151,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    for (bc_gidx i = 0; i < n; i++)
-        x[i] = 1.0 + (double)(i % 7);
+    for (bc_gidx i = 0; i < n; i++) /* z's padding reads z[i] before it is written: finite */
+        x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
     double rr, rz, d = 0.0, m = 0.0;
     bc_precond(&L, 0.0, NULL, x, y0, &rr, &rz);
     precond_padded(&L, x, y, &rr, &rz);

@@ -151,6 +151,9 @@ def main() -> int:
         if a.base:
             exes[a.base] = Path(tmp) / "base"
             driver = checkout(a.base, Path(tmp) / "at-base")
+            if a.pages == "base" and "BC_BASE_PAGES" not in driver.read_text():
+                sys.exit(f"error: --pages base: the driver at {a.base} cannot ask for base pages "
+                         "(it predates BC_BASE_PAGES), so its runs would be in huge pages")
             build(a.cc, FLAGS, exes[a.base], driver, driver.parent / "src")
         runs: dict[str, list[dict[str, float]]] = defaultdict(list)
         digests: dict[str, set[str]] = defaultdict(set)

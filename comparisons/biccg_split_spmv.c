@@ -3,7 +3,7 @@
  * col, val) beside the same product on A stored in the factor's pattern: its
  * strict lower values aligned with L's columns (lptr, lidx), its diagonal,
  * its strict upper values aligned with U's (uptr, uidx).  That storage would
- * let the setup drop A's columns and row pointers (76 MB of fresh memory at
+ * let the setup drop A's columns and row pointers (75 MB of fresh memory at
  * 128^3) and share the sweeps' indices; the question here is what it costs
  * the SpMV.  The sums run in the same order (lower, diagonal, upper, each
  * ascending), so y must be the same bits.  One rank (no halo), tiles of the
@@ -32,11 +32,11 @@ static int split(const bc_local *L, split_a *s)
     for (int i = 0; i < n; i++) {
         const int64_t nl = L->lptr[i + 1] - L->lptr[i], nu = L->uptr[i + 1] - L->uptr[i];
         const int64_t a = L->rowptr[i];
+        if (L->rowptr[i + 1] - a != nl + nu + 1 || L->col[a + nl] != i)
+            return 3; /* not a row of lower, diagonal, upper inside the rank */
         memcpy(s->lo + L->lptr[i], L->val + a, (size_t)nl * sizeof(double));
         s->diag[i] = L->val[a + nl];
         memcpy(s->up + L->uptr[i], L->val + a + nl + 1, (size_t)nu * sizeof(double));
-        if (L->col[a + nl] != i || L->rowptr[i + 1] - a != nl + nu + 1)
-            return 3; /* not a row of lower, diagonal, upper inside the rank */
     }
     return 0;
 }

@@ -3,7 +3,7 @@
 An earlier session named, as the setup's next step, a storage of A that is not a second
 copy: its strict lower values aligned with L's columns, its diagonal, its strict upper
 values aligned with U's, so that the setup places no columns or row pointers of its own
-(76 MB less fresh memory at 128^3) and the SpMV reads the sweeps' indices.
+(75 MB less fresh memory at 128^3) and the SpMV reads the sweeps' indices.
 biccg_split_spmv.c measures what that costs the SpMV, on the solver's own ordering and
 factor (tiles of the grid, 20 colors): one process per grid and thread count, bc_spmv and
 the split product alternating, each after a flush of twice the last-level cache and again

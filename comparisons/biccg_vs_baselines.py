@@ -24,8 +24,9 @@ Everything runs as fresh processes, alternating, and medians are printed:
    factorization and its work vectors' allocation, which it first touches in
    its solve), solve and their sum (matrix assembly is left out of both),
    setup from the CSR (both from the caller's CSR arrays: ours is its
-   setup, which copies them in its own order; PETSc's is its copy of them
-   into its matrix, t_copy, and KSPSetUp), the per-round ratios ours / PETSc
+   setup, which copies them in its own order; PETSc's is its matrix made
+   from them, t_matrix: on one process without a copy, and KSPSetUp), the
+   per-round ratios ours / PETSc
    of setup, setup from the CSR, solve and total (against
    both of PETSc's layouts: on one core, and on the same cores), and each
    pass's achieved bandwidth (the byte model below over the pass's time per
@@ -135,8 +136,8 @@ def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int 
 
 def from_csr(x: dict) -> float:
     """A first solve's setup from the caller's CSR arrays: ours is its setup (the copy in its
-    own order included); PETSc's is its copy of the CSR (t_copy) and KSPSetUp."""
-    return x["setup_s"] + x.get("t_copy", 0.0)
+    own order included); PETSc's is its matrix made from them (t_matrix) and KSPSetUp."""
+    return x["setup_s"] + x.get("t_matrix", 0.0)
 
 
 def petsc_parallel(python: str, ranks: int) -> str:
