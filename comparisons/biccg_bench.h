@@ -1,8 +1,9 @@
 /*
  * biccg_bench.h - what the BICCG kernel comparisons' C drivers (biccg_kernels.c,
- * biccg_lanes.c) share: the Poisson matrix set up as the solver sets it up, a
- * flush that leaves nothing of the operands in cache, and variants timed
- * alternately, medians.
+ * biccg_lanes.c, biccg_padded.c, biccg_split_spmv.c) share: the Poisson
+ * matrix set up as the solver sets it up, a flush that leaves nothing of the
+ * operands in cache, variants timed alternately, medians, and the tile
+ * drivers' command line.
  */
 #ifndef BURSTBENCH_BICCG_BENCH_H
 #define BURSTBENCH_BICCG_BENCH_H
@@ -126,6 +127,55 @@ static void time_alternating(int nv, int rounds, void (*call)(void *ctx, int v),
         }
     for (int v = 0; v < 2 * nv; v++)
         ms[v] = 1e3 * median(t + v * rounds, rounds);
+}
+
+/* A tile driver's problem (biccg_padded.c, biccg_split_spmv.c): the grid set
+ * up in L, n rows, rounds of timing, and the vectors its variants share:
+ * x = 1 + i mod 7, y and y0 zeroed (a variant's output and the solver's), t
+ * of two variants' rounds for time_alternating. */
+typedef struct {
+    bc_local L;
+    bc_gidx n;
+    int rounds;
+    double *x, *y, *y0, *t;
+} tile_bench;
+
+/* A tile driver's command line, NX NY NZ ROUNDS TX TY TZ: MPI started, the
+ * grid set up as the solver sets it up with tiles TX x TY x TZ, 20 colors and
+ * the single factor (poisson_setup), and b's vectors.  0; else the exit
+ * status after a line on stderr (2: a bad command line or no memory, 1: the
+ * setup failed), MPI finalized again where it was started. */
+static inline int tile_bench_init(int argc, char **argv, tile_bench *b)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s NX NY NZ ROUNDS TX TY TZ\n", argv[0]);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]);
+    b->n = nx * ny * nz;
+    b->rounds = atoi(argv[4]);
+    bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
+                   .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
+    int rc = 2;
+    if (b->rounds < 1)
+        fprintf(stderr, "error: ROUNDS must be 1 or more\n");
+    else if ((rc = poisson_setup(nx, ny, nz, 0x7fffffff, &p, 1, &b->L)) == 0) {
+        const size_t n = (size_t)b->n;
+        b->x = malloc(n * sizeof *b->x), b->y = malloc(n * sizeof *b->y);
+        b->y0 = malloc(n * sizeof *b->y0), b->t = malloc(4 * (size_t)b->rounds * sizeof *b->t);
+        if (!b->x || !b->y || !b->y0 || !b->t || flush_init() != 0) {
+            fprintf(stderr, "error: no memory\n");
+            rc = 2;
+        }
+    }
+    if (rc != 0) { /* poisson_setup said why where it failed */
+        MPI_Finalize();
+        return rc;
+    }
+    for (bc_gidx i = 0; i < b->n; i++)
+        b->x[i] = 1.0 + (double)(i % 7), b->y[i] = b->y0[i] = 0.0;
+    return 0;
 }
 
 #endif

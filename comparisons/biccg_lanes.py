@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from biccg_kernels import build, driver_env  # comparisons/ is on sys.path: these run as scripts
@@ -44,31 +45,53 @@ def run(exe: Path, grid: list[int], rounds: int, threads: int, tile: tuple) -> d
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
+#: how the tile drivers are compiled (biccg_lanes.c, biccg_padded.c, biccg_split_spmv.c)
+FLAGS = "-O3 -march=native -fopenmp -std=gnu99"
+
+
+def tile_args(doc: str, rounds: int) -> tuple[argparse.Namespace, tuple]:
+    """A tile driver's script's command line (--cc, --grid, --rounds, --threads; `doc` its
+    help), its grids defaulted to 128^3, and the solver's tile for blocks of 32."""
+    p = argparse.ArgumentParser(description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cc", default=str(Path(sys.executable).parent / "mpicc"))
     p.add_argument("--grid", type=int, nargs=3, action="append", metavar=("NX", "NY", "NZ"),
                    help="a grid (repeat for more; default 128^3)")
-    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--rounds", type=int, default=rounds)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     a = p.parse_args()
+    if a.rounds < 1 or min(a.threads) < 1:
+        p.error("--rounds and --threads must be positive")
+    a.grid = a.grid or [[128, 128, 128]]
     tile = auto_tile(32)
     assert tile is not None  # 32 points make a tile (4 x 4 x 2)
-    flags = "-O3 -march=native -fopenmp -std=gnu99"
-    grids = a.grid or [[128, 128, 128]]
+    return a, tile
+
+
+def each_run(exe: Path, a: argparse.Namespace, tile: tuple,
+             why_not: str) -> Iterator[tuple[str, int, dict]]:
+    """exe run for each of a's grids and thread counts: (the grid as NXxNYxNZ, threads, its
+    record); where it cannot run (run's None) a line says so, `why_not`, and it is skipped."""
+    for grid in a.grid:
+        for t in a.threads:
+            r = run(exe, grid, a.rounds, t, tile)
+            name = "x".join(map(str, grid))
+            if r is None:
+                print(f"{name}: {why_not}")
+            else:
+                yield name, t, r
+
+
+def main() -> int:
+    a, tile = tile_args(__doc__, 9)
     with tempfile.TemporaryDirectory() as tmp:
         padded = Path(tmp) / "padded"
-        build(a.cc, flags, padded, "biccg_padded.c")
+        build(a.cc, FLAGS, padded, "biccg_padded.c")
         print("| grid | threads | solver's sweeps (ms) | padded (ms) | padded / solver's | "
               "warm: solver's, padded (ms) | z's difference |")
         print("|---|---|---:|---:|---:|---|---|")
-        for grid, t in ((g, t) for g in grids for t in a.threads):
-            r = run(padded, grid, a.rounds, t, tile)
-            if r is None:
-                print(f"{'x'.join(map(str, grid))}: a row has more than three entries in a pass")
-                continue
-            print(f"| {'x'.join(map(str, grid))} | {t} | {r['precond_ms']:.2f} | "
+        for grid, t, r in each_run(padded, a, tile, "a row has more than three entries in a pass"):
+            print(f"| {grid} | {t} | {r['precond_ms']:.2f} | "
                   f"{r['padded_ms']:.2f} | {r['padded_ms'] / r['precond_ms']:.2f} | "
                   f"{r['precond_warm_ms']:.2f}, {r['padded_warm_ms']:.2f} | "
                   f"{r['z_max_rel_diff']:.1e} |")
@@ -78,9 +101,9 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         gathered, whole = Path(tmp) / "lanes", Path(tmp) / "lanes_contig"
-        build(a.cc, flags, gathered, "biccg_lanes.c")
-        build(a.cc, flags + " -DLANES_CONTIG", whole, "biccg_lanes.c")
-        for grid in grids:
+        build(a.cc, FLAGS, gathered, "biccg_lanes.c")
+        build(a.cc, FLAGS + " -DLANES_CONTIG", whole, "biccg_lanes.c")
+        for grid in a.grid:
             for t in a.threads:
                 g, w = run(gathered, grid, a.rounds, t, tile), run(whole, grid, a.rounds, t, tile)
                 if g is None or w is None:

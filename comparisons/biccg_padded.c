@@ -127,44 +127,29 @@ static void kernel_call(void *vc, int v)
 
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s NX NY NZ ROUNDS TX TY TZ\n", argv[0]);
-        return 2;
-    }
-    MPI_Init(&argc, &argv);
-    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]), n = nx * ny * nz;
-    const int rounds = atoi(argv[4]);
-    bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
-                   .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
-    bc_local L;
-    int rc = rounds < 1 ? 2 : poisson_setup(nx, ny, nz, 0x7fffffff, &p, 1, &L);
-    if (rc == 0 && (rc = pad(&L)) != 0)
+    tile_bench b;
+    int rc = tile_bench_init(argc, argv, &b);
+    if (rc != 0)
+        return rc;
+    if ((rc = pad(&b.L)) != 0) {
         fprintf(stderr, rc == 3 ? "error: a row has more than %d entries in a pass\n"
                                 : "error: no memory\n", K);
-    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
-           *y0 = malloc((size_t)n * sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
-    if (rc == 0 && (!x || !y || !y0 || !t || flush_init() != 0)) {
-        fprintf(stderr, "error: no memory\n");
-        rc = 2;
-    }
-    if (rc != 0) {
         MPI_Finalize();
         return rc;
     }
-    for (bc_gidx i = 0; i < n; i++) /* z's padding reads z[i] before it is written: finite */
-        x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
+    /* y starts zeroed: z's padding reads z[i] before it is written */
     double rr, rz, d = 0.0, m = 0.0;
-    bc_precond(&L, 0.0, NULL, x, y0, &rr, &rz);
-    precond_padded(&L, x, y, &rr, &rz);
-    for (bc_gidx i = 0; i < n; i++)
-        d = fmax(d, fabs(y[i] - y0[i])), m = fmax(m, fabs(y0[i]));
-    kernel_ctx ctx = {&L, x, y, 0.0, 0.0};
+    bc_precond(&b.L, 0.0, NULL, b.x, b.y0, &rr, &rz);
+    precond_padded(&b.L, b.x, b.y, &rr, &rz);
+    for (bc_gidx i = 0; i < b.n; i++)
+        d = fmax(d, fabs(b.y[i] - b.y0[i])), m = fmax(m, fabs(b.y0[i]));
+    kernel_ctx ctx = {&b.L, b.x, b.y, 0.0, 0.0};
     double ms[4];
-    time_alternating(2, rounds, kernel_call, &ctx, t, ms);
+    time_alternating(2, b.rounds, kernel_call, &ctx, b.t, ms);
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"precond_ms\": %.4f, "
            "\"padded_ms\": %.4f, \"precond_warm_ms\": %.4f, \"padded_warm_ms\": %.4f, "
            "\"z_max_rel_diff\": %.3g}\n",
-           (long long)n, omp_get_max_threads(), rounds, ms[0], ms[1], ms[2], ms[3],
+           (long long)b.n, omp_get_max_threads(), b.rounds, ms[0], ms[1], ms[2], ms[3],
            m > 0.0 ? d / m : d);
     MPI_Finalize();
     return 0;

@@ -90,44 +90,29 @@ static void kernel_call(void *vc, int v)
 
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s NX NY NZ ROUNDS TX TY TZ\n", argv[0]);
-        return 2;
-    }
-    MPI_Init(&argc, &argv);
-    const bc_gidx nx = atol(argv[1]), ny = atol(argv[2]), nz = atol(argv[3]), n = nx * ny * nz;
-    const int rounds = atoi(argv[4]);
-    bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz},
-                   .tile = {atoi(argv[5]), atoi(argv[6]), atoi(argv[7])}};
-    bc_local L;
+    tile_bench b;
     split_a s = {NULL, NULL, NULL};
-    int rc = rounds < 1 ? 2 : poisson_setup(nx, ny, nz, 0x7fffffff, &p, 1, &L);
-    if (rc == 0 && (rc = split(&L, &s)) != 0)
+    int rc = tile_bench_init(argc, argv, &b);
+    if (rc != 0)
+        return rc;
+    if ((rc = split(&b.L, &s)) != 0) {
         fprintf(stderr, rc == 3 ? "error: a row is not lower, diagonal, upper\n"
                                 : "error: no memory\n");
-    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
-           *y0 = malloc((size_t)n * sizeof *y0), *t = malloc(4 * (size_t)rounds * sizeof *t);
-    if (rc == 0 && (!x || !y || !y0 || !t || flush_init() != 0)) {
-        fprintf(stderr, "error: no memory\n");
-        rc = 2;
-    }
-    if (rc != 0) {
         MPI_Finalize();
         return rc;
     }
-    for (bc_gidx i = 0; i < n; i++)
-        x[i] = 1.0 + (double)(i % 7), y[i] = y0[i] = 0.0;
-    bc_spmv(&L, x, y0);
-    spmv_split(&L, &s, x, y);
-    const int same = memcmp(y, y0, (size_t)n * sizeof *y) == 0;
-    kernel_ctx ctx = {&L, &s, x, y};
+    const bc_gidx n = b.n;
+    bc_spmv(&b.L, b.x, b.y0);
+    spmv_split(&b.L, &s, b.x, b.y);
+    const int same = memcmp(b.y, b.y0, (size_t)n * sizeof *b.y) == 0;
+    kernel_ctx ctx = {&b.L, &s, b.x, b.y};
     double ms[4];
-    time_alternating(2, rounds, kernel_call, &ctx, t, ms);
-    const int64_t nnz = L.rowptr[n], nl = L.lptr[n], nu = L.uptr[n];
+    time_alternating(2, b.rounds, kernel_call, &ctx, b.t, ms);
+    const int64_t nnz = b.L.rowptr[n], nl = b.L.lptr[n], nu = b.L.uptr[n];
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"spmv_ms\": %.4f, \"split_ms\": %.4f, "
            "\"spmv_warm_ms\": %.4f, \"split_warm_ms\": %.4f, \"same_bits\": %s, "
            "\"csr_bytes\": %lld, \"split_bytes\": %lld}\n",
-           (long long)n, omp_get_max_threads(), rounds, ms[0], ms[1], ms[2], ms[3],
+           (long long)n, omp_get_max_threads(), b.rounds, ms[0], ms[1], ms[2], ms[3],
            same ? "true" : "false", (long long)(8 * (n + 1) + 12 * nnz),
            (long long)(8 * n + 8 * (nl + nu)));
     MPI_Finalize();

@@ -14,47 +14,28 @@ at once ("warm"), medians; y must be the same bits (the sums run in the same ord
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 from biccg_kernels import build  # comparisons/ is on sys.path: these run as scripts
-from biccg_lanes import run
-
-from kernels_ext.biccg import auto_tile
+from biccg_lanes import FLAGS, each_run, tile_args
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cc", default=str(Path(sys.executable).parent / "mpicc"))
-    p.add_argument("--grid", type=int, nargs=3, action="append", metavar=("NX", "NY", "NZ"),
-                   help="a grid (repeat for more; default 128^3)")
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    a = p.parse_args()
-    if a.rounds < 1 or min(a.threads) < 1:
-        p.error("--rounds and --threads must be positive")
-    tile = auto_tile(32)
-    assert tile is not None  # 32 points make a tile (4 x 4 x 2)
+    a, tile = tile_args(__doc__, 15)
     print("| grid | threads | bc_spmv (ms) | split (ms) | split / bc_spmv | warm: bc_spmv, split "
           "(ms) | y the same bits | A's storage: CSR, split (MB) |")
     print("|---|---|---:|---:|---:|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "split"
-        build(a.cc, "-O3 -march=native -fopenmp -std=gnu99", exe, "biccg_split_spmv.c")
-        for grid in a.grid or [[128, 128, 128]]:
-            for t in a.threads:
-                r = run(exe, grid, a.rounds, t, tile)
-                if r is None:
-                    print(f"{'x'.join(map(str, grid))}: a row is not lower, diagonal, upper")
-                    continue
-                print(f"| {'x'.join(map(str, grid))} | {t} | {r['spmv_ms']:.2f} | "
-                      f"{r['split_ms']:.2f} | {r['split_ms'] / r['spmv_ms']:.2f} | "
-                      f"{r['spmv_warm_ms']:.2f}, {r['split_warm_ms']:.2f} | "
-                      f"{'yes' if r['same_bits'] else 'no'} | {r['csr_bytes'] / 1e6:.0f}, "
-                      f"{r['split_bytes'] / 1e6:.0f} |")
+        build(a.cc, FLAGS, exe, "biccg_split_spmv.c")
+        for grid, t, r in each_run(exe, a, tile, "a row is not lower, diagonal, upper"):
+            print(f"| {grid} | {t} | {r['spmv_ms']:.2f} | "
+                  f"{r['split_ms']:.2f} | {r['split_ms'] / r['spmv_ms']:.2f} | "
+                  f"{r['spmv_warm_ms']:.2f}, {r['split_warm_ms']:.2f} | "
+                  f"{'yes' if r['same_bits'] else 'no'} | {r['csr_bytes'] / 1e6:.0f}, "
+                  f"{r['split_bytes'] / 1e6:.0f} |")
     return 0
 
 

@@ -847,23 +847,35 @@ def test_the_report_caption_names_the_blocking_and_precision_the_run_used(tmp_pa
     assert isinstance(section, report.Section)
 
 
-def test_the_padded_sweeps_compute_the_solvers_z(tmp_path):
-    """comparisons/biccg_padded.c (run by biccg_lanes.py) times the solver's sweeps against
-    the same sweeps padded to three entries a pass: its z must be the solver's to rounding
-    (zero coefficients add nothing; the terms' order is the solver's), on a grid whose
-    tiles leave rows with every split of their three lower entries."""
+def tile_driver_exe(tmp_path: Path, source: str) -> Path:
+    """comparisons/`source`, a tile driver (biccg_bench.h's tile_bench_init), built with the
+    solver's sources (skipped where there is no MPI compiler wrapper)."""
     mpicc = Path(sys.executable).parent / "mpicc"
     if not mpicc.exists():
         pytest.skip(f"no MPI compiler wrapper at {mpicc}")
     sys.path.insert(0, str(ROOT / "comparisons"))
     from biccg_kernels import build  # comparisons/ is a folder of scripts
 
-    exe = tmp_path / "padded"
-    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, "biccg_padded.c")
+    exe = tmp_path / Path(source).stem
+    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, source)
+    return exe
+
+
+def tile_driver(tmp_path: Path, source: str) -> dict:
+    """tile_driver_exe's driver run once on 12 x 10 x 9 (tiles 4 x 4 x 2, 2 threads): its
+    record.  The grid's tiles leave rows with every split of their three lower entries."""
+    exe = tile_driver_exe(tmp_path, source)
     out = subprocess.run([str(exe), "12", "10", "9", "1", "4", "4", "2"], capture_output=True,
                          text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
     assert out.returncode == 0, out.stderr
-    rec = json.loads(out.stdout.splitlines()[-1])
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_the_padded_sweeps_compute_the_solvers_z(tmp_path):
+    """comparisons/biccg_padded.c (run by biccg_lanes.py) times the solver's sweeps against
+    the same sweeps padded to three entries a pass: its z must be the solver's to rounding
+    (zero coefficients add nothing; the terms' order is the solver's)."""
+    rec = tile_driver(tmp_path, "biccg_padded.c")
     assert rec["n"] == 12 * 10 * 9 and rec["z_max_rel_diff"] < 1e-14
     assert rec["precond_ms"] > 0 and rec["padded_ms"] > 0
 
@@ -872,18 +884,17 @@ def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
     """comparisons/biccg_split_spmv.c times the solver's SpMV against the product on A stored
     in the factor's pattern (lower, diagonal, upper apart): the sums run in the same order,
     so y must be the same bits, and the split storage is A's values alone."""
-    mpicc = Path(sys.executable).parent / "mpicc"
-    if not mpicc.exists():
-        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
-    sys.path.insert(0, str(ROOT / "comparisons"))
-    from biccg_kernels import build  # comparisons/ is a folder of scripts
-
-    exe = tmp_path / "split"
-    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, "biccg_split_spmv.c")
-    out = subprocess.run([str(exe), "12", "10", "9", "1", "4", "4", "2"], capture_output=True,
-                         text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
-    assert out.returncode == 0, out.stderr
-    rec = json.loads(out.stdout.splitlines()[-1])
+    rec = tile_driver(tmp_path, "biccg_split_spmv.c")
     n, nnz = 12 * 10 * 9, 7 * 12 * 10 * 9 - 2 * (12 * 10 + 10 * 9 + 12 * 9)
     assert rec["n"] == n and rec["same_bits"] is True
     assert (rec["csr_bytes"], rec["split_bytes"]) == (8 * (n + 1) + 12 * nnz, 8 * nnz)
+
+
+def test_a_tile_driver_refuses_a_bad_command_line(tmp_path):
+    """tile_bench_init: no rounds, and a short command line, are refused with exit 2 and the
+    reason, before any work."""
+    exe = tile_driver_exe(tmp_path, "biccg_split_spmv.c")
+    for argv, said in ((["12", "10", "9", "0", "4", "4", "2"], "error: ROUNDS must be 1 or more"),
+                       (["12", "10"], "usage: ")):
+        out = subprocess.run([str(exe), *argv], capture_output=True, text=True)
+        assert out.returncode == 2 and said in out.stderr and out.stdout == ""
