@@ -4,6 +4,7 @@ and one clear line for every bad input."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -614,6 +615,77 @@ def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
     assert "later_setup_time" not in set(table.loc[table["impl"] != "c", "metric"])
     merit = results.merits(tmp_path / "3", ROOT / "data" / "reference")
     assert len(merit.of("later_setup_time_s")) == 1
+
+
+@pytest.mark.mpi
+def test_cli_measures_its_nodes_triad_beside_its_first_solve():
+    """--triad-beside SIZE: the first solve's record carries the node's Triad just before
+    and after it (GB/s, finite, positive), on one rank and on two measuring at once; a
+    later solve's and a solve without the flag carry none."""
+    for n in (None, 2):
+        proc = cli("--poisson", "12", "12", "12", "--threads", "1", "--solves", "2",
+                   "--triad-beside", "400000", n=n)
+        assert proc.returncode == 0, proc.stderr
+        first, later = (json.loads(ln) for ln in proc.stdout.splitlines())
+        assert len(first["triad_beside_gbs"]) == 2, first
+        assert all(math.isfinite(g) and g > 0 for g in first["triad_beside_gbs"])
+        assert "triad_beside_gbs" not in later
+    proc = cli("--poisson", "12", "12", "12", "--threads", "1")
+    assert "triad_beside_gbs" not in json.loads(proc.stdout)
+
+
+def test_the_nodes_triad_is_its_bytes_over_its_slowest_pass_past_the_first(monkeypatch):
+    """node_rate on one process: 24 B an element of its share over the fastest pass but the
+    first (a first pass faster than all is not counted), with the threads asked for, and
+    the arrays kept for the next call."""
+    from mpi4py import MPI
+
+    from kernels_ext import triad
+
+    asked = {}
+
+    def measure(n, ntimes, threads, keep):
+        asked.update(n=n, ntimes=ntimes, threads=threads, keep=keep)
+        return [{"function": "Add", "times_s": [1.0] * ntimes},
+                {"function": "Triad", "times_s": [0.001, 0.5, 0.25, 2.0]}]
+
+    monkeypatch.setattr(triad, "measure", measure)
+    assert triad.node_rate(MPI.COMM_SELF, 3, 1_000_000, 4) == pytest.approx(24e6 / 0.25 / 1e9)
+    assert asked == {"n": 1_000_000, "ntimes": 4, "threads": 3, "keep": True}
+
+
+def test_a_sweep_that_measures_the_triad_beside_records_it_as_a_merit(tmp_path):
+    """biccg_triad_beside: our solver's processes get --triad-beside (the baselines'
+    not), the estimate counts its time, the record's mean of before and after is the
+    triad_beside metric and the triad_beside_gbs merit; without it, neither."""
+    from burstbench.benchmarks.biccg import results, tasks
+
+    def validated(beside: bool) -> dict:
+        return params.validate({"vm": "t", "runs_dir": str(tmp_path / str(beside)),
+                                "biccg_problems": [{"poisson": [12, 12, 12]}],
+                                "biccg_ranks_per_node": [1], "biccg_threads": [1],
+                                "biccg_baselines": ["scipy-cg"], "biccg_triad_beside": beside,
+                                "biccg_repetitions": 1}, "biccg")
+
+    P, plain = validated(True), validated(False)
+    m = tasks.probe(P)
+    plan, plan0 = tasks.expand(P, m), tasks.expand(plain, m)
+    ours = next(t for t in plan.tasks if t.config["impl"] == "c")
+    ours0 = next(t for t in plan0.tasks if t.config["impl"] == "c")
+    assert ours.argv[-1] == "--triad-beside" and "--triad-beside" not in ours0.argv
+    assert all("--triad-beside" not in t.argv for t in plan.tasks if t.config["impl"] != "c")
+    assert ours.estimate_s - ours0.estimate_s == pytest.approx(tasks.triad_beside_s())
+    run, table = bsweep.SPEC.measure(P, progress=False)
+    raw = next(json.loads(ln) for ln in (run.root / "biccg.jsonl").read_text().splitlines()
+               if "triad_beside_gbs" in ln)
+    row = table[table["metric"] == "triad_beside"]
+    assert row["value"].tolist() == [pytest.approx(sum(raw["triad_beside_gbs"]) / 2)]
+    assert (row["unit"] == "GB/s").all() and (row["impl"] == "c").all()
+    merit = results.merits(tmp_path / "True", ROOT / "data" / "reference")
+    assert merit.of("triad_beside_gbs")["value"].tolist() == [pytest.approx(row["value"].iloc[0])]
+    rows0, _, _ = results.parse(ours0, json.dumps({k: v for k, v in raw.items()
+                                                   if k != "triad_beside_gbs"}), "")
+    assert rows0 and "triad_beside" not in {r["metric"] for r in rows0}
 
 
 def test_a_later_solve_that_does_not_converge_fails_the_task():

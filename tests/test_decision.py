@@ -582,6 +582,39 @@ def test_the_model_is_fitted_on_the_study_problem_else_on_the_largest_grid_measu
             model.fit(merits_, of, ref)
 
 
+def test_the_model_is_fitted_at_the_triad_measured_beside_its_solve():
+    """The committed merits, and a Triad measured beside the fitted solve at twice its run's
+    (triad_beside_gbs): the efficiency halves (the memory twice as fast, the solve as it was
+    measured), the fitted solve is still predicted as measured, its row says which Triad
+    priced it, and the model says where it was fitted; without that row, its run's."""
+    from burstbench.core.merits import Merits, frame
+    from burstbench.cost import machines
+    from burstbench.registry import benchmarks
+    from burstbench.report.parameters import MODEL_REFERENCE
+
+    ref_dir = ROOT / "data" / "reference"
+    merits = [s.merits(ROOT / "data" / "runs", ref_dir) for s in benchmarks().values()
+              if s.merits]
+    of = machines.machines(merits, ref_dir, 0.793, [])
+    before = model.fit(merits, of, MODEL_REFERENCE)
+    r = before.reference
+    row = before.validation[before.validation["reference"]].iloc[0]
+    assert not row["triad_beside"] and before.triad_how.startswith("its run's Triad, ")
+    run_triad = row["triad_gbs"]
+    beside = {k: r[k] for k in ("vm", "run_id", "problem", "label", "nodes", "ranks", "threads",
+                                "impl")} | {"merit": "triad_beside_gbs", "value": 2 * run_triad,
+                                            "unit": "GB/s", "data": r["data"]}
+    after = model.fit([*merits, Merits(frame([beside]))], of, MODEL_REFERENCE)
+    assert after.efficiency == pytest.approx(before.efficiency / 2, rel=1e-12)
+    fitted = after.validation[after.validation["reference"]].iloc[0]
+    assert fitted["triad_beside"] and fitted["triad_gbs"] == pytest.approx(2 * run_triad)
+    assert fitted["error"] == pytest.approx(0.0, abs=1e-12)
+    assert after.triad_how == (f"the Triad measured beside the solve, {2 * run_triad:.1f} GB/s "
+                               f"on 2 core(s); its run's: {run_triad:.1f}")
+    others = after.validation[~after.validation["reference"]]
+    assert not others["triad_beside"].any()
+
+
 def test_a_multi_node_solve_of_the_fitted_layout_is_validation_not_the_fit():
     """The committed merits and, in the fitted solve's run, the same layout on 2 nodes (an
     interconnect measured to price it): only the 1-node solve is the fit; the 2-node one

@@ -116,6 +116,20 @@ def test_a_measured_machine_prices_a_working_set_at_its_ladder():
     assert bare.tier(2, 4 * MIB) == (30.0, "memory")
 
 
+def test_a_machine_at_the_triad_measured_beside_a_solve_scales_its_memory_not_its_cache():
+    """at_triad(45, 2) of a machine whose 2-core Triad is 30 GB/s: every Triad from memory
+    x1.5 (1 and 2 threads; the ladder's 512 MiB point, past the 300 MiB cache), the cache's
+    points as they were; a working set past the rule size at 45 GB/s."""
+    m = NodeModel(name="here", cores=2, triad_gbs={1: 20.0, 2: 30.0}, measured=True,
+                  ladder={2: ((8 * MIB, 120.0), (512 * MIB, 40.0))},
+                  rule_bytes=1024 * MIB, cache_bytes=300 * MIB, cpu="X")
+    at = m.at_triad(45.0, 2)
+    assert at.triad_gbs == {1: 30.0, 2: 45.0}
+    assert at.ladder == {2: ((8 * MIB, 120.0), (512 * MIB, 60.0))}
+    assert at.tier(2, 2048 * MIB) == (45.0, "memory") and at.tier(2, 4 * MIB) == (120.0, "ladder")
+    assert (at.name, at.cores, at.cache_bytes) == (m.name, m.cores, m.cache_bytes)
+
+
 def test_a_published_machine_holds_a_working_set_in_its_l3_only_where_known():
     hb = NodeModel(name="HB", cores=120, triad_gbs={24: 235.1}, measured=False,
                    cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0)

@@ -135,6 +135,7 @@ class Model:
     later_setup_iterations: float | None = None
     core_gbs: float = 0.0  # the solver's bytes a core can take from a cache (core_rate)
     core_how: str = ""
+    triad_how: str = ""  # which Triad the efficiency was fitted at (model.triad_how)
 
     def _checks(self) -> pd.DataFrame:
         """The solves besides the fitted one that validate the model (module docstring);
@@ -227,9 +228,21 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     paired = {run: measured_machine(d["vm"].iloc[0], d, pp, of_run(steps, run))
               for run, d in at.groupby("run_id", sort=False)} if "run_id" in at else {}
 
-    def machine(vm: str, run_id: str) -> NodeModel | None:
-        """The machine as it was in that run (its own Triad), else its merit run's."""
-        return paired.get(run_id, machine_of.get(vm))
+    besides = merit(merits, "triad_beside_gbs")
+
+    def same(d: pd.DataFrame, s) -> pd.DataFrame:
+        return d[(d["run_id"] == s["run_id"]) & (d["problem"] == s["problem"])
+                 & (d["label"] == s["label"]) & (d["nodes"] == s["nodes"])] if len(d) else d
+
+    def machine(s) -> NodeModel | None:
+        """The machine as it was while solve `s` ran: at the Triad its process measured
+        beside it (NodeModel.at_triad), else at its run's own, else its merit run's."""
+        m = paired.get(s["run_id"], machine_of.get(s["vm"]))
+        beside = same(besides, s)
+        if m is None or beside.empty:
+            return m
+        cores = int(s["ranks"]) // int(s["nodes"]) * int(s["threads"])
+        return m.at_triad(float(beside["value"].iloc[0]), cores)
 
     solves = merit(merits, "solve_time_s")
     iters = merit(merits, "iterations")
@@ -254,14 +267,9 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     r = (in_merit_run if len(in_merit_run) else ref).sort_values("run_id").iloc[-1]
     layout = SolveLayout(1, int(r["ranks"]), int(r["threads"]))
     fitted_build = _build(r.get("build"))
-
-    def same(d: pd.DataFrame, s) -> pd.DataFrame:
-        return d[(d["run_id"] == s["run_id"]) & (d["problem"] == s["problem"])
-                 & (d["label"] == s["label"]) & (d["nodes"] == s["nodes"])] if len(d) else d
-
     n_it = same(iters, r)["value"].iloc[0]
     ref_traffic = traffic_for(r["problem"], int(r["ranks"]), same(counts, r))
-    m_ref = machine(r["vm"], r["run_id"])
+    m_ref = machine(r)
     if m_ref is None:
         raise ValueError(f"the model's reference {reference}: no Triad of its machine")
     eff = fit_efficiency(_problem(r), m_ref, layout, n_it, r["value"], ref_traffic, tiers=True)
@@ -273,7 +281,7 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
     solves = []
     for s in ours.itertuples(index=False):
         s = s._asdict()
-        m = machine(s["vm"], s["run_id"])
+        m = machine(s)
         lay = SolveLayout(int(s["nodes"]), int(s["ranks"]) // int(s["nodes"]), int(s["threads"]))
         it = same(iters, s)
         if m is not None and len(it):
@@ -301,11 +309,25 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "working_set_mib": problem.working_set / lay.nodes / 2**20,
                      "cpu": m.cpu, "llc_mib": m.cache_bytes / 2**20,
                      "memory_share": p.memory_s / p.iteration_s, "reference": is_ref,
+                     "triad_gbs": m.bandwidth(lay.cores_per_node),
+                     "triad_beside": not same(besides, s).empty,
                      "build": _build(s.get("build")), "used": is_ref or not why,
                      "not_used": why, "ranks_per_node": lay.ranks_per_node,
                      "threads": lay.threads, "data": s["data"]})
     return Model(eff, dict(r), pd.DataFrame(rows), iters, counts, setup_iterations,
-                 later_iterations, core_gbs, core_how)
+                 later_iterations, core_gbs, core_how, triad_how(r, m_ref, layout, same(besides, r),
+                                                            paired.get(r["run_id"])))
+
+
+def triad_how(r, m: NodeModel, layout: SolveLayout, beside: pd.DataFrame,
+              run: NodeModel | None) -> str:
+    """Which Triad the reference solve `r` was fitted at: the one its process measured
+    beside it (`beside` non-empty), with its run's for comparison, else its run's."""
+    at = f"{m.bandwidth(layout.cores_per_node):.1f} GB/s on {layout.cores_per_node} core(s)"
+    if beside.empty:
+        return f"its run's Triad, {at} (no Triad measured beside the solve)"
+    theirs = f"; its run's: {run.bandwidth(layout.cores_per_node):.1f}" if run else ""
+    return f"the Triad measured beside the solve, {at}{theirs}"
 
 
 def fallback(fitted: Model, reference: dict) -> str:

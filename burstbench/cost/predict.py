@@ -9,6 +9,12 @@ where nothing was fitted):
    the Triad bandwidth of the cores the layout uses on a node.  `efficiency` is fitted on
    one measured solve (the reference) and used for every other problem, layout and
    machine; comparisons/README.md measured 0.83 of Triad beside the solve on this VM.
+   A measured solve is priced at the Triad its own process measured just before and
+   after it where it did (biccg_triad_beside: NodeModel.at_triad), else at its run's:
+   this VM's bandwidth changes state over minutes (about 47 or 80 GB/s on 2 cores), and
+   19 fits on their runs' Triads gave efficiencies of 0.40-0.89: the three lowest
+   (0.40-0.42) where the run's Triad had measured the fast state (76-82 GB/s against
+   40-50 in the others of those days) and the solve was no faster than the others'.
 2. Triad bandwidth of c cores on a node: where the machine was measured, the best median
    over configurations at c threads (at the most threads measured, where c is more);
    where only a published best is known (at its own thread count t), that best for
@@ -61,6 +67,7 @@ at every color (the validation shows what these cost).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -249,6 +256,17 @@ class NodeModel:
             return self.triad_gbs[at]
         (t, best), = list(self.triad_gbs.items())[:1]
         return best if cores >= t else best * cores / t
+
+    def at_triad(self, gbs: float, cores: int) -> NodeModel:
+        """This machine as it was while a solve on `cores` cores of a node ran, its node's
+        Triad measured beside it at `gbs` (biccg_triad_beside): every Triad from memory
+        (by threads, and the ladder's points past the last-level cache) scaled by `gbs`
+        over the Triad at `cores`; the cache's points as they were."""
+        f = gbs / self.bandwidth(cores)
+        ladder = {t: tuple((ws, v * f if ws > self.cache_bytes else v) for ws, v in points)
+                  for t, points in self.ladder.items()}
+        return dataclasses.replace(self, triad_gbs={t: v * f for t, v in self.triad_gbs.items()},
+                                   ladder=ladder)
 
     def tier(self, cores: int, working_set: float) -> tuple[float, str]:
         """(GB/s, tier) of `cores` cores on a node streaming `working_set` bytes (assumption

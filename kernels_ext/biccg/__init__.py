@@ -353,6 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "freed memory back, as a balloon's free page reporting does, huge "
                         "pages fault in several times slower, and a process's first setup "
                         "pays it: comparisons/README.md, \"Huge pages or base pages\")")
+    p.add_argument("--triad-beside", nargs="?", const="auto", default=None, metavar="SIZE",
+                   help="measure the node's STREAM Triad just before and just after the first "
+                        "solve, every rank of a node at once with its threads, on SIZE "
+                        "elements an array for the node (default auto: the Triad's rule size): "
+                        "the record's triad_beside_gbs [before, after], what the memory gave "
+                        "while this solve ran (the time model fits its efficiency on it)")
     p.add_argument("--history", action="store_true", help="include the residual history")
     p.add_argument("--solves", type=int, default=1,
                    help="solve the same problem this many times in the process, a JSON line "
@@ -424,17 +430,30 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "host": socket.gethostname(),
             "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
         } | lay.record()
+        if "triad_beside_gbs" in st:
+            rec["triad_beside_gbs"] = st["triad_beside_gbs"]
         if args.history:
             rec["history"] = st["history"]
         return rec
 
+    def triad_now() -> float:
+        from kernels_ext.triad import node_rate
+
+        return node_rate(comm, lay.threads, args.triad_beside)
+
     lines, code = [], 0
     for k in range(args.solves):
+        before = triad_now() if args.triad_beside and k == 0 else None
         x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
                             prob["n"], prob["r0"], block_size, args.colors, args.tol,
                             args.max_iter, lay.threads, args.history, factor=args.factor,
                             grid=args.poisson, tile=tile,
                             sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages)
+        if before is not None:
+            st["triad_beside_gbs"] = [before, triad_now()]
+            from kernels_ext.triad import release
+
+            release()
         rec = record(x, st, k == 0)
         if args.solves > 1:
             rec["solve"] = k + 1

@@ -321,6 +321,40 @@ def release() -> None:
         module.release()
 
 
+#: Passes of a node_rate() measurement (the first not counted): about 0.3 s at the rule size
+#: on the 2-core VM, each time the solver's memory state is looked at.
+BESIDE_NTIMES = 5
+
+
+def node_rate(comm: Any, threads: int, size: Any = None, ntimes: int = BESIDE_NTIMES) -> float:
+    """The Triad of this process's node (GB/s, STREAM's count), measured now by every rank
+    of `comm` on the node at once, each with `threads` threads on its share of `size`
+    elements an array (None or "auto": default_size(), the rule size, for the node):
+    the node's bytes of a pass over its slowest rank's time of that pass, the best of
+    passes 2..ntimes; averaged over the nodes (collective over `comm`).  The arrays are
+    kept for the next call (release() frees them).  A kernel that measures beside itself
+    what the memory gives at that moment: this VM's bandwidth changes state over minutes,
+    so a Triad measured minutes apart can be in the other one."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        total, _ = check_size(size)
+        n = max(1, total // node.Get_size())
+        node.Barrier()
+        rec = next(r for r in measure(n, ntimes, threads, keep=True) if r["function"] == "Triad")
+        times = node.gather(rec["times_s"], root=0)
+        best = 0.0
+        if node.Get_rank() == 0:
+            passes = zip(*times)
+            next(passes)  # the first pass is not counted
+            best = max(BYTES_PER_ELEMENT["Triad"] * n * len(t) / max(t) / 1e9 for t in passes)
+    finally:
+        node.Free()
+    nodes = comm.allreduce(1 if best else 0)
+    return comm.allreduce(best) / max(1, nodes)
+
+
 def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: Any,
              notes: list[str], aff: affinity.Affinity, started: float) -> list[dict]:
     """One configuration's kernel result as its four records; ValidationFailed where its

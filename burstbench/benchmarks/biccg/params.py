@@ -81,6 +81,13 @@ PARAMS = [
           "the first is the configuration's solve; the later ones' setups (a job's later "
           "solves, set up on memory the process kept) price the decision's later setups",
           check_count("biccg_solves", 1)),
+    Param("biccg_triad_beside", False,
+          "our solver's process measures its node's STREAM Triad (the rule size) just before "
+          "and after its first solve (`--triad-beside`, about 0.5 s a process here): the "
+          "time model fits its efficiency on the memory as it was during the solve, not on "
+          "the run's Triad, which on a VM whose bandwidth changes state may be in the other "
+          "one",
+          check_bool("biccg_triad_beside")),
     Param("biccg_repetitions", 3,
           "fresh runs per configuration",
           check_count("biccg_repetitions", 1)),

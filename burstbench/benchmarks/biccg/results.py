@@ -49,6 +49,10 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
              "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
     rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
             for key, metric, unit in METRICS if key in rec]
+    if rec.get("triad_beside_gbs"):  # the node's Triad just before and after the solve
+        rows.append(task.config | extra | {"metric": "triad_beside",
+                                           "value": statistics.fmean(rec["triad_beside_gbs"]),
+                                           "unit": "GB/s"})
     for part, v in rec.get("per_iteration_s", {}).items():
         rows.append(task.config | extra | {"metric": f"per_iteration_{part}", "value": v,
                                            "unit": "s"})
@@ -96,19 +100,21 @@ MERITS = {"solve_time": "solve_time_s", "setup_time": "setup_time_s",
           "later_setup_time": "later_setup_time_s",
           "iterations": "iterations", "halo_messages": "halo_messages",
           "halo_bytes": "halo_bytes", "reductions": "reductions",
-          "reduction_bytes": "reduction_bytes"}
+          "reduction_bytes": "reduction_bytes", "triad_beside": "triad_beside_gbs"}
 
 
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``solve_time_s``, ``setup_time_s`` (a process's first), ``later_setup_time_s`` (its
     later solves', where it solved again), ``iterations`` and what an iteration sends
     (``halo_messages``, ``halo_bytes``, ``reductions``, ``reduction_bytes``: the solver's
-    own counts, where the run recorded them): the medians of every run of each VM measured here
-    (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem (``size`` rows,
-    ``nnz``, the factor's precision), solver or layout (``label``) and node count, with the
-    ranks, threads and cores used, and ``build``: the digest of the solver's C the run
-    measured (its provenance's builds; empty where not recorded).  The study published
-    curves, not numbers: nothing of it here."""
+    own counts, where the run recorded them) and ``triad_beside_gbs`` (the node's Triad
+    measured by the solve's process just before and after it, their mean, where
+    biccg_triad_beside asked for it): the medians of every run of each VM measured here
+    (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem
+    (``size`` rows, ``nnz``, the factor's precision), solver or layout (``label``) and
+    node count, with the ranks, threads and cores used, and ``build``: the digest of the
+    solver's C the run measured (its provenance's builds; empty where not recorded).  The
+    study published curves, not numbers: nothing of it here."""
     from burstbench.benchmarks.biccg import COLUMNS
 
     loaded = store.load(Path(runs_dir), "biccg", False, COLUMNS)

@@ -198,11 +198,26 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
         return 0.0
     impl, ranks = config["impl"], config["ranks"]
     cores = ranks * config["threads"] if impl == "c" else config["threads"]
-    return estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
+    beside = triad_beside_s() if impl == "c" and P["biccg_triad_beside"] else 0.0
+    return beside + estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
                       ranks if impl == "c" else 1,
                       m.calibration.speedup(cores, m.cores * config["nodes"]),
                       P["biccg_tol"], m.calibration,
                       P["biccg_solves"] if impl == "c" else 1)  # the baselines solve once
+
+
+#: What a process's Triad beside its solve (biccg_triad_beside) is guessed to run at: its
+#: arrays' first touch and its passes (2 x BESIDE_NTIMES of STREAM's four kernels, 80 B an
+#: element).  0.5 s a process at the rule size on the 2-core VM.
+BESIDE_TOUCH_GBS, BESIDE_PASS_GBS = 3.0, 30.0
+
+
+def triad_beside_s() -> float:
+    """About how long the Triad beside a solve takes (kernels_ext.triad.node_rate, twice)."""
+    from kernels_ext import triad
+
+    n = triad.default_size()
+    return (24 * n / BESIDE_TOUCH_GBS + 2 * triad.BESIDE_NTIMES * 80 * n / BESIDE_PASS_GBS) / 1e9
 
 
 def plan(P: dict) -> Plan:
@@ -221,7 +236,8 @@ def _task(P: dict, combo: dict, launcher: launch.Launcher, prob: Problem,
     argv = (launcher.mpiexec, *combo["args"], *launcher.args(layout), sys.executable, "-m",
             "kernels_ext.biccg", *prob.args, "--block-size", str(P["biccg_block_size"]),
             "--colors", str(P["biccg_colors"]), "--threads", str(t), *_common_args(P),
-            *(["--solves", str(P["biccg_solves"])] if P["biccg_solves"] > 1 else []))
+            *(["--solves", str(P["biccg_solves"])] if P["biccg_solves"] > 1 else []),
+            *(["--triad-beside"] if P["biccg_triad_beside"] else []))
     env = combo["env"] | launcher.env(layout) | {"OMP_NUM_THREADS": str(t),
                                                   "OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
     config = {"benchmark": BENCHMARK, "label": label, "impl": "c", "problem": prob.name,

@@ -47,7 +47,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
     if "used" not in v:
         v = v.assign(used=True, not_used="", build="")
     for col, fill in (("cpu", ""), ("llc_mib", 0.0), ("working_set_mib", 0.0),
-                      ("tier", "memory"), ("predicted_rule_s", np.nan), ("error_rule", np.nan)):
+                      ("tier", "memory"), ("predicted_rule_s", np.nan), ("error_rule", np.nan),
+                      ("triad_gbs", np.nan), ("triad_beside", False)):
         if col not in v:
             v = v.assign(**{col: fill})
     table_entry(section, [{
@@ -56,7 +57,8 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
         "working_set_mib": round(r.working_set_mib, 1), "tier": r.tier,
         "measured_s": round(r.measured_s, 4), "predicted_s": round(r.predicted_s, 4),
         "error": round(r.error, 3), "predicted_rule_s": round(r.predicted_rule_s, 4),
-        "error_rule": round(r.error_rule, 3), "fitted_here": bool(r.reference),
+        "error_rule": round(r.error_rule, 3), "triad_gbs": round(r.triad_gbs, 2),
+        "triad_beside": bool(r.triad_beside), "fitted_here": bool(r.reference),
         "used": bool(r.used), "not_used": r.not_used, "build": r.build, "data": r.data}
         for r in v.itertuples()], fig_dir, "biccg_model_validation",
         "BICCG time model: predicted against measured solves",
@@ -64,9 +66,13 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
         "predicted by burstbench/cost/predict.py with the efficiency fitted on the one "
         "marked fitted_here; error = predicted / measured - 1. Each row names the machine "
         "its run measured (cpu, llc_mib: its last-level cache, from the run's provenance) "
-        "and is predicted from that run's own Triad: predicted_s with the node's working "
+        "and is predicted from the Triad its own process measured just before and after "
+        "it where it did (triad_beside: biccg_triad_beside), else from its run's own "
+        "Triad (triad_gbs: the node's Triad at the rule size used, from memory): "
+        "predicted_s with the node's working "
         "set (working_set_mib) at the tier it fits (tier: ladder, the Triad the run "
-        "measured at that working set; memory, at STREAM's rule size), predicted_rule_s "
+        "measured at that working set, its points past the cache scaled as triad_gbs; "
+        "memory, at STREAM's rule size), predicted_rule_s "
         "with every byte at the rule size's Triad, as the study's VMs are published. used: "
         "the solve is of the fitted build (build: the digest of the solver's C in its "
         "run's provenance), in the layout the decision prices "
@@ -148,10 +154,12 @@ def validation(section: Section, model: Model, fig_dir: Path, show: bool) -> Ent
                f"{_spread(single[single['build'] == model.reference.get('build')])} on the "
                "fitted build): the model misses it"
                if len(single) and (single["error"] < 0).all() else "")
+    fitted_at = model.triad_how or "its run's Triad"
     caption = (f"Data: biccg_model_validation.csv ({len(v)} measured "
                "solves: "
                f"{', '.join(problems)}; runs under data/runs). The model (memory traffic at "
-               f"{model.efficiency:.2f} x the Triad of the cores used, plus halo and "
+               f"{model.efficiency:.2f} x the Triad of the cores used, fitted at "
+               f"{fitted_at}, plus halo and "
                f"reductions priced by the ping-pong) was {checked}{listed}{finding}. The "
                f"fitted build: {model.reference.get('build') or 'not recorded'} (the digest "
                "of the solver's C). Not validated here: more than one node (no run on two or "
@@ -181,7 +189,8 @@ def tiers(section: Section, model: Model, fig_dir: Path) -> None:
         "measured_ms_per_iteration": round(r.measured_s / it, 4),
         "predicted_ms_per_iteration": round(r.predicted_s / it, 4), "error": round(r.error, 3),
         "predicted_rule_ms_per_iteration": round(r.predicted_rule_s / it, 4),
-        "error_rule": round(r.error_rule, 3), "fitted_here": bool(r.reference), "data": r.data}
+        "error_rule": round(r.error_rule, 3), "triad_gbs": round(r.triad_gbs, 2),
+        "triad_beside": bool(r.triad_beside), "fitted_here": bool(r.reference), "data": r.data}
         for r in mine.sort_values("working_set_mib").itertuples()
         for it in [r.iterations / 1e3]],  # ms: seconds over thousands of iterations
         fig_dir, "biccg_model_tiers",
