@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -686,6 +687,27 @@ def test_a_sweep_that_measures_the_triad_beside_records_it_as_a_merit(tmp_path):
     rows0, _, _ = results.parse(ours0, json.dumps({k: v for k, v in raw.items()
                                                    if k != "triad_beside_gbs"}), "")
     assert rows0 and "triad_beside" not in {r["metric"] for r in rows0}
+
+
+def test_the_triad_beside_a_configuration_is_the_one_beside_its_median_solve():
+    """Three repetitions (solves 80, 85, 66 s beside 46.9, 59.1, 83.9 GB/s): the median
+    solve's, 46.9, not the Triads' median; two (2 and 1 s beside 10 and 30): their mean, 20;
+    a configuration that measured none is left out."""
+    from burstbench.benchmarks.biccg import results
+
+    def rows(label: str, solves: list[float], triads: list[float]) -> list[dict]:
+        base = {"vm": "t", "run_id": "r", "problem": "p", "label": label, "impl": "c",
+                "nodes": 1, "ranks": 2, "threads": 1}
+        out = [base | {"repetition": k, "metric": "solve_time", "value": v, "unit": "s"}
+               for k, v in enumerate(solves)]
+        return out + [base | {"repetition": k, "metric": "triad_beside", "value": v,
+                              "unit": "GB/s"} for k, v in enumerate(triads)]
+
+    table = pd.DataFrame(rows("3", [80.0, 85.0, 66.0], [46.9, 59.1, 83.9])
+                         + rows("2", [2.0, 1.0], [10.0, 30.0]) + rows("none", [1.0], []))
+    got = results.beside_the_median_solve(table)
+    assert dict(zip(got["label"], got["median"])) == {"3": 46.9, "2": pytest.approx(20.0)}
+    assert results.beside_the_median_solve(table[table["metric"] == "solve_time"]).empty
 
 
 def test_a_later_solve_that_does_not_converge_fails_the_task():

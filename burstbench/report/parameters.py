@@ -36,7 +36,9 @@ from burstbench.core.checks import Param, ParamError, as_number, check_typed, st
 #: 300 MiB last-level cache), the efficiency followed the VM's memory state, 0.57-0.81 over
 #: four runs of one day, and the large grids' predicted times came out up to 44% longer than
 #: measured; on the study's problem it stayed at 0.79-0.89 (comparisons/README.md, "The
-#: refits of the day").
+#: refits of the day") until three later fits gave 0.40-0.42, each where its run's Triad
+#: had met the VM's fast state and the solve had not: a solve is now fitted at the Triad its
+#: process measures beside it (biccg_triad_beside; predict.py, assumption 1).
 MODEL_REFERENCE = {"vm": "local", "problem": "poisson256x256x512", "layout": "2x1"}
 
 # -- checks that keep a valid value as written (the figures rebuild byte for byte) --------
