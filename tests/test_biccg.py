@@ -992,3 +992,26 @@ def test_a_tile_driver_refuses_a_bad_command_line(tmp_path):
                        (["12", "10"], "usage: ")):
         out = subprocess.run([str(exe), *argv], capture_output=True, text=True)
         assert out.returncode == 2 and said in out.stderr and out.stdout == ""
+
+
+def test_the_triad_beside_comparison_prints_both_efficiencies_of_each_round():
+    """comparisons/biccg_triad_beside.py: a line a round whose 'beside' efficiency is its
+    rate over the mean of its Triads (to the printed digits), 'earlier' from the second
+    round on (lag 0.01 s: the round before's Triad), and the summary; bad arguments refused
+    with the reason."""
+    script = ROOT / "comparisons" / "biccg_triad_beside.py"
+    proc = subprocess.run([sys.executable, str(script), "--grid", "10", "10", "10", "--ranks", "1",
+                           "--threads", "1", "--rounds", "3", "--lag-s", "0.01"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rounds = [ln.split() for ln in proc.stdout.splitlines() if ln.split()[0].isdigit()]
+    assert [r[0] for r in rounds] == ["1", "2", "3"]
+    for r in rounds:
+        before, after, rate, beside = float(r[2].rstrip(",")), float(r[3]), float(r[4]), float(r[5])
+        assert beside == pytest.approx(rate / ((before + after) / 2), abs=0.002 + 0.01 * beside)
+    assert rounds[0][6] == "-" and all(float(r[6]) > 0 for r in rounds[1:])
+    assert proc.stdout.splitlines()[-2].startswith("all rounds with both (2): beside: ")
+    bad = subprocess.run([sys.executable, str(script), "--rounds", "1"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 1 and bad.stderr.strip() == (
+        "error: --rounds must be at least 2, --ranks and --threads at least 1, --lag-s positive")
