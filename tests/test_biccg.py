@@ -530,6 +530,10 @@ def test_cli_solves_again_on_the_memory_it_kept():
     (("--poisson", "16", "16", "16", "--max-iter", "2", "--solves", "2"), None, 3,
      "not converged (solve 1)"),
     (("--poisson", "8", "8", "8", "--solves", "0"), None, 2, "--solves must be at least 1, not 0"),
+    (("--poisson", "8", "8", "8", "--triad-beside", "0"), 2, 2,
+     "size must be a positive number of elements, not 0"),
+    (("--poisson", "8", "8", "8", "--triad-beside", "1e13"), 2, 2,
+     "size 10000000000000 needs 240000.0 GB (3 arrays of 8-byte doubles) but only"),
 ])
 def test_cli_bad_input(args, n, code, message):
     proc = cli(*args, n=n)
@@ -653,6 +657,39 @@ def test_the_nodes_triad_is_its_bytes_over_its_slowest_pass_past_the_first(monke
     monkeypatch.setattr(triad, "measure", measure)
     assert triad.node_rate(MPI.COMM_SELF, 3, 1_000_000, 4) == pytest.approx(24e6 / 0.25 / 1e9)
     assert asked == {"n": 1_000_000, "ntimes": 4, "threads": 3, "keep": True}
+
+
+def test_a_triad_that_cannot_run_after_the_solve_loses_nothing(monkeypatch):
+    """The Triad after the solve fails: the solve's record stands, with the Triad before it
+    and the reason; node_rate raises a rank's error as it was (its kind and its words)."""
+    from mpi4py import MPI
+
+    from kernels_ext import triad
+    from kernels_ext.common.errors import BadInput, ValidationFailed
+
+    calls = []
+
+    def node_rate(comm, threads, size):
+        calls.append(size)
+        if len(calls) == 2:
+            raise BadInput("no memory left")
+        return 42.0
+
+    monkeypatch.setattr(triad, "node_rate", node_rate)
+    lines, _, code = biccg.run(biccg.build_parser().parse_args(
+        ["--poisson", "8", "8", "8", "--threads", "1", "--triad-beside", "1000"]))
+    rec = json.loads(lines[0])
+    assert code == 0 and rec["converged"] and calls == ["1000", "1000"]
+    assert rec["triad_beside_gbs"] == [42.0]
+    assert rec["triad_beside_error"] == "the Triad after the solve: no memory left"
+    monkeypatch.undo()
+
+    def broken(*args, **kwargs):
+        raise ValidationFailed("array a[] is wrong")
+
+    monkeypatch.setattr(triad, "measure", broken)
+    with pytest.raises(ValidationFailed, match=r"^array a\[\] is wrong$"):
+        triad.node_rate(MPI.COMM_SELF, 1, 1000)
 
 
 def test_a_sweep_that_measures_the_triad_beside_records_it_as_a_merit(tmp_path):

@@ -358,7 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "solve, every rank of a node at once with its threads, on SIZE "
                         "elements an array for the node (default auto: the Triad's rule size): "
                         "the record's triad_beside_gbs [before, after], what the memory gave "
-                        "while this solve ran (the time model fits its efficiency on it)")
+                        "while this solve ran (the time model fits its efficiency on it). One "
+                        "that cannot run before the solve stops the run (exit status 2); "
+                        "after it, the record keeps [before] and says why "
+                        "(triad_beside_error)")
     p.add_argument("--history", action="store_true", help="include the residual history")
     p.add_argument("--solves", type=int, default=1,
                    help="solve the same problem this many times in the process, a JSON line "
@@ -430,8 +433,9 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "host": socket.gethostname(),
             "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
         } | lay.record()
-        if "triad_beside_gbs" in st:
-            rec["triad_beside_gbs"] = st["triad_beside_gbs"]
+        for key in ("triad_beside_gbs", "triad_beside_error"):
+            if key in st:
+                rec[key] = st[key]
         if args.history:
             rec["history"] = st["history"]
         return rec
@@ -449,10 +453,15 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
                             args.max_iter, lay.threads, args.history, factor=args.factor,
                             grid=args.poisson, tile=tile,
                             sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages)
-        if before is not None:
-            st["triad_beside_gbs"] = [before, triad_now()]
+        if before is not None:  # the solve is done: a Triad that fails now loses nothing
+            from kernels_ext.common.errors import KernelError
             from kernels_ext.triad import release
 
+            try:
+                st["triad_beside_gbs"] = [before, triad_now()]
+            except KernelError as exc:
+                st["triad_beside_gbs"] = [before]
+                st["triad_beside_error"] = f"the Triad after the solve: {exc}"
             release()
         rec = record(x, st, k == 0)
         if args.solves > 1:

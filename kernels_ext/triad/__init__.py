@@ -334,19 +334,38 @@ def node_rate(comm: Any, threads: int, size: Any = None, ntimes: int = BESIDE_NT
     passes 2..ntimes; averaged over the nodes (collective over `comm`).  The arrays are
     kept for the next call (release() frees them).  A kernel that measures beside itself
     what the memory gives at that moment: this VM's bandwidth changes state over minutes,
-    so a Triad measured minutes apart can be in the other one."""
+    so a Triad measured minutes apart can be in the other one.  Where any rank cannot
+    measure (its memory, a bad size), every rank raises its KernelError: none is left
+    waiting for the others."""
     from mpi4py import MPI
+
+    def agreed(err: KernelError | None) -> None:
+        """Raise on every rank the first rank's error, where any rank had one."""
+        errs = comm.allgather(None if err is None else (type(err), str(err)))
+        first = next((e for e in errs if e is not None), None)
+        if first is not None:
+            raise first[0](first[1])
 
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        total, _ = check_size(size)
-        n = max(1, total // node.Get_size())
+        err: KernelError | None = None
+        times, n = None, 0
+        try:
+            n = max(1, check_size(size)[0] // node.Get_size())
+        except KernelError as exc:
+            err = exc
+        agreed(err)
         node.Barrier()
-        rec = next(r for r in measure(n, ntimes, threads, keep=True) if r["function"] == "Triad")
-        times = node.gather(rec["times_s"], root=0)
+        try:
+            times = next(r["times_s"] for r in measure(n, ntimes, threads, keep=True)
+                         if r["function"] == "Triad")
+        except KernelError as exc:
+            err = exc
+        everyone = node.gather(times, root=0)
+        agreed(err)
         best = 0.0
         if node.Get_rank() == 0:
-            passes = zip(*times)
+            passes = zip(*everyone)
             next(passes)  # the first pass is not counted
             best = max(BYTES_PER_ELEMENT["Triad"] * n * len(t) / max(t) / 1e9 for t in passes)
     finally:
