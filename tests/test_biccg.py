@@ -581,6 +581,16 @@ def test_sweep_layouts_and_notes(tmp_path):
         bsweep.plan(params.validate({"biccg_problems": [{"mtx": "nowhere.mtx"}]}, "biccg"))
 
 
+def small_sweep(runs_dir: Path, **over) -> dict:
+    """Validated parameters of a sweep of Poisson 12^3 on one rank of one thread, scipy-cg
+    beside it, one repetition, its runs in `runs_dir`; `over` on top."""
+    return params.validate({"vm": "t", "runs_dir": str(runs_dir),
+                            "biccg_problems": [{"poisson": [12, 12, 12]}],
+                            "biccg_ranks_per_node": [1], "biccg_threads": [1],
+                            "biccg_baselines": ["scipy-cg"], "biccg_repetitions": 1} | over,
+                           "biccg")
+
+
 def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
     """biccg_solves 3: each of our solver's processes solves three times; the first solve's
     times are the configuration's, the later two's median setup and solve are recorded
@@ -588,14 +598,7 @@ def test_a_sweep_of_several_solves_a_process_records_the_later_ones(tmp_path):
     start once and each solve's work, the timeout each solve; a baseline solves once."""
     from burstbench.benchmarks.biccg import results, tasks
 
-    def validated(solves: int) -> dict:
-        return params.validate({"vm": "t", "runs_dir": str(tmp_path / str(solves)),
-                                "biccg_problems": [{"poisson": [12, 12, 12]}],
-                                "biccg_ranks_per_node": [1], "biccg_threads": [1],
-                                "biccg_baselines": ["scipy-cg"], "biccg_solves": solves,
-                                "biccg_repetitions": 1}, "biccg")
-
-    P, once = validated(3), validated(1)
+    P, once = (small_sweep(tmp_path / str(k), biccg_solves=k) for k in (3, 1))
     m = tasks.probe(P)
     plan, plan1 = tasks.expand(P, m), tasks.expand(once, m)
     ours = next(t for t in plan.tasks if t.config["impl"] == "c")
@@ -698,14 +701,7 @@ def test_a_sweep_that_measures_the_triad_beside_records_it_as_a_merit(tmp_path):
     triad_beside metric and the triad_beside_gbs merit; without it, neither."""
     from burstbench.benchmarks.biccg import results, tasks
 
-    def validated(beside: bool) -> dict:
-        return params.validate({"vm": "t", "runs_dir": str(tmp_path / str(beside)),
-                                "biccg_problems": [{"poisson": [12, 12, 12]}],
-                                "biccg_ranks_per_node": [1], "biccg_threads": [1],
-                                "biccg_baselines": ["scipy-cg"], "biccg_triad_beside": beside,
-                                "biccg_repetitions": 1}, "biccg")
-
-    P, plain = validated(True), validated(False)
+    P, plain = (small_sweep(tmp_path / str(b), biccg_triad_beside=b) for b in (True, False))
     m = tasks.probe(P)
     plan, plan0 = tasks.expand(P, m), tasks.expand(plain, m)
     ours = next(t for t in plan.tasks if t.config["impl"] == "c")
