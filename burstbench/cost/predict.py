@@ -67,10 +67,9 @@ at every color (the validation shows what these cost).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernels_ext.biccg import bytes_per_iteration, working_set_bytes
 
@@ -265,8 +264,8 @@ class NodeModel:
         f = gbs / self.bandwidth(cores)
         ladder = {t: tuple((ws, v * f if ws > self.cache_bytes else v) for ws, v in points)
                   for t, points in self.ladder.items()}
-        return dataclasses.replace(self, triad_gbs={t: v * f for t, v in self.triad_gbs.items()},
-                                   ladder=ladder)
+        return replace(self, triad_gbs={t: v * f for t, v in self.triad_gbs.items()},
+                       ladder=ladder)
 
     def tier(self, cores: int, working_set: float) -> tuple[float, str]:
         """(GB/s, tier) of `cores` cores on a node streaming `working_set` bytes (assumption

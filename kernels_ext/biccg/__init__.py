@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels_ext.common.errors import BadInput, NotConverged
+from kernels_ext.common.errors import BadInput, KernelError, NotConverged
 
 # single: 5-20 % less preconditioner time at 128^3, the same iteration counts at 64^3 and 128^3
 # (comparisons/README.md, BICCG options)
@@ -440,10 +440,10 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             rec["history"] = st["history"]
         return rec
 
-    def triad_now() -> float:
-        from kernels_ext.triad import node_rate
+    from kernels_ext import triad
 
-        return node_rate(comm, lay.threads, args.triad_beside)
+    def triad_now() -> float:
+        return triad.node_rate(comm, lay.threads, args.triad_beside)
 
     lines, code = [], 0
     for k in range(args.solves):
@@ -454,15 +454,12 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
                             grid=args.poisson, tile=tile,
                             sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages)
         if before is not None:  # the solve is done: a Triad that fails now loses nothing
-            from kernels_ext.common.errors import KernelError
-            from kernels_ext.triad import release
-
             try:
                 st["triad_beside_gbs"] = [before, triad_now()]
             except KernelError as exc:
                 st["triad_beside_gbs"] = [before]
                 st["triad_beside_error"] = f"the Triad after the solve: {exc}"
-            release()
+            triad.release()
         rec = record(x, st, k == 0)
         if args.solves > 1:
             rec["solve"] = k + 1

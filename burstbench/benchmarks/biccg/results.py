@@ -75,6 +75,8 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
 
 GROUP = ["vm", "run_id", "problem", "label", "impl", "nodes", "ranks", "threads", "metric",
          "unit"]
+#: What names one configuration of one run: GROUP but the metric.
+CONFIG = [c for c in GROUP if c not in ("metric", "unit")]
 
 
 def spread(table: pd.DataFrame) -> pd.DataFrame:
@@ -96,23 +98,23 @@ def headline(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def beside_the_median_solve(table: pd.DataFrame) -> pd.DataFrame:
-    """The spread's rows of the triad_beside metric with their median replaced by the Triad
-    beside the configuration's median solve (the mean of the two middle ones' for an even
-    count): the solve time's median and the Triad's are each a repetition's, and on a VM
-    whose bandwidth changes state between repetitions they can be two repetitions' in two
-    states (20261129T185704Z-ebc1: solves of 80.1, 85.0 and 65.7 s beside Triads of 46.9,
-    59.1 and 83.9 GB/s: the medians paired 80.1 s with 59.1)."""
-    cols = [c for c in GROUP if c not in ("metric", "unit")]
+    """Per configuration (CONFIG) that measured a Triad beside its solves, the Triad beside
+    its median solve, as `median` (the mean of the two middle ones' for an even count): what
+    merits() puts in place of the Triads' median.  The solve time's median and the Triad's
+    are each a repetition's, and on a VM whose bandwidth changes state between repetitions
+    they can be two repetitions' in two states (20261129T185704Z-ebc1: solves of 80.1, 85.0
+    and 65.7 s beside Triads of 46.9, 59.1 and 83.9 GB/s: the medians paired 80.1 s with
+    59.1)."""
     reps = table[table["metric"].isin(["solve_time", "triad_beside"])]
     if reps.empty or not (reps["metric"] == "triad_beside").any():
-        return pd.DataFrame(columns=[*cols, "median"])
-    wide = typed(reps, cols, ("nodes", "ranks", "threads")).pivot_table(
-        index=[*cols, "repetition"], columns="metric", values="value").dropna().reset_index()
+        return pd.DataFrame(columns=[*CONFIG, "median"])
+    wide = typed(reps, CONFIG, ("nodes", "ranks", "threads")).pivot_table(
+        index=[*CONFIG, "repetition"], columns="metric", values="value").dropna().reset_index()
     rows = []
-    for key, d in wide.groupby(cols, sort=True):
+    for key, d in wide.groupby(CONFIG, sort=True):
         d = d.sort_values("solve_time")
         k = len(d)
-        rows.append(dict(zip(cols, key)) | {
+        rows.append(dict(zip(CONFIG, key)) | {
             "median": float(d["triad_beside"].iloc[(k - 1) // 2: k // 2 + 1].mean())})
     return pd.DataFrame(rows)
 
@@ -143,10 +145,9 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     stats = spread(loaded.table)
     paired = beside_the_median_solve(loaded.table)
     if len(paired):  # the Triad beside the median solve, not the Triads' median
-        keys = [c for c in GROUP if c not in ("metric", "unit")]
         at = stats["metric"] == "triad_beside"
         stats = pd.concat([stats[~at], stats[at].drop(columns="median").merge(
-            paired, on=keys, how="left")], ignore_index=True)
+            paired, on=CONFIG, how="left")], ignore_index=True)
     chosen, notes = store.merit_runs(loaded, "biccg")
     newest = {r["run_id"] for r in chosen.values()}
     facts = loaded.table.groupby(["run_id", "problem"], sort=False).agg(

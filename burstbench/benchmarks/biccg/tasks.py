@@ -200,10 +200,10 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
     cores = ranks * config["threads"] if impl == "c" else config["threads"]
     beside = triad_beside_s() if impl == "c" and P["biccg_triad_beside"] else 0.0
     return beside + estimate_s(math.prod(int(x) for x in prob.args[1:4]), SOLVERS[impl],
-                      ranks if impl == "c" else 1,
-                      m.calibration.speedup(cores, m.cores * config["nodes"]),
-                      P["biccg_tol"], m.calibration,
-                      P["biccg_solves"] if impl == "c" else 1)  # the baselines solve once
+                               ranks if impl == "c" else 1,
+                               m.calibration.speedup(cores, m.cores * config["nodes"]),
+                               P["biccg_tol"], m.calibration,
+                               P["biccg_solves"] if impl == "c" else 1)  # baselines solve once
 
 
 #: What a process's Triad beside its solve (biccg_triad_beside) is guessed to run at: its
