@@ -40,7 +40,12 @@ Everything runs as fresh processes, alternating, and medians are printed:
 
 --only SECTION (bandwidth, baselines, petsc, full; repeatable) runs just those.
 --pages base runs our solver in base pages in section 4 (huge by default, as the solver
-does: comparisons/README.md, "Huge pages or base pages").
+does: comparisons/README.md, "Huge pages or base pages").  Both setups start on memory new
+to their process: ours maps its arrays afresh; PETSc's, --petsc-memory fresh (the
+default), has glibc's free memory handed back first and faults its pages in as base pages
+(as-left: on the pages glibc kept from building the CSR, which PETSc's first setup reused
+whole).  The MB each setup faulted in is printed where each fault is one base page (ours
+in base pages, PETSc's fresh).
 
 Byte model of one iteration (8-byte values, 4-byte column indices, 8-byte row
 pointers; every array read or written once per kernel, gathered vector
@@ -76,6 +81,8 @@ PY = sys.executable
 SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
+PETSC_MEMORY = ("fresh", "as-left")  # petsc_icc_cg.py's --memory
+BASE_PAGE = 4096
 PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
              "PYTHONPATH": "", "PYTHONHOME": "",  # empty: ignored by Python
              "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -118,20 +125,33 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
 
 
 def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1,
-               solves: int = 1) -> list[str]:
+               solves: int = 1, memory: str = "fresh") -> list[str]:
     """The command of PETSc ICC(0)-CG solves: `ranks` processes under Open MPI, each
-    bound to a core as ours are, where ranks > 1."""
+    bound to a core as ours are, where ranks > 1; `memory`: its --memory."""
     pre = [PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core"] if ranks > 1 else []
     return [*pre, python, str(PETSC_SCRIPT), "--poisson", *map(str, grid), "--solves",
-            str(solves)]
+            str(solves), "--memory", memory]
 
 
-def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int = 1) -> dict:
+def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int = 1,
+          memory: str = "fresh") -> dict:
     """PETSc ICC(0)-CG solves in fresh processes (petsc_argv), each a new KSP, with our
     record's time keys added: first_and_later."""
-    recs = run_jsons(petsc_argv(grid, python, ranks, solves), PETSC_ENV)
+    recs = run_jsons(petsc_argv(grid, python, ranks, solves, memory), PETSC_ENV)
     return first_and_later([r | {"setup_s": r["t_setup"], "solve_s": r["t_solve"]}
                             for r in recs])
+
+
+def faulted_mb(x: dict) -> float | None:
+    """The MB a solve's setup faulted in (the busiest process), where each fault is one base
+    page: ours in base pages (its minor_faults, the whole call's: the iterations fault in
+    nothing), PETSc's with --memory fresh (setup_faults); None where a fault may be a huge
+    page."""
+    if x.get("pages") == "base" and "minor_faults" in x:
+        return x["minor_faults"] * BASE_PAGE / 1e6
+    if x.get("memory") == "fresh" and "setup_faults" in x:
+        return x["setup_faults"] * BASE_PAGE / 1e6
+    return None
 
 
 def from_csr(x: dict) -> float:
@@ -218,6 +238,11 @@ def spread(xs: list[float]) -> dict:
     return {"median": med(xs), "min": min(xs), "max": max(xs)}
 
 
+def spread_or_none(xs: list[float | None]) -> dict | None:
+    """spread of xs, or None where any is None (not measured)."""
+    return None if any(x is None for x in xs) else spread([x for x in xs if x is not None])
+
+
 #: Our layouts beside PETSc (ranks x threads, 2 cores each); PETSc runs 1 x 1 and --threads x 1.
 LAYOUTS = ((1, 2), (2, 1))
 
@@ -254,14 +279,15 @@ def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
 
 
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
-                  python: str = SYSTEM_PY, solves: int = 3, pages: str = DEFAULT_PAGES) -> dict:
+                  python: str = SYSTEM_PY, solves: int = 3, pages: str = DEFAULT_PAGES,
+                  petsc_memory: str = "fresh") -> dict:
     """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
     layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
     ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
     bandwidth) are taken per round.  `threads`: the cores of a layout.  Each process
     solves `solves` times: the first solve is the tables' (fresh memory, as a job's
     first), the later ones' setups (a round's median) a table of their own.  `pages`: our
-    solver's (--pages)."""
+    solver's (--pages); `petsc_memory`: PETSc's (petsc_icc_cg.py's --memory)."""
     version, why = petsc_version(python)
     if version is None:
         print(f"\nPETSc ICC(0)-CG skipped: {why}. Install it with `apt-get install -y "
@@ -276,7 +302,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
     elif threads > 1:
         print(f"\nPETSc on {threads} processes skipped: {why_not}")
     res: dict = {"petsc_version": version, "python": python, "threads": threads, "pages": pages,
-                 "layouts": names, "petsc_layouts": pnames,
+                 "petsc_memory": petsc_memory, "layouts": names, "petsc_layouts": pnames,
                  "petsc_parallel_skipped": why_not,
                  "grids": {}}
     for g in grids:
@@ -286,7 +312,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
             order = order[r % len(order):] + order[:r % len(order)]
             for k in order:
                 if k in pnames:
-                    runs[k].append(petsc(g, python, pnames[k], solves))
+                    runs[k].append(petsc(g, python, pnames[k], solves, petsc_memory))
                 elif k == "triad":
                     runs[k].append(triad(threads))
                 else:
@@ -294,6 +320,7 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                     runs[k].append(ours(g, t, ranks, ("--pages", pages), solves))
         summary = {k: {"iterations": spread([x["iterations"] for x in runs[k]]),
                        "setup_s": spread([x["setup_s"] for x in runs[k]]),
+                       "faulted_mb": spread_or_none([faulted_mb(x) for x in runs[k]]),
                        "from_csr_s": spread([from_csr(x) for x in runs[k]]),
                        "solve_s": spread([x["solve_s"] for x in runs[k]]),
                        "total_s": spread([total(x) for x in runs[k]]),
@@ -324,7 +351,8 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
             "achieved_gbs": rates, "of_triad": of_triad, "triad_gbs": spread(runs["triad"])}
     res["table"] = petsc_table(res)
     print(f"\nPoisson to rtol 1e-7, ours against PETSc {version} ICC(0)-CG, rotating order, "
-          f"{max(1, rounds)} round(s), ours in {pages} pages; median (min-max):\n")
+          f"{max(1, rounds)} round(s), ours in {pages} pages, PETSc's memory {petsc_memory}; "
+          "median (min-max):\n")
     print("\n".join(res["table"]))
     return res
 
@@ -332,13 +360,16 @@ def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
 def petsc_table(res: dict) -> list[str]:
     """compare_petsc's result as markdown table lines (for comparisons/README.md): times
     and ratios, then each pass's achieved bandwidth against the Triad of the same cores."""
-    def cell(d: dict, f: str = "{:.3f}") -> str:
+    def cell(d: dict | None, f: str = "{:.3f}") -> str:
+        if d is None:
+            return "-"
         if d["min"] == d["max"]:
             return f.format(d["median"])
         return f"{f.format(d['median'])} ({f.format(d['min'])}-{f.format(d['max'])})"
 
-    lines = ["| problem | solver | iterations | setup (s) | setup from the CSR (s) | solve (s) | "
-             "setup + solve (s) |", "|---|---|---|---|---|---|---|"]
+    lines = ["| problem | solver | iterations | setup (s) | faulted in by the setup (MB) | "
+             "setup from the CSR (s) | solve (s) | setup + solve (s) |",
+             "|---|---|---|---|---|---|---|---|"]
     names = {k: f"BICCG, {k.replace('x', ' process(es) x ')} thread(s)" for k in res["layouts"]}
     against = {p: f"PETSc {ranks}x1" for p, ranks in res["petsc_layouts"].items()}
     for p, ranks in res["petsc_layouts"].items():
@@ -349,13 +380,15 @@ def petsc_table(res: dict) -> list[str]:
         for k, name in names.items():
             s = r["summary"][k]
             lines.append(f"| {prob} | {name} | {cell(s['iterations'], '{:g}')} | "
-                         f"{cell(s['setup_s'])} | {cell(s['from_csr_s'])} | "
-                         f"{cell(s['solve_s'])} | {cell(s['total_s'])} |")
+                         f"{cell(s['setup_s'])} | {cell(s.get('faulted_mb'), '{:.0f}')} | "
+                         f"{cell(s['from_csr_s'])} | {cell(s['solve_s'])} | "
+                         f"{cell(s['total_s'])} |")
         for p, short in against.items():
             for k in res["layouts"]:
                 q = r["ratios"][p][k]
                 lines.append(f"| {prob} | {k} / {short}, per round | | "
-                             f"{cell(q['setup'], '{:.2f}')} | {cell(q['from_csr'], '{:.2f}')} | "
+                             f"{cell(q['setup'], '{:.2f}')} | | "
+                             f"{cell(q['from_csr'], '{:.2f}')} | "
                              f"{cell(q['solve'], '{:.2f}')} | "
                              f"{cell(q['total'], '{:.2f}')} |")
     if any("later_setup_s" in s for r in res["grids"].values() for s in r["summary"].values()):
@@ -477,6 +510,10 @@ def main() -> int:
                    help="our solver's pages in the PETSc comparison (its --pages; default "
                         "huge, the solver's): base where huge pages fault in slowly "
                         "(comparisons/README.md, \"Huge pages or base pages\")")
+    p.add_argument("--petsc-memory", choices=PETSC_MEMORY, default="fresh",
+                   help="what PETSc's matrix and setups run on (petsc_icc_cg.py's --memory; "
+                        "default fresh: new base pages, as our first setup's in --pages "
+                        "base; as-left: the pages glibc kept from the CSR's construction)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable)")
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
@@ -498,7 +535,8 @@ def main() -> int:
         baselines(a, out)
     if "petsc" in run:
         out["petsc"] = compare_petsc(a.petsc_grid or [[64, 64, 64], [128, 128, 128]],
-                                     a.rounds, a.threads, a.petsc_python, a.solves, a.pages)
+                                     a.rounds, a.threads, a.petsc_python, a.solves, a.pages,
+                                     a.petsc_memory)
     if "full" in run:
         full(a, out)
     if a.out:

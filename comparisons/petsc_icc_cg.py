@@ -29,8 +29,23 @@ cheapest call for it (createAIJWithArrays and assemble: on one process PETSc
 takes the arrays as they are, without a copy; on several it copies them into
 its diagonal and off-diagonal parts), so that t_matrix + t_setup starts where
 our setup starts, which copies the CSR in its own order.
+Memory (--memory): PETSc's memory comes from glibc, which keeps what a process
+frees and serves it again.  Building the CSR in numpy frees about 500 MB at
+128^3, and PETSc's first setup used to run on those pages: 14 page faults in
+KSPSetUp, 0.08 s, against 134-142 MB faulted in and 0.13-0.15 s for each later
+setup.  Our solver maps its arrays afresh, so its first setup faults in every
+page.  "fresh" (the default) starts PETSc's matrix and each setup the same way:
+glibc's free memory handed back to the system first (malloc_trim), and
+transparent huge pages off while they run, so that every page they touch is a
+new base page, as our solver's are with --pages base.  Later setups (--solves)
+run on what the last one freed, as our solver's run on the arrays it kept.
+"as-left" runs on whatever the process holds, as before.  setup_faults is the setup's minor page
+faults (the most of any process): with "fresh", each is a 4 KiB page new to the
+process.
+
 relative_residual is recomputed from x. Exit status 3 when not converged,
-4 when petsc4py cannot be imported (the reason on stderr). With --version it
+4 when petsc4py cannot be imported, 2 where --memory fresh cannot be had (the
+reason on stderr). With --version it
 only prints {"petsc_version": ...}.
 
 Where petsc4py is not on sys.path, PETSC_DIR (or else Debian's real-number
@@ -40,15 +55,45 @@ build, /usr/lib/petscdir/*/*-real or petsc-real) is used to find it.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import glob
 import json
 import os
+import resource
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
 NO_PETSC = 4
+MEMORY = ("fresh", "as-left")
+PR_SET_THP_DISABLE = 41  # linux/prctl.h
+
+
+def minor_faults() -> int:
+    """This process's minor page faults so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+@contextmanager
+def fresh_pages(on: bool):
+    """With on: glibc's free memory handed back to the system (malloc_trim), and
+    transparent huge pages off for the process until the block ends, so that what the
+    block allocates and touches faults in as new base pages.  Raises OSError where this
+    process cannot do either (not glibc on Linux)."""
+    if not on:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "malloc_trim") or libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise OSError("--memory fresh needs glibc's malloc_trim and Linux's "
+                      "PR_SET_THP_DISABLE; run with --memory as-left")
+    try:
+        libc.malloc_trim(0)
+        yield
+    finally:
+        libc.prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0)
 
 
 def poisson_csr(nx: int, ny: int, nz: int, index_dtype=np.int64, rows: tuple | None = None):
@@ -94,36 +139,43 @@ def import_petsc():
 
 
 def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
-          pause: float = 0.0) -> list[dict]:
+          pause: float = 0.0, memory: str = "fresh") -> list[dict]:
     """The problem built once, then solved `solves` times, each setup after `pause` seconds
-    of sleep; a record a solve."""
+    of sleep, PETSc's matrix and setups on the `memory` the module's docstring says; a
+    record a solve."""
     nx, ny, nz = grid
     comm = PETSc.COMM_WORLD
     size, rank = comm.getSize(), comm.getRank()
     n = nx * ny * nz
     rows = (n * rank // size, n * (rank + 1) // size)  # this process's slab
 
-    def slowest(t0: float) -> float:
-        """Seconds since t0 on the slowest process (a vector's max: no mpi4py needed)."""
-        t = time.perf_counter() - t0
+    def most(value: float) -> float:
+        """The largest of every process's value (a vector's max: no mpi4py needed)."""
         if size == 1:
-            return t
+            return value
         v = PETSc.Vec().createMPI((1, size), comm=comm)
-        v.setValue(rank, t)
+        v.setValue(rank, value)
         v.assemble()
         return v.max()[1]
+
+    def slowest(t0: float) -> float:
+        """Seconds since t0 on the slowest process."""
+        return most(time.perf_counter() - t0)
+
+    fresh = memory == "fresh"
 
     comm.barrier()
     t0 = time.perf_counter()
     indptr, indices, data = poisson_csr(nx, ny, nz, PETSc.IntType, rows)
     m = rows[1] - rows[0]
     comm.barrier()
-    t1 = time.perf_counter()  # the CSR made PETSc's matrix (on one process: the arrays taken)
-    A = PETSc.Mat().createAIJWithArrays(size=((m, n), (m, n)), csr=(indptr, indices, data),
-                                        comm=comm)
-    A.setOption(PETSc.Mat.Option.SYMMETRIC, True)
-    A.assemble()
-    t_matrix = slowest(t1)
+    with fresh_pages(fresh):
+        t1 = time.perf_counter()  # the CSR made PETSc's matrix (one process: the arrays taken)
+        A = PETSc.Mat().createAIJWithArrays(size=((m, n), (m, n)), csr=(indptr, indices, data),
+                                            comm=comm)
+        A.setOption(PETSc.Mat.Option.SYMMETRIC, True)
+        A.assemble()
+        t_matrix = slowest(t1)
     del indices, data
     b, x = A.createVecs()
     ones = b.duplicate()
@@ -156,12 +208,14 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
         ksp.setFromOptions()
 
         time.sleep(pause)
-        comm.barrier()
-        t0 = time.perf_counter()
-        ksp.setUp()
-        if size > 1:  # the blocks' factorizations run in their own setup
-            ksp.setUpOnBlocks()
-        t_setup = slowest(t0)
+        with fresh_pages(fresh and solve_no == 1):  # later: on what the last one freed
+            comm.barrier()
+            f0, t0 = minor_faults(), time.perf_counter()
+            ksp.setUp()
+            if size > 1:  # the blocks' factorizations run in their own setup
+                ksp.setUpOnBlocks()
+            t_setup = slowest(t0)
+            faults = int(most(minor_faults() - f0))
         comm.barrier()
         t0 = time.perf_counter()
         ksp.solve(b, x)
@@ -180,6 +234,8 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
             "ranks": size, "threads": 1, "rtol": rtol,
             "iterations": ksp.getIterationNumber(), "t_build": t_build, "t_matrix": t_matrix,
             "t_setup": t_setup, "t_solve": t_solve,
+            "memory": memory if solve_no == 1 else "as-left",
+            "setup_faults": faults,
             "relative_residual": r.norm() / b.norm(),
             "error_max": x.norm(PETSc.NormType.INFINITY),
             "converged_reason": names.get(reason, str(reason)), "converged": reason > 0})
@@ -206,6 +262,11 @@ def main(argv=None) -> int:
     p.add_argument("--pause", type=float, default=0.0,
                    help="seconds of sleep before each setup (default 0): memory freed by the "
                         "matrix's assembly has gone back to a reporting host by 5")
+    p.add_argument("--memory", choices=MEMORY, default="fresh",
+                   help="what PETSc's matrix and setups run on (default fresh): memory "
+                        "handed back to the system first and faulted in as new base pages, "
+                        "as our solver's first setup does with --pages base; or as-left: the "
+                        "pages glibc kept from the CSR's construction (see above)")
     p.add_argument("--version", action="store_true", help="only print the PETSc version")
     a = p.parse_args(argv)
     if min(a.poisson) < 1:
@@ -223,7 +284,11 @@ def main(argv=None) -> int:
     if a.version:
         print(json.dumps({"petsc_version": petsc_version(PETSc)}))
         return 0
-    recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves, a.pause)
+    try:
+        recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves, a.pause, a.memory)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if PETSc.COMM_WORLD.getRank() == 0:
         for rec in recs:
             print(json.dumps(rec))

@@ -454,7 +454,7 @@ def test_cli_prints_the_study_fields():
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(proc.stdout)
     for key in ("converged", "iterations", "relative_residual", "colors_used", "setup_s",
-                "solve_s", "per_iteration_s", "peak_rss_bytes"):
+                "solve_s", "per_iteration_s", "peak_rss_bytes", "minor_faults"):
         assert key in rec
     assert rec["converged"] and rec["relative_residual"] <= 1e-7 and rec["colors_used"] == 20
     assert rec["error_max"] < 1e-5 and rec["n"] == 960
@@ -928,6 +928,18 @@ def test_cli_pages_are_recorded():
     bad = cli("--poisson", "12", "12", "12", "--pages", "tiny")
     assert bad.returncode == 2
     assert "argument --pages: invalid choice: 'tiny'" in bad.stderr
+
+
+def test_cli_counts_the_pages_a_first_setup_faults_in():
+    """In base pages each fault is one 4 KiB page: a process's first solve faults in at
+    least its copy of A (12 bytes an entry: the setup maps its arrays afresh); its second
+    sets up on the arrays the solver kept, and faults in under a quarter of that."""
+    proc = cli("--poisson", "64", "64", "64", "--threads", "1", "--pages", "base",
+               "--solves", "2")
+    assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert first["minor_faults"] * 4096 >= 12 * first["nnz"]
+    assert second["minor_faults"] < first["minor_faults"] / 4
 
 
 def test_setup_and_solve_cover_the_call():

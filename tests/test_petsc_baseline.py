@@ -20,9 +20,11 @@ import petsc_icc_cg  # noqa: E402  (comparisons/ is a folder of scripts)
 from biccg_vs_baselines import (  # noqa: E402
     PETSC_ENV,
     SYSTEM_PY,
+    faulted_mb,
     from_csr,
     petsc_argv,
     petsc_parallel,
+    petsc_table,
 )
 
 
@@ -42,15 +44,16 @@ def test_each_slab_is_the_solvers_rows(grid, ranks):
         np.testing.assert_array_equal(val, want_val)
 
 
-def petsc(ranks: int, grid=(12, 12, 12)) -> dict:
+def petsc(ranks: int, grid=(12, 12, 12), memory: str = "fresh") -> dict:
     """The baseline's record, run as biccg_vs_baselines runs it, or a skip saying why PETSc
     cannot run here on `ranks` (its own probe's answer)."""
     why = petsc_parallel(SYSTEM_PY, ranks)
     if why:
         pytest.skip(f"PETSc cannot run on {ranks} process(es) here: {why} (apt-get install "
                     "python3-petsc4py openmpi-bin)")
-    proc = subprocess.run(petsc_argv(list(grid), SYSTEM_PY, ranks), capture_output=True,
-                          text=True, env=os.environ | PETSC_ENV, timeout=300)
+    proc = subprocess.run(petsc_argv(list(grid), SYSTEM_PY, ranks, memory=memory),
+                          capture_output=True, text=True, env=os.environ | PETSC_ENV,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
     assert len(lines) == 1  # rank 0 alone prints
@@ -75,3 +78,72 @@ def test_setup_from_the_csr_adds_petscs_matrix_only():
     ours copies it in its setup already, so nothing is added."""
     assert from_csr({"setup_s": 0.25, "t_matrix": 0.5}) == 0.75
     assert from_csr({"setup_s": 0.25}) == 0.25
+
+
+def test_a_fresh_setup_faults_in_petscs_factor():
+    """With --memory fresh (the default) PETSc's setup faults in at least its factor's pages
+    (ICC(0) keeps the upper triangle with the diagonal: 12 bytes an entry), each a base
+    page; as-left runs and says so (what glibc kept, and so what it faults in, is its own)."""
+    grid = (64, 64, 64)
+    fresh, left = petsc(1, grid), petsc(1, grid, "as-left")
+    n, nnz = fresh["n"], fresh["nnz"]
+    assert fresh["memory"] == "fresh" and left["memory"] == "as-left"
+    assert fresh["setup_faults"] * 4096 >= 12 * (nnz + n) // 2
+    assert left["setup_faults"] >= 0 and left["converged"]
+
+
+def test_fresh_pages_turns_huge_pages_off_for_its_block_only():
+    """Inside fresh_pages(True) the process's transparent huge pages are off (what it
+    faults in is base pages), and on again after, also where the block raised."""
+    def thp() -> str:
+        status = Path("/proc/self/status").read_text()
+        line = next((x for x in status.splitlines() if x.startswith("THP_enabled:")), None)
+        if line is None:
+            pytest.skip("this kernel's /proc/self/status has no THP_enabled line")
+        return line.split()[1]
+
+    if thp() != "1":
+        pytest.skip("transparent huge pages are off for this process already")
+    with petsc_icc_cg.fresh_pages(True):
+        assert thp() == "0"
+    with pytest.raises(RuntimeError, match="^inside$"):
+        with petsc_icc_cg.fresh_pages(True):
+            raise RuntimeError("inside")
+    assert thp() == "1"
+    with petsc_icc_cg.fresh_pages(False):
+        assert thp() == "1"
+
+
+def test_faulted_mb_only_where_a_fault_is_a_base_page():
+    """Ours in base pages and PETSc's fresh setups count 4 KiB a fault; ours in huge pages
+    and PETSc's as-left are not counted (a fault may be a 2 MiB page)."""
+    assert faulted_mb({"pages": "base", "minor_faults": 1000}) == 4.096
+    assert faulted_mb({"memory": "fresh", "setup_faults": 500}) == 2.048
+    assert faulted_mb({"pages": "huge", "minor_faults": 1000}) is None
+    assert faulted_mb({"memory": "as-left", "setup_faults": 500}) is None
+
+
+def test_the_table_shows_what_each_setup_faulted_in():
+    """The first table's fifth column: the MB a setup faulted in where it was counted, a
+    dash where it was not (ours in huge pages)."""
+    def sp(v: float) -> dict:
+        return {"median": v, "min": v, "max": v}
+
+    times = {m: sp(0.2) for m in ("iterations", "setup_s", "from_csr_s", "solve_s", "total_s")}
+    res = {"petsc_version": "3.18.5", "layouts": ["1x2"], "petsc_layouts": {"petsc": 1},
+           "grids": {"8x8x8": {
+               "grid": [8, 8, 8],
+               "summary": {"1x2": times | {"faulted_mb": None},
+                           "petsc": times | {"faulted_mb": sp(226.4)}},
+               "ratios": {"petsc": {"1x2": {m: sp(1.0) for m in
+                                            ("setup", "from_csr", "solve", "total")}}},
+               "achieved_gbs": {"1x2": {ph: sp(1.0) for ph in
+                                        ("spmv", "precond", "vector", "iteration")}},
+               "of_triad": {"1x2": {ph: sp(1.0) for ph in
+                                    ("spmv", "precond", "vector", "iteration")}},
+               "triad_gbs": sp(40.0)}}}
+    lines = petsc_table(res)
+    assert lines[0].split(" | ")[4] == "faulted in by the setup (MB)"
+    ours = next(x for x in lines if "BICCG" in x).split(" | ")
+    petsc = next(x for x in lines if "PETSc 3.18.5" in x).split(" | ")
+    assert (ours[4], petsc[4]) == ("-", "226")

@@ -190,8 +190,10 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     transparent huge pages, a solve 4-14% faster here; or "base": where the host takes
     freed memory back, a fresh process's first setup at 128^3 took 0.20 s in base pages
     against 0.67 s in huge ones, comparisons/README.md; the solution is the same bits).
-    Raises NotConverged on a CG breakdown (naming the iteration), BadInput on NaN/Inf or
-    bad arguments.
+    statistics' minor_faults: this process's minor page faults during the call (its setup
+    faults in the pages of every array it places the first time; in base pages each fault
+    is one 4 KiB page).  Raises NotConverged on a CG breakdown (naming the iteration),
+    BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext.biccg import _biccg
 
@@ -202,6 +204,7 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     if tile is not None and (grid is None or int(np.prod(grid)) != n):
         raise BadInput(f"tiles need the grid of the matrix ({n} rows), not {grid}")
     x = np.zeros(len(b)) if x0 is None else np.array(x0, dtype=np.float64)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         stats = _biccg.solve(comm, indptr, indices, data, np.ascontiguousarray(b, np.float64),
                              x, n, row_begin, block_size, colors, tol, max_iter, threads,
@@ -215,6 +218,7 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
         raise BadInput(str(exc)) from exc
+    stats["minor_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     return x, stats
 
 
@@ -429,6 +433,8 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "reductions": st["traffic"]["reductions"],
             "reduction_bytes": st["traffic"]["reduction_bytes"],
             "peak_rss_bytes": max(rss) if rss else None,
+            # pages faulted in during the call, the busiest rank: a first setup's are all new
+            "minor_faults": comm.allreduce(st["minor_faults"], op=MPI.MAX),
             "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
             "host": socket.gethostname(),
             "hosts": len(set(comm.allgather(MPI.Get_processor_name()))),
