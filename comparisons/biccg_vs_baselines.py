@@ -67,6 +67,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -82,7 +83,7 @@ SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
 PETSC_MEMORY = ("fresh", "as-left")  # petsc_icc_cg.py's --memory
-BASE_PAGE = 4096
+BASE_PAGE = resource.getpagesize()
 PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
              "PYTHONPATH": "", "PYTHONHOME": "",  # empty: ignored by Python
              "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -144,9 +145,9 @@ def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int 
 
 def faulted_mb(x: dict) -> float | None:
     """The MB a solve's setup faulted in (the busiest process), where each fault is one base
-    page: ours in base pages (its minor_faults, the whole call's: the iterations fault in
-    nothing), PETSc's with --memory fresh (setup_faults); None where a fault may be a huge
-    page."""
+    page: ours in base pages (its minor_faults, the whole call's: its setup, which copies
+    the CSR, and iterations that fault in little), PETSc's with --memory fresh
+    (setup_faults: KSPSetUp's, not its matrix's); None where a fault may be a huge page."""
     if x.get("pages") == "base" and "minor_faults" in x:
         return x["minor_faults"] * BASE_PAGE / 1e6
     if x.get("memory") == "fresh" and "setup_faults" in x:
@@ -511,7 +512,7 @@ def main() -> int:
                         "huge, the solver's): base where huge pages fault in slowly "
                         "(comparisons/README.md, \"Huge pages or base pages\")")
     p.add_argument("--petsc-memory", choices=PETSC_MEMORY, default="fresh",
-                   help="what PETSc's matrix and setups run on (petsc_icc_cg.py's --memory; "
+                   help="what PETSc's matrix and first setup run on (petsc_icc_cg.py's --memory; "
                         "default fresh: new base pages, as our first setup's in --pages "
                         "base; as-left: the pages glibc kept from the CSR's construction)")
     p.add_argument("--only", action="append", choices=SECTIONS,

@@ -31,17 +31,19 @@ its diagonal and off-diagonal parts), so that t_matrix + t_setup starts where
 our setup starts, which copies the CSR in its own order.
 Memory (--memory): PETSc's memory comes from glibc, which keeps what a process
 frees and serves it again.  Building the CSR in numpy frees about 500 MB at
-128^3, and PETSc's first setup used to run on those pages: 14 page faults in
-KSPSetUp, 0.08 s, against 134-142 MB faulted in and 0.13-0.15 s for each later
+128^3, and PETSc's first setup used to run on those pages: 3-15 page faults in
+KSPSetUp, 0.08 s, against 142-159 MB faulted in and 0.13-0.15 s for each later
 setup.  Our solver maps its arrays afresh, so its first setup faults in every
-page.  "fresh" (the default) starts PETSc's matrix and each setup the same way:
-glibc's free memory handed back to the system first (malloc_trim), and
+page.  "fresh" (the default) starts PETSc's matrix and its first setup the same
+way: glibc's free memory handed back to the system first (malloc_trim), and
 transparent huge pages off while they run, so that every page they touch is a
-new base page, as our solver's are with --pages base.  Later setups (--solves)
-run on what the last one freed, as our solver's run on the arrays it kept.
-"as-left" runs on whatever the process holds, as before.  setup_faults is the setup's minor page
-faults (the most of any process): with "fresh", each is a 4 KiB page new to the
-process.
+new base page, as our solver's are with --pages base (PETSc advises none of its
+allocations huge; with THP off only the trim, it got huge pages from heap
+regions NumPy had advised).  Later setups (--solves) run on what the last one
+freed, as our solver's run on the arrays it kept.  "as-left" runs on whatever
+the process holds, as before.  setup_faults is KSPSetUp's minor page faults
+(the most of any process; its matrix's are not counted): with "fresh", each is
+one base page new to the process.
 
 relative_residual is recomputed from x. Exit status 3 when not converged,
 4 when petsc4py cannot be imported, 2 where --memory fresh cannot be had (the
@@ -68,7 +70,11 @@ import numpy as np
 
 NO_PETSC = 4
 MEMORY = ("fresh", "as-left")
-PR_SET_THP_DISABLE = 41  # linux/prctl.h
+PR_SET_THP_DISABLE, PR_GET_THP_DISABLE = 41, 42  # linux/prctl.h
+
+
+class NoFreshMemory(OSError):
+    """--memory fresh cannot be had in this process."""
 
 
 def minor_faults() -> int:
@@ -80,20 +86,26 @@ def minor_faults() -> int:
 def fresh_pages(on: bool):
     """With on: glibc's free memory handed back to the system (malloc_trim), and
     transparent huge pages off for the process until the block ends, so that what the
-    block allocates and touches faults in as new base pages.  Raises OSError where this
-    process cannot do either (not glibc on Linux)."""
+    block allocates and touches faults in as new base pages; afterwards THP is as it was
+    (the flag is inherited: a process may have started with it off).  Raises NoFreshMemory
+    where this process cannot do either (not glibc on Linux)."""
     if not on:
         yield
         return
     libc = ctypes.CDLL(None, use_errno=True)
-    if not hasattr(libc, "malloc_trim") or libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
-        raise OSError("--memory fresh needs glibc's malloc_trim and Linux's "
-                      "PR_SET_THP_DISABLE; run with --memory as-left")
+    if not hasattr(libc, "malloc_trim") or not hasattr(libc, "prctl"):
+        raise NoFreshMemory("--memory fresh needs glibc's malloc_trim and Linux's prctl; "
+                            "run with --memory as-left")
+    libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+    was_off = libc.prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0)
+    if was_off < 0 or libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise NoFreshMemory(f"prctl(PR_SET_THP_DISABLE): {os.strerror(ctypes.get_errno())}; "
+                            "run with --memory as-left")
     try:
         libc.malloc_trim(0)
         yield
     finally:
-        libc.prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0)
+        libc.prctl(PR_SET_THP_DISABLE, 1 if was_off else 0, 0, 0, 0)
 
 
 def poisson_csr(nx: int, ny: int, nz: int, index_dtype=np.int64, rows: tuple | None = None):
@@ -214,8 +226,9 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
             ksp.setUp()
             if size > 1:  # the blocks' factorizations run in their own setup
                 ksp.setUpOnBlocks()
+            faults = minor_faults() - f0  # before slowest(), which makes a vector
             t_setup = slowest(t0)
-            faults = int(most(minor_faults() - f0))
+            faults = int(most(faults))
         comm.barrier()
         t0 = time.perf_counter()
         ksp.solve(b, x)
@@ -260,10 +273,11 @@ def main(argv=None) -> int:
                    help="solve this many times in the process, each with a new KSP (its setup "
                         "from scratch, on memory the last one freed), a JSON line each")
     p.add_argument("--pause", type=float, default=0.0,
-                   help="seconds of sleep before each setup (default 0): memory freed by the "
-                        "matrix's assembly has gone back to a reporting host by 5")
+                   help="seconds of sleep before each setup (default 0): memory the process "
+                        "frees and glibc keeps is not reported to the host, so a pause "
+                        "changes only what was handed back (--memory fresh)")
     p.add_argument("--memory", choices=MEMORY, default="fresh",
-                   help="what PETSc's matrix and setups run on (default fresh): memory "
+                   help="what PETSc's matrix and first setup run on (default fresh): memory "
                         "handed back to the system first and faulted in as new base pages, "
                         "as our solver's first setup does with --pages base; or as-left: the "
                         "pages glibc kept from the CSR's construction (see above)")
@@ -286,7 +300,7 @@ def main(argv=None) -> int:
         return 0
     try:
         recs = solve(PETSc, a.poisson, a.rtol, a.max_iter, a.solves, a.pause, a.memory)
-    except OSError as exc:
+    except NoFreshMemory as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if PETSc.COMM_WORLD.getRank() == 0:
