@@ -74,6 +74,7 @@ import sys
 from pathlib import Path
 
 from biccg_kernels import mpi_prefix  # comparisons/ is on sys.path: these run as scripts
+from petsc_icc_cg import MEMORY as PETSC_MEMORY
 
 from kernels_ext.biccg import DEFAULT_PAGES, PAGES
 
@@ -82,7 +83,6 @@ PY = sys.executable
 SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
-PETSC_MEMORY = ("fresh", "as-left")  # petsc_icc_cg.py's --memory
 BASE_PAGE = resource.getpagesize()
 PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
              "PYTHONPATH": "", "PYTHONHOME": "",  # empty: ignored by Python
@@ -512,9 +512,8 @@ def main() -> int:
                         "huge, the solver's): base where huge pages fault in slowly "
                         "(comparisons/README.md, \"Huge pages or base pages\")")
     p.add_argument("--petsc-memory", choices=PETSC_MEMORY, default="fresh",
-                   help="what PETSc's matrix and first setup run on (petsc_icc_cg.py's --memory; "
-                        "default fresh: new base pages, as our first setup's in --pages "
-                        "base; as-left: the pages glibc kept from the CSR's construction)")
+                   help="petsc_icc_cg.py's --memory (default fresh; its --help says what "
+                        "each means)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable)")
     p.add_argument("--out", type=Path, help="write everything measured as JSON here")
