@@ -59,7 +59,10 @@ where nothing was fitted):
    thread shares: the ordering's colouring, the halo's columns).  On the lent 16-core
    machine at 128^3 it took 11 of the model's iterations at 2x1 and 26 at 2x8; the
    decision's layouts run 8-60 threads a rank (comparisons/README.md, "Setup against
-   threads").
+   threads").  At the study's size there (2x8, 2026-11-29) a first setup took 1.26 s, 8
+   of the model's iterations, where the term fitted on the 2-core reference is 38: that
+   reference's first setup meets cold huge pages (comparisons/README.md, "Huge pages or
+   base pages").  It is a first solve's only, one of a job's 100 (0.1% of its time).
 
 Nothing else is modelled: NUMA placement, a busy network, the OpenMP runtime's barriers
 at every color (the validation shows what these cost).
