@@ -44,7 +44,8 @@ does: comparisons/README.md, "Huge pages or base pages").  Both setups start on 
 to their process: ours maps its arrays afresh; PETSc's, --petsc-memory fresh (the
 default), has glibc's free memory handed back first and faults its pages in as base pages
 (as-left: on the pages glibc kept from building the CSR, which PETSc's first setup reused
-whole).  The MB each setup faulted in is printed where each fault is one base page (ours
+whole; trimmed: handed back, THP as the system has it, so huge pages where given, as ours
+by default).  The MB each setup faulted in is printed where each fault is one base page (ours
 in base pages, PETSc's fresh).
 
 Byte model of one iteration (8-byte values, 4-byte column indices, 8-byte row

@@ -38,16 +38,18 @@ page.  "fresh" (the default) starts PETSc's matrix and its first setup the same
 way: glibc's free memory handed back to the system first (malloc_trim), and
 transparent huge pages off while they run, so that every page they touch is a
 new base page, as our solver's are with --pages base (PETSc advises none of its
-allocations huge; with THP off only the trim, it got huge pages from heap
-regions NumPy had advised).  Later setups (--solves) run on what the last one
+allocations huge).  "trimmed" hands the free memory back and leaves THP as the
+system has it: PETSc then gets huge pages where the kernel gives them (here,
+heap regions NumPy had advised), each fault possibly 2 MiB, as our solver's
+default --pages huge does.  Later setups (--solves) run on what the last one
 freed, as our solver's run on the arrays it kept.  "as-left" runs on whatever
 the process holds, as before.  setup_faults is KSPSetUp's minor page faults
 (the most of any process; its matrix's are not counted): with "fresh", each is
 one base page new to the process.
 
 relative_residual is recomputed from x. Exit status 3 when not converged,
-4 when petsc4py cannot be imported, 2 where --memory fresh cannot be had (the
-reason on stderr). With --version it
+4 when petsc4py cannot be imported, 2 where --memory fresh or trimmed cannot be
+had (the reason on stderr). With --version it
 only prints {"petsc_version": ...}.
 
 Where petsc4py is not on sys.path, PETSC_DIR (or else Debian's real-number
@@ -69,12 +71,12 @@ from contextlib import contextmanager
 import numpy as np
 
 NO_PETSC = 4
-MEMORY = ("fresh", "as-left")
+MEMORY = ("fresh", "trimmed", "as-left")
 PR_SET_THP_DISABLE, PR_GET_THP_DISABLE = 41, 42  # linux/prctl.h
 
 
 class NoFreshMemory(OSError):
-    """--memory fresh cannot be had in this process."""
+    """--memory fresh (or trimmed) cannot be had in this process."""
 
 
 def minor_faults() -> int:
@@ -83,19 +85,24 @@ def minor_faults() -> int:
 
 
 @contextmanager
-def fresh_pages(on: bool):
-    """With on: glibc's free memory handed back to the system (malloc_trim), and
-    transparent huge pages off for the process until the block ends, so that what the
-    block allocates and touches faults in as new base pages; afterwards THP is as it was
-    (the flag is inherited: a process may have started with it off).  Raises NoFreshMemory
-    where this process cannot do either (not glibc on Linux)."""
-    if not on:
+def memory_as(memory: str):
+    """The block's memory as `memory` (one of MEMORY) says.  fresh: glibc's free memory
+    handed back to the system (malloc_trim), and transparent huge pages off for the
+    process until the block ends, so that what the block allocates and touches faults in
+    as new base pages; afterwards THP is as it was (the flag is inherited: a process may
+    have started with it off).  trimmed: the hand-back alone.  as-left: nothing.  Raises
+    NoFreshMemory where this process cannot do what is asked (not glibc on Linux)."""
+    if memory == "as-left":
         yield
         return
     libc = ctypes.CDLL(None, use_errno=True)
     if not hasattr(libc, "malloc_trim") or not hasattr(libc, "prctl"):
-        raise NoFreshMemory("--memory fresh needs glibc's malloc_trim and Linux's prctl; "
+        raise NoFreshMemory(f"--memory {memory} needs glibc's malloc_trim and Linux's prctl; "
                             "run with --memory as-left")
+    if memory == "trimmed":
+        libc.malloc_trim(0)
+        yield
+        return
     libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
     was_off = libc.prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0)
     if was_off < 0 or libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
@@ -174,14 +181,12 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
         """Seconds since t0 on the slowest process."""
         return most(time.perf_counter() - t0)
 
-    fresh = memory == "fresh"
-
     comm.barrier()
     t0 = time.perf_counter()
     indptr, indices, data = poisson_csr(nx, ny, nz, PETSc.IntType, rows)
     m = rows[1] - rows[0]
     comm.barrier()
-    with fresh_pages(fresh):
+    with memory_as(memory):
         t1 = time.perf_counter()  # the CSR made PETSc's matrix (one process: the arrays taken)
         A = PETSc.Mat().createAIJWithArrays(size=((m, n), (m, n)), csr=(indptr, indices, data),
                                             comm=comm)
@@ -220,7 +225,7 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
         ksp.setFromOptions()
 
         time.sleep(pause)
-        with fresh_pages(fresh and solve_no == 1):  # later: on what the last one freed
+        with memory_as(memory if solve_no == 1 else "as-left"):  # later: what the last freed
             comm.barrier()
             f0, t0 = minor_faults(), time.perf_counter()
             ksp.setUp()
@@ -279,8 +284,10 @@ def main(argv=None) -> int:
     p.add_argument("--memory", choices=MEMORY, default="fresh",
                    help="what PETSc's matrix and first setup run on (default fresh): memory "
                         "handed back to the system first and faulted in as new base pages, "
-                        "as our solver's first setup does with --pages base; or as-left: the "
-                        "pages glibc kept from the CSR's construction (see above)")
+                        "as our solver's first setup does with --pages base; trimmed: handed "
+                        "back, THP as the system has it (huge pages where given, as our "
+                        "default --pages huge); or as-left: the pages glibc kept from the "
+                        "CSR's construction (see above)")
     p.add_argument("--version", action="store_true", help="only print the PETSc version")
     a = p.parse_args(argv)
     if min(a.poisson) < 1:

@@ -83,19 +83,23 @@ def test_setup_from_the_csr_adds_petscs_matrix_only():
 def test_a_fresh_setup_faults_in_petscs_factor():
     """With --memory fresh (the default) PETSc's setup faults in at least its factor's pages
     (ICC(0) keeps the upper triangle with the diagonal: 12 bytes an entry), each a base
-    page; as-left runs and says so (what glibc kept, and so what it faults in, is its own)."""
+    page; as-left runs and says so (what glibc kept, and so what it faults in, is its own);
+    trimmed, the hand-back alone, faults in more than as-left (its pages may be huge)."""
     grid = (64, 64, 64)
     fresh, left = petsc(1, grid), petsc(1, grid, "as-left")
+    trimmed = petsc(1, grid, "trimmed")
     n, nnz = fresh["n"], fresh["nnz"]
-    assert fresh["memory"] == "fresh" and left["memory"] == "as-left"
+    assert (fresh["memory"], left["memory"], trimmed["memory"]) == ("fresh", "as-left",
+                                                                    "trimmed")
     assert fresh["setup_faults"] * 4096 >= 12 * (nnz + n) // 2
-    assert left["converged"]  # (the THP half of fresh: the next test)
+    assert trimmed["setup_faults"] > left["setup_faults"]
+    assert left["converged"] and trimmed["converged"]  # (fresh's THP half: the next test)
 
 
-def test_fresh_pages_turns_huge_pages_off_for_its_block_only():
-    """Inside fresh_pages(True) the process's transparent huge pages are off (what it
+def test_fresh_memory_turns_huge_pages_off_for_its_block_only():
+    """Inside memory_as("fresh") the process's transparent huge pages are off (what it
     faults in is base pages), and on again after, also where the block raised; a process
-    that had them off keeps them off."""
+    that had them off keeps them off.  "trimmed" and "as-left" leave them on."""
     def thp() -> str:
         status = Path("/proc/self/status").read_text()
         line = next((x for x in status.splitlines() if x.startswith("THP_enabled:")), None)
@@ -105,20 +109,21 @@ def test_fresh_pages_turns_huge_pages_off_for_its_block_only():
 
     if thp() != "1":
         pytest.skip("transparent huge pages are off for this process already")
-    with petsc_icc_cg.fresh_pages(True):
+    with petsc_icc_cg.memory_as("fresh"):
         assert thp() == "0"
     with pytest.raises(RuntimeError, match="^inside$"):
-        with petsc_icc_cg.fresh_pages(True):
+        with petsc_icc_cg.memory_as("fresh"):
             raise RuntimeError("inside")
     assert thp() == "1"
-    with petsc_icc_cg.fresh_pages(False):
-        assert thp() == "1"
+    for memory in ("trimmed", "as-left"):
+        with petsc_icc_cg.memory_as(memory):
+            assert thp() == "1"
     import ctypes
 
     libc = ctypes.CDLL(None)
     libc.prctl(petsc_icc_cg.PR_SET_THP_DISABLE, 1, 0, 0, 0)
     try:
-        with petsc_icc_cg.fresh_pages(True):
+        with petsc_icc_cg.memory_as("fresh"):
             assert thp() == "0"
         assert thp() == "0"
     finally:
@@ -126,13 +131,44 @@ def test_fresh_pages_turns_huge_pages_off_for_its_block_only():
     assert thp() == "1"
 
 
+def test_trimmed_and_fresh_memory_hand_glibcs_free_memory_back():
+    """memory_as("trimmed") and "fresh" hand back the memory glibc keeps after a free (the
+    process's resident set falls by most of it); "as-left" keeps it."""
+    import ctypes
+    import resource
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    chunk, mib = 64 * 1024, 1 << 20  # under glibc's mmap threshold: from its heap
+
+    def rss() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+
+    for memory, kept in (("as-left", True), ("trimmed", False), ("fresh", False)):
+        chunks = [libc.malloc(chunk) for _ in range(1024)]  # 64 MiB, touched
+        for c in chunks:
+            ctypes.memset(c, 1, chunk)
+        fence = libc.malloc(chunk)  # above them: glibc cannot give them back by itself
+        for c in chunks:
+            libc.free(c)
+        before = rss()
+        try:
+            with petsc_icc_cg.memory_as(memory):
+                fell = before - rss()
+        finally:
+            libc.free(fence)
+        assert (fell < 8 * mib) if kept else (fell > 32 * mib), (memory, fell)
+
+
 def test_faulted_mb_only_where_a_fault_is_a_base_page():
     """Ours in base pages and PETSc's fresh setups count 4 KiB a fault; ours in huge pages
-    and PETSc's as-left are not counted (a fault may be a 2 MiB page)."""
+    and PETSc's as-left or trimmed are not counted (a fault may be a 2 MiB page)."""
     assert faulted_mb({"pages": "base", "minor_faults": 1000}) == 4.096
     assert faulted_mb({"memory": "fresh", "setup_faults": 500}) == 2.048
     assert faulted_mb({"pages": "huge", "minor_faults": 1000}) is None
     assert faulted_mb({"memory": "as-left", "setup_faults": 500}) is None
+    assert faulted_mb({"memory": "trimmed", "setup_faults": 500}) is None
 
 
 def test_the_table_shows_what_each_setup_faulted_in():
