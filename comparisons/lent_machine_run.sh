@@ -13,8 +13,16 @@
 #   # pygments, python-dateutil, pyyaml, requests, tqdm, typing-extensions, urllib3, tzdata
 #   # (29 MB stay: the tree and the wheels must fit the tool's 64 MiB)
 #
+# The tree travels too, and by 2026-11-29 it was 56 MB, 41 of them data/runs/local: with the
+# wheels that is over the tool's 64 MiB. Move that folder out of the checkout for the calls
+# (mv data/runs/local /work/hold/, and back after; nothing on that machine reads it).
+#
 # then run, carrying .whl (ignored):         bash comparisons/lent_machine_run.sh 580
 # and to resume in the same lease:           bash comparisons/lent_machine_run.sh 200 RUN_ID
+# (untar the first call's run.tgz here first: the run folder travels with the tree). The
+# machine goes back 30 s after a call, and a new one costs a start: resume at once. On
+# 2026-11-29 the first call took 487 s of a 600 s limit and 519 s of the lease with the
+# start, the resumed one 221 s: 146 s of the 15 minutes were left.
 # It writes $OUT/log.txt, $OUT/run.tgz (the run folder: untar it here, in the repository's
 # root) and, on a first call, $OUT/gpu_triad.json. A processor other than the lent one's
 # (16 cores, model 207, 300 MiB L3) is measured under a VM name of its own.
