@@ -238,13 +238,20 @@ def test_overview_bars_start_at_zero_and_its_legend_names_only_what_is_drawn(mon
 
 def test_an_incomplete_sweep_is_never_drawn_as_a_vms_best_without_saying_so(monkeypatch,
                                                                            tmp_path, runs):
-    """The lent machine's newest committed run stopped at its budget (6 of 18 Triad
-    configurations): its rows of the best-per-VM tables carry that state (run_state), and
-    the overview names it an incomplete sweep; the complete local run is not marked, nor
-    the lent run's complete ping-pong."""
+    """A committed run of the lent machine whose Triad stopped at its budget (6 of 18
+    configurations) and whose ping-pong completed, as the VM's newest: its rows of the
+    best-per-VM tables carry that state (run_state), and the overview names it an
+    incomplete sweep; the complete local run is not marked, nor that complete ping-pong.
+    (The run is picked by its id, so that a newer lease's run changes nothing here.)"""
+    import shutil
+
+    lent = "20261128T162614Z-h200"
+    chosen = tmp_path / "runs"
+    shutil.copytree(runs / "local", chosen / "local")
+    shutil.copytree(runs / "lent-h100-16c" / lent, chosen / "lent-h100-16c" / lent)
     figs = _capture(monkeypatch, sections)
-    triad.report_section(runs, figures_dir=tmp_path)
-    pingpong.report_section(runs, figures_dir=tmp_path)
+    triad.report_section(chosen, figures_dir=tmp_path)
+    pingpong.report_section(chosen, figures_dir=tmp_path)
     best = pd.read_csv(tmp_path / "triad_best.csv")
     states = best.dropna(subset=["run_state"]).groupby("vm")["run_state"].agg(set)
     assert states["local"] == {"complete"}
