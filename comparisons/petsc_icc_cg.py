@@ -92,6 +92,8 @@ def memory_as(memory: str):
     as new base pages; afterwards THP is as it was (the flag is inherited: a process may
     have started with it off).  trimmed: the hand-back alone.  as-left: nothing.  Raises
     NoFreshMemory where this process cannot do what is asked (not glibc on Linux)."""
+    if memory not in MEMORY:
+        raise ValueError(f"memory {memory!r}: one of {', '.join(MEMORY)}")
     if memory == "as-left":
         yield
         return

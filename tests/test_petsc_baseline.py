@@ -161,6 +161,12 @@ def test_trimmed_and_fresh_memory_hand_glibcs_free_memory_back():
         assert (fell < 8 * mib) if kept else (fell > 32 * mib), (memory, fell)
 
 
+def test_memory_as_refuses_a_memory_it_does_not_know():
+    with pytest.raises(ValueError, match="^memory 'warm': one of fresh, trimmed, as-left$"):
+        with petsc_icc_cg.memory_as("warm"):
+            pass
+
+
 def test_faulted_mb_only_where_a_fault_is_a_base_page():
     """Ours in base pages and PETSc's fresh setups count 4 KiB a fault; ours in huge pages
     and PETSc's as-left or trimmed are not counted (a fault may be a 2 MiB page)."""
