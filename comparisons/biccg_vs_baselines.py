@@ -75,6 +75,7 @@ import sys
 from pathlib import Path
 
 from biccg_kernels import mpi_prefix  # comparisons/ is on sys.path: these run as scripts
+from petsc_icc_cg import DEFAULT_MEMORY as PETSC_DEFAULT_MEMORY
 from petsc_icc_cg import MEMORY as PETSC_MEMORY
 
 from kernels_ext.biccg import DEFAULT_PAGES, PAGES
@@ -127,7 +128,7 @@ def baseline(grid: list[int], method: str, threads: int) -> dict:
 
 
 def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1,
-               solves: int = 1, memory: str = "fresh") -> list[str]:
+               solves: int = 1, memory: str = PETSC_DEFAULT_MEMORY) -> list[str]:
     """The command of PETSc ICC(0)-CG solves: `ranks` processes under Open MPI, each
     bound to a core as ours are, where ranks > 1; `memory`: its --memory."""
     pre = [PETSC_MPIEXEC, "-n", str(ranks), "--bind-to", "core"] if ranks > 1 else []
@@ -136,7 +137,7 @@ def petsc_argv(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1,
 
 
 def petsc(grid: list[int], python: str = SYSTEM_PY, ranks: int = 1, solves: int = 1,
-          memory: str = "fresh") -> dict:
+          memory: str = PETSC_DEFAULT_MEMORY) -> dict:
     """PETSc ICC(0)-CG solves in fresh processes (petsc_argv), each a new KSP, with our
     record's time keys added: first_and_later."""
     recs = run_jsons(petsc_argv(grid, python, ranks, solves, memory), PETSC_ENV)
@@ -282,7 +283,7 @@ def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
 
 def compare_petsc(grids: list[list[int]], rounds: int, threads: int,
                   python: str = SYSTEM_PY, solves: int = 3, pages: str = DEFAULT_PAGES,
-                  petsc_memory: str = "fresh") -> dict:
+                  petsc_memory: str = PETSC_DEFAULT_MEMORY) -> dict:
     """Our solve in each of LAYOUTS and PETSc's ICC(0)-CG (1 x 1), and the Triad of the
     layouts' cores, in an order that rotates every round, `rounds` rounds per grid; the
     ratios ours / PETSc (setup, solve, total) and ours / Triad (each pass's achieved
@@ -512,7 +513,7 @@ def main() -> int:
                    help="our solver's pages in the PETSc comparison (its --pages; default "
                         "huge, the solver's): base where huge pages fault in slowly "
                         "(comparisons/README.md, \"Huge pages or base pages\")")
-    p.add_argument("--petsc-memory", choices=PETSC_MEMORY, default="fresh",
+    p.add_argument("--petsc-memory", choices=PETSC_MEMORY, default=PETSC_DEFAULT_MEMORY,
                    help="petsc_icc_cg.py's --memory (default fresh; its --help says what "
                         "each means)")
     p.add_argument("--only", action="append", choices=SECTIONS,

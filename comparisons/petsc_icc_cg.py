@@ -72,6 +72,7 @@ import numpy as np
 
 NO_PETSC = 4
 MEMORY = ("fresh", "trimmed", "as-left")
+DEFAULT_MEMORY = "fresh"
 PR_SET_THP_DISABLE, PR_GET_THP_DISABLE = 41, 42  # linux/prctl.h
 
 
@@ -160,7 +161,7 @@ def import_petsc():
 
 
 def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
-          pause: float = 0.0, memory: str = "fresh") -> list[dict]:
+          pause: float = 0.0, memory: str = DEFAULT_MEMORY) -> list[dict]:
     """The problem built once, then solved `solves` times, each setup after `pause` seconds
     of sleep, PETSc's matrix and setups on the `memory` the module's docstring says; a
     record a solve."""
@@ -227,7 +228,8 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
         ksp.setFromOptions()
 
         time.sleep(pause)
-        with memory_as(memory if solve_no == 1 else "as-left"):  # later: what the last freed
+        used = memory if solve_no == 1 else "as-left"  # later: on what the last one freed
+        with memory_as(used):
             comm.barrier()
             f0, t0 = minor_faults(), time.perf_counter()
             ksp.setUp()
@@ -254,7 +256,7 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
             "ranks": size, "threads": 1, "rtol": rtol,
             "iterations": ksp.getIterationNumber(), "t_build": t_build, "t_matrix": t_matrix,
             "t_setup": t_setup, "t_solve": t_solve,
-            "memory": memory if solve_no == 1 else "as-left",
+            "memory": used,
             "setup_faults": faults,
             "relative_residual": r.norm() / b.norm(),
             "error_max": x.norm(PETSc.NormType.INFINITY),
@@ -283,7 +285,7 @@ def main(argv=None) -> int:
                    help="seconds of sleep before each setup (default 0): memory the process "
                         "frees and glibc keeps is not reported to the host, so a pause "
                         "changes only what was handed back (--memory fresh)")
-    p.add_argument("--memory", choices=MEMORY, default="fresh",
+    p.add_argument("--memory", choices=MEMORY, default=DEFAULT_MEMORY,
                    help="what PETSc's matrix and first setup run on (default fresh): memory "
                         "handed back to the system first and faulted in as new base pages, "
                         "as our solver's first setup does with --pages base; trimmed: handed "
