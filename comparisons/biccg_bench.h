@@ -129,10 +129,10 @@ static void time_alternating(int nv, int rounds, void (*call)(void *ctx, int v),
         ms[v] = 1e3 * median(t + v * rounds, rounds);
 }
 
-/* A tile driver's problem (biccg_padded.c, biccg_split_spmv.c): the grid set
- * up in L, n rows, rounds of timing, and the vectors its variants share:
- * x = 1 + i mod 7, y and y0 zeroed (a variant's output and the solver's), t
- * of two variants' rounds for time_alternating. */
+/* A tile driver's problem (biccg_padded.c, biccg_split_spmv.c,
+ * biccg_sell_spmv.c): the grid set up in L, n rows, rounds of timing, and the
+ * vectors its variants share: x = 1 + i mod 7, y and y0 zeroed (a variant's
+ * output and the solver's), t of two variants' rounds for time_alternating. */
 typedef struct {
     bc_local L;
     bc_gidx n;
@@ -176,6 +176,38 @@ static inline int tile_bench_init(int argc, char **argv, tile_bench *b)
     for (bc_gidx i = 0; i < b->n; i++)
         b->x[i] = 1.0 + (double)(i % 7), b->y[i] = b->y0[i] = 0.0;
     return 0;
+}
+
+/* Another storage's SpMV (biccg_split_spmv.c, biccg_sell_spmv.c): y = A x from
+ * the storage s built from L's copy of A, returning x'y. */
+typedef double (*spmv_fn)(const bc_local *L, const void *s, const double *x, double *y);
+
+typedef struct {
+    tile_bench *b;
+    spmv_fn other;
+    const void *s;
+} spmv_pair;
+
+static inline void spmv_pair_call(void *vc, int v)
+{
+    spmv_pair *c = vc;
+    if (v == 0)
+        bc_spmv(&c->b->L, c->b->x, c->b->y);
+    else
+        c->other(&c->b->L, c->s, c->b->x, c->b->y);
+}
+
+/* bc_spmv beside other on s: whether other's y is bc_spmv's bit for bit (the
+ * return), then both timed by time_alternating (ms: bc_spmv's and other's
+ * medians flushed, then warm). */
+static inline int spmv_beside(tile_bench *b, spmv_fn other, const void *s, double ms[4])
+{
+    bc_spmv(&b->L, b->x, b->y0);
+    other(&b->L, s, b->x, b->y);
+    const int same = memcmp(b->y, b->y0, (size_t)b->n * sizeof *b->y) == 0;
+    spmv_pair pair = {b, other, s};
+    time_alternating(2, b->rounds, spmv_pair_call, &pair, b->t, ms);
+    return same;
 }
 
 #endif

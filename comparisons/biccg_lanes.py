@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from biccg_kernels import build, driver_env  # comparisons/ is on sys.path: these run as scripts
@@ -81,6 +81,28 @@ def each_run(exe: Path, a: argparse.Namespace, tile: tuple,
             else:
                 yield name, t, r
 
+
+
+def spmv_table(doc: str, source: str, name: str, key: str, why_not: str,
+               last: tuple[str, Callable[[dict], str]]) -> int:
+    """The whole of an SpMV tile driver's script (biccg_split_spmv.py, biccg_sell_spmv.py):
+    `source` built and run for each grid and thread count of the command line (`doc` its
+    help, `why_not` where it cannot run), a table row each: bc_spmv beside the storage
+    `name` (the record's `key`_ms and `key`_warm_ms), whether y is the same bits, and a
+    last column, last = (its header, its cell from the record)."""
+    a, tile = tile_args(doc, 15)
+    print(f"| grid | threads | bc_spmv (ms) | {name} (ms) | {name} / bc_spmv | warm: bc_spmv, "
+          f"{name} (ms) | y the same bits | {last[0]} |")
+    print("|---|---|---:|---:|---:|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / key
+        build(a.cc, FLAGS, exe, source)
+        for grid, t, r in each_run(exe, a, tile, why_not):
+            print(f"| {grid} | {t} | {r['spmv_ms']:.2f} | {r[key + '_ms']:.2f} | "
+                  f"{r[key + '_ms'] / r['spmv_ms']:.2f} | "
+                  f"{r['spmv_warm_ms']:.2f}, {r[key + '_warm_ms']:.2f} | "
+                  f"{'yes' if r['same_bits'] else 'no'} | {last[1](r)} |")
+    return 0
 
 def main() -> int:
     a, tile = tile_args(__doc__, 9)

@@ -43,8 +43,9 @@ static int split(const bc_local *L, split_a *s)
 
 /* y = A x on the split storage, and x'y, as bc_spmv does (the plan's lines of
  * x prefetched a few blocks ahead, the streams ahead of their use). */
-static double spmv_split(const bc_local *L, const split_a *s, const double *x, double *y)
+static double spmv_split(const bc_local *L, const void *sv, const double *x, double *y)
 {
+    const split_a *s = sv;
     const int n = L->nloc;
     const int64_t lend = L->lptr[n], uend = L->uptr[n];
     double xy = 0.0;
@@ -73,21 +74,6 @@ static double spmv_split(const bc_local *L, const split_a *s, const double *x, d
     return xy;
 }
 
-typedef struct {
-    bc_local *L;
-    split_a *s;
-    double *x, *y;
-} kernel_ctx;
-
-static void kernel_call(void *vc, int v)
-{
-    kernel_ctx *c = vc;
-    if (v == 0)
-        bc_spmv(c->L, c->x, c->y);
-    else
-        spmv_split(c->L, c->s, c->x, c->y);
-}
-
 int main(int argc, char **argv)
 {
     tile_bench b;
@@ -102,12 +88,8 @@ int main(int argc, char **argv)
         return rc;
     }
     const bc_gidx n = b.n;
-    bc_spmv(&b.L, b.x, b.y0);
-    spmv_split(&b.L, &s, b.x, b.y);
-    const int same = memcmp(b.y, b.y0, (size_t)n * sizeof *b.y) == 0;
-    kernel_ctx ctx = {&b.L, &s, b.x, b.y};
     double ms[4];
-    time_alternating(2, b.rounds, kernel_call, &ctx, b.t, ms);
+    const int same = spmv_beside(&b, spmv_split, &s, ms);
     const int64_t nnz = b.L.rowptr[n], nl = b.L.lptr[n], nu = b.L.uptr[n];
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"spmv_ms\": %.4f, \"split_ms\": %.4f, "
            "\"spmv_warm_ms\": %.4f, \"split_warm_ms\": %.4f, \"same_bits\": %s, "

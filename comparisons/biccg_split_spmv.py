@@ -15,28 +15,15 @@ at once ("warm"), medians; y must be the same bits (the sums run in the same ord
 from __future__ import annotations
 
 import sys
-import tempfile
-from pathlib import Path
 
-from biccg_kernels import build  # comparisons/ is on sys.path: these run as scripts
-from biccg_lanes import FLAGS, each_run, tile_args
+from biccg_lanes import spmv_table  # comparisons/ is on sys.path: these run as scripts
 
 
 def main() -> int:
-    a, tile = tile_args(__doc__, 15)
-    print("| grid | threads | bc_spmv (ms) | split (ms) | split / bc_spmv | warm: bc_spmv, split "
-          "(ms) | y the same bits | A's storage: CSR, split (MB) |")
-    print("|---|---|---:|---:|---:|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "split"
-        build(a.cc, FLAGS, exe, "biccg_split_spmv.c")
-        for grid, t, r in each_run(exe, a, tile, "a row is not lower, diagonal, upper"):
-            print(f"| {grid} | {t} | {r['spmv_ms']:.2f} | "
-                  f"{r['split_ms']:.2f} | {r['split_ms'] / r['spmv_ms']:.2f} | "
-                  f"{r['spmv_warm_ms']:.2f}, {r['split_warm_ms']:.2f} | "
-                  f"{'yes' if r['same_bits'] else 'no'} | {r['csr_bytes'] / 1e6:.0f}, "
-                  f"{r['split_bytes'] / 1e6:.0f} |")
-    return 0
+    return spmv_table(__doc__, "biccg_split_spmv.c", "split", "split",
+                      "a row is not lower, diagonal, upper",
+                      ("A's storage: CSR, split (MB)",
+                       lambda r: f"{r['csr_bytes'] / 1e6:.0f}, {r['split_bytes'] / 1e6:.0f}"))
 
 
 if __name__ == "__main__":

@@ -1029,6 +1029,30 @@ def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
     assert (rec["csr_bytes"], rec["split_bytes"]) == (8 * (n + 1) + 12 * nnz, 8 * nnz)
 
 
+def test_the_sell_spmv_is_the_solvers_bit_for_bit(tmp_path):
+    """comparisons/biccg_sell_spmv.c times the solver's SpMV against the product on A in
+    SELL-8 (rows in AVX-512 lanes): each row's sum runs in its order, so y must be the same
+    bits, on a grid whose last chunk of 8 rows is partial (13 x 10 x 9 = 1,170 rows).  Built
+    for this CPU; where it has no AVX-512 the driver says so (exit 3) and the test skips."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    sys.path.insert(0, str(ROOT / "comparisons"))
+    from biccg_kernels import build  # comparisons/ is a folder of scripts
+
+    exe = tmp_path / "sell"
+    build(str(mpicc), "-O2 -march=native -fopenmp -std=gnu99", exe, "biccg_sell_spmv.c")
+    out = subprocess.run([str(exe), "13", "10", "9", "1", "4", "4", "2"], capture_output=True,
+                         text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    if out.returncode == 3:
+        assert "needs AVX-512" in out.stderr
+        pytest.skip("this CPU has no AVX-512: " + out.stderr.strip())
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout.splitlines()[-1])
+    assert rec["n"] == 13 * 10 * 9 and rec["same_bits"] is True
+    assert 1.0 <= rec["padding"] < 1.3 and rec["sell_ms"] > 0
+
+
 def test_a_tile_driver_refuses_a_bad_command_line(tmp_path):
     """tile_bench_init: no rounds, and a short command line, are refused with exit 2 and the
     reason, before any work."""
