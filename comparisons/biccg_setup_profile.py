@@ -17,13 +17,15 @@ their per-round ratios: a change to the iteration measured side by side with its
 The sweeps prefetch what they gather as the solver decides (where the node's vector
 exceeds this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment
 forces it on (off) in builds that have it. --pages base places the solver's arrays in base
-pages (BC_BASE_PAGES=1 to the driver), as its --pages does.
+pages (BC_BASE_PAGES=1 to the driver), as its --pages does. --blocking rows takes blocks of
+32 consecutive rows, the study's blocking, instead of tiles of the grid.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --base HEAD --rounds 9
     python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --rounds 7
     python comparisons/biccg_setup_profile.py --base HEAD --pages base --rounds 9
+    python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --blocking rows
 """
 
 from __future__ import annotations
@@ -67,19 +69,23 @@ def checkout(ref: str, into: Path) -> Path:
     return into / DRIVER
 
 
+#: the driver's blockings: tiles of the grid (the solver's for a grid), or runs of 32
+#: consecutive rows (the study's, which passes no grid)
+BLOCKINGS = ("tiles", "rows")
+
 #: the solve's times that --iterations reports, from the driver's JSON line
 SOLVE_KEYS = ("solve_s", "spmv_s", "precond_s", "vector_s", "dots_s")
 
 
 def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
-             iterations: int = 0, pages: str = DEFAULT_PAGES
+             iterations: int = 0, pages: str = DEFAULT_PAGES, blocking: str = "tiles"
              ) -> tuple[dict[str, float], str, dict]:
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
     digest line, sorted and joined (each rank prints its own), and the driver's record
-    (its solve's times where iterations > 0)."""
+    (its solve's times where iterations > 0); blocks as `blocking` says (BLOCKINGS)."""
     env = driver_env(threads) | {"BC_BASE_PAGES": str(int(pages == "base"))}
     argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
-            str(iterations)]
+            str(iterations), "0", str(int(blocking == "rows"))]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     phases: dict[str, float] = {}
@@ -141,6 +147,9 @@ def main() -> int:
     p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
                    help="the kind of pages the solver's arrays are placed in (its --pages; "
                         f"default {DEFAULT_PAGES})")
+    p.add_argument("--blocking", choices=BLOCKINGS, default="tiles",
+                   help="blocks of 32: tiles of the grid (the default, the solver's for a "
+                        "grid) or runs of consecutive rows (the study's blocking)")
     a = p.parse_args()
     if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1 or a.iterations < 0:
         p.error("--rounds, --threads, --ranks and the grid's sizes must be positive, "
@@ -154,6 +163,8 @@ def main() -> int:
             if a.pages == "base" and "BC_BASE_PAGES" not in driver.read_text():
                 sys.exit(f"error: --pages base: the driver at {a.base} cannot ask for base pages "
                          "(it predates BC_BASE_PAGES), so its runs would be in huge pages")
+            if a.blocking == "rows" and "ROWS" not in driver.read_text():
+                sys.exit(f"error: --blocking rows: the driver at {a.base} has no row runs")
             build(a.cc, FLAGS, exes[a.base], driver, driver.parent / "src")
         runs: dict[str, list[dict[str, float]]] = defaultdict(list)
         digests: dict[str, set[str]] = defaultdict(set)
@@ -161,12 +172,12 @@ def main() -> int:
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
                 phases, digest, record = run_once(exes[label], a.grid, a.threads, a.ranks,
-                                                  a.iterations, a.pages)
+                                                  a.iterations, a.pages, a.blocking)
                 runs[label].append(phases)
                 digests[label].add(digest)
                 records[label].append(record)
     where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
-             f"{a.rounds} fresh runs, {a.pages} pages")
+             f"{a.rounds} fresh runs, {a.pages} pages, blocks: {a.blocking}")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
     if a.base and min(totals[a.base]) > 0:  # a tiny grid's phases print as 0.0000 s
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]

@@ -354,6 +354,27 @@ def test_no_setup_reads_what_the_last_one_left(tmp_path, double, rows):
     assert [json.loads(line)["rc"] for line in out.stdout.splitlines()] == [0, 0, 0]
 
 
+def test_the_setup_profile_measures_the_blocking_it_is_asked_for():
+    """comparisons/biccg_setup_profile.py --blocking rows profiles the study's row runs: its
+    header says so and its setup builds another ordering than the default tiles' (the
+    digests differ), and with --iterations it solves and reports the solve's parts."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    script = ROOT / "comparisons" / "biccg_setup_profile.py"
+    outs = {}
+    for blocking in ("tiles", "rows"):
+        out = subprocess.run([sys.executable, str(script), "--grid", "16", "16", "16",
+                              "--rounds", "1", "--threads", "2", "--iterations", "200",
+                              "--blocking", blocking], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        assert f"pages, blocks: {blocking}, this tree; seconds" in out.stdout
+        assert "solve, this tree (" in out.stdout and "precond" in out.stdout
+        outs[blocking] = [line for line in out.stdout.splitlines() if "digest order" in line]
+    assert len(outs["tiles"]) == len(outs["rows"]) == 1
+    assert outs["tiles"][0].split("plan")[0] != outs["rows"][0].split("plan")[0]
+
+
 CHILD_KEPT = """
 import json, os
 import numpy as np
