@@ -82,7 +82,6 @@ def each_run(exe: Path, a: argparse.Namespace, tile: tuple,
                 yield name, t, r
 
 
-
 def spmv_table(doc: str, source: str, name: str, key: str, why_not: str,
                last: tuple[str, Callable[[dict], str]]) -> int:
     """The whole of an SpMV tile driver's script (biccg_split_spmv.py, biccg_sell_spmv.py):
@@ -103,6 +102,7 @@ def spmv_table(doc: str, source: str, name: str, key: str, why_not: str,
                   f"{r['spmv_warm_ms']:.2f}, {r[key + '_warm_ms']:.2f} | "
                   f"{'yes' if r['same_bits'] else 'no'} | {last[1](r)} |")
     return 0
+
 
 def main() -> int:
     a, tile = tile_args(__doc__, 9)

@@ -1007,9 +1007,9 @@ def test_the_report_caption_names_the_blocking_and_precision_the_run_used(tmp_pa
     assert isinstance(section, report.Section)
 
 
-def tile_driver_exe(tmp_path: Path, source: str) -> Path:
+def tile_driver_exe(tmp_path: Path, source: str, flags: str = "-O2 -fopenmp -std=gnu99") -> Path:
     """comparisons/`source`, a tile driver (biccg_bench.h's tile_bench_init), built with the
-    solver's sources (skipped where there is no MPI compiler wrapper)."""
+    solver's sources and `flags` (skipped where there is no MPI compiler wrapper)."""
     mpicc = Path(sys.executable).parent / "mpicc"
     if not mpicc.exists():
         pytest.skip(f"no MPI compiler wrapper at {mpicc}")
@@ -1017,7 +1017,7 @@ def tile_driver_exe(tmp_path: Path, source: str) -> Path:
     from biccg_kernels import build  # comparisons/ is a folder of scripts
 
     exe = tmp_path / Path(source).stem
-    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, source)
+    build(str(mpicc), flags, exe, source)
     return exe
 
 
@@ -1055,14 +1055,7 @@ def test_the_sell_spmv_is_the_solvers_bit_for_bit(tmp_path):
     SELL-8 (rows in AVX-512 lanes): each row's sum runs in its order, so y must be the same
     bits, on a grid whose last chunk of 8 rows is partial (13 x 10 x 9 = 1,170 rows).  Built
     for this CPU; where it has no AVX-512 the driver says so (exit 3) and the test skips."""
-    mpicc = Path(sys.executable).parent / "mpicc"
-    if not mpicc.exists():
-        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
-    sys.path.insert(0, str(ROOT / "comparisons"))
-    from biccg_kernels import build  # comparisons/ is a folder of scripts
-
-    exe = tmp_path / "sell"
-    build(str(mpicc), "-O2 -march=native -fopenmp -std=gnu99", exe, "biccg_sell_spmv.c")
+    exe = tile_driver_exe(tmp_path, "biccg_sell_spmv.c", "-O2 -march=native -fopenmp -std=gnu99")
     out = subprocess.run([str(exe), "13", "10", "9", "1", "4", "4", "2"], capture_output=True,
                          text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
     if out.returncode == 3:
