@@ -1,9 +1,9 @@
 /*
  * biccg_bench.h - what the BICCG kernel comparisons' C drivers (biccg_kernels.c,
- * biccg_lanes.c, biccg_padded.c, biccg_split_spmv.c) share: the Poisson
- * matrix set up as the solver sets it up, a flush that leaves nothing of the
- * operands in cache, variants timed alternately, medians, and the tile
- * drivers' command line.
+ * biccg_lanes.c, biccg_padded.c, biccg_split_spmv.c, biccg_sell_spmv.c,
+ * biccg_eisenstat.c) share: the Poisson matrix set up as the solver sets it
+ * up, a flush that leaves nothing of the operands in cache, variants timed
+ * alternately, medians, and the tile drivers' command line.
  */
 #ifndef BURSTBENCH_BICCG_BENCH_H
 #define BURSTBENCH_BICCG_BENCH_H
@@ -111,7 +111,8 @@ static double median(double *t, int n)
  * once more at once (its operands in cache as far as they fit: the same time
  * both ways says a kernel is bound by its instructions, not by the memory):
  * the medians in ms[v] (flushed) and ms[nv + v] (warm), in milliseconds.
- * t: 2 nv rounds doubles of scratch. */
+ * t: 2 nv rounds doubles, left holding the seconds of round r of variant v
+ * at t[v rounds + r] (flushed) and t[(nv + v) rounds + r] (warm). */
 static void time_alternating(int nv, int rounds, void (*call)(void *ctx, int v), void *ctx,
                              double *t, double *ms)
 {
@@ -125,8 +126,11 @@ static void time_alternating(int nv, int rounds, void (*call)(void *ctx, int v),
                 t[(nv * warm + v) * rounds + r] = omp_get_wtime() - t0;
             }
         }
-    for (int v = 0; v < 2 * nv; v++)
-        ms[v] = 1e3 * median(t + v * rounds, rounds);
+    for (int v = 0; v < 2 * nv; v++) { /* t keeps its rounds' order: per-round ratios */
+        double sorted[rounds];
+        memcpy(sorted, t + v * rounds, sizeof sorted);
+        ms[v] = 1e3 * median(sorted, rounds);
+    }
 }
 
 /* A tile driver's problem (biccg_padded.c, biccg_split_spmv.c,

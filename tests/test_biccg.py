@@ -1067,6 +1067,31 @@ def test_the_sell_spmv_is_the_solvers_bit_for_bit(tmp_path):
     assert 1.0 <= rec["padding"] < 1.3 and rec["sell_ms"] > 0
 
 
+def test_eisenstats_form_reaches_the_solvers_solution(tmp_path):
+    """comparisons/biccg_eisenstat.c times the solver's PCG against CG in Eisenstat's form
+    (no SpMV; A's scaled off-diagonal values in both substitutions), in three passes a step
+    and in two: on a 7-point grid IC(0) eliminates nothing, so both forms are PCG with the
+    solver's preconditioner in exact arithmetic: the same iterations, the solver's pivots
+    (to its single factor's rounding), and solutions that agree to far below the tolerance;
+    row runs (the study's blocking) and tiles both."""
+    exe = tile_driver_exe(tmp_path, "biccg_eisenstat.c")
+    for rows, single in ((1, 1), (0, 0)):
+        out = subprocess.run([str(exe), "13", "10", "9", "1", str(rows), str(single)],
+                             capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "2"})
+        assert out.returncode == 0, out.stderr
+        rec = json.loads(out.stdout.splitlines()[-1])
+        assert rec["n"] == 13 * 10 * 9
+        assert rec["pivots_rel_diff"] < (1e-7 if single else 1e-14)
+        pcg = rec["pcg"]
+        assert 5 < pcg["iterations"] < 60 and pcg["residual"] <= 1e-7
+        for form in ("eisenstat", "eisenstat_cg"):
+            f = rec[form]
+            assert f["iterations"] == pcg["iterations"], form
+            assert f["residual"] <= 1e-7 and f["x_rel_diff"] < 1e-9, form
+            assert f["ms"] > 0
+
+
 def test_a_tile_driver_refuses_a_bad_command_line(tmp_path):
     """tile_bench_init: no rounds, and a short command line, are refused with exit 2 and the
     reason, before any work."""
