@@ -45,7 +45,9 @@ default --pages huge does.  Later setups (--solves) run on what the last one
 freed, as our solver's run on the arrays it kept.  "as-left" runs on whatever
 the process holds, as before.  setup_faults is KSPSetUp's minor page faults
 (the most of any process; its matrix's are not counted): with "fresh", each is
-one base page new to the process.
+one base page new to the process.  solve_faults is the same for KSPSolve: the
+memory the solve touches first (the work vectors KSPSetUp created and left
+untouched).
 
 relative_residual is recomputed from x. Exit status 3 when not converged,
 4 when petsc4py cannot be imported, 2 where --memory fresh or trimmed cannot be
@@ -239,9 +241,11 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
             t_setup = slowest(t0)
             faults = int(most(faults))
         comm.barrier()
-        t0 = time.perf_counter()
+        f0, t0 = minor_faults(), time.perf_counter()
         ksp.solve(b, x)
+        solve_faults = minor_faults() - f0
         t_solve = slowest(t0)
+        solve_faults = int(most(solve_faults))
 
         r = b.duplicate()
         A.mult(x, r)
@@ -257,7 +261,7 @@ def solve(PETSc, grid: list[int], rtol: float, max_iter: int, solves: int = 1,
             "iterations": ksp.getIterationNumber(), "t_build": t_build, "t_matrix": t_matrix,
             "t_setup": t_setup, "t_solve": t_solve,
             "memory": used,
-            "setup_faults": faults,
+            "setup_faults": faults, "solve_faults": solve_faults,
             "relative_residual": r.norm() / b.norm(),
             "error_max": x.norm(PETSc.NormType.INFINITY),
             "converged_reason": names.get(reason, str(reason)), "converged": reason > 0})

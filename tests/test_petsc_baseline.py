@@ -83,7 +83,7 @@ def test_setup_from_the_csr_adds_petscs_matrix_only():
 def test_a_fresh_setup_faults_in_petscs_factor():
     """With --memory fresh (the default) PETSc's setup faults in at least its factor's pages
     (ICC(0) keeps the upper triangle with the diagonal: 12 bytes an entry), each a base
-    page; as-left runs and says so (what glibc kept, and so what it faults in, is its own);
+    page, and its work vectors: the solve faults in less than one vector's pages; as-left runs and says so (what glibc kept, and so what it faults in, is its own);
     trimmed, the hand-back alone, faults in more than as-left (its pages may be huge)."""
     grid = (64, 64, 64)
     fresh, left = petsc(1, grid), petsc(1, grid, "as-left")
@@ -92,6 +92,7 @@ def test_a_fresh_setup_faults_in_petscs_factor():
     assert (fresh["memory"], left["memory"], trimmed["memory"]) == ("fresh", "as-left",
                                                                     "trimmed")
     assert fresh["setup_faults"] * 4096 >= 12 * (nnz + n) // 2
+    assert 0 <= fresh["solve_faults"] * 4096 < 8 * n
     assert trimmed["setup_faults"] > left["setup_faults"]
     assert left["converged"] and trimmed["converged"]  # (fresh's THP half: the next test)
 
