@@ -228,9 +228,12 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
     jobs made later."""
     b = burst & c.takes
     n = int(b.sum())
-    w = b.astype(np.float64)
-    tot_saved = float(turnaround_h @ w) - w @ c.hours
-    tot_jpy = w @ c.jpy
+    # Masked sums, not products with a 0/1 vector (w @ c.jpy): BLAS adds in an order of its
+    # CPU kernel's, and a sum over 11,000 jobs differed in its last digits between two CPUs
+    # (the figures' tables are the same bytes from the same data on any machine).  A 2-D
+    # sum down axis 0 adds the rows in order; a 1-D one pairwise, as NumPy always does.
+    tot_saved = float(turnaround_h[b].sum()) - c.hours[b].sum(axis=0)
+    tot_jpy = c.jpy[b].sum(axis=0)
 
     def band(v: np.ndarray):
         return np.percentile(v[1:], [10, 90]) if v.size > 1 else (v[0], v[0])
@@ -244,7 +247,7 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
             "p90_saved_h": float(np.percentile(per, 90)) if n else math.nan,
             "jpy_spent": float(tot_jpy[0]), "jpy_spent_p10": float(jlo),
             "jpy_spent_p90": float(jhi),
-            "onprem_jpy_not_paid": float(flow_jpy @ w),
+            "onprem_jpy_not_paid": float(flow_jpy[b].sum()),
             "jpy_per_hour_saved": float(tot_jpy[0] / tot_saved[0])
             if tot_saved[0] > 0 else math.nan}
 
