@@ -455,18 +455,24 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def start_or_skip(folder: Path, nodes: int = 2, mount: bool = True) -> GfarmCluster:
+    """start(), for a test: skipped with the reason (or failed, as _unavailable says) where
+    Gfarm cannot run here or does not start."""
+    reason = problem(mount)
+    if reason:
+        _unavailable(f"Gfarm cannot run here: {reason}")
+    try:
+        return start(folder, nodes, mount)
+    except GfarmUnavailable as exc:
+        _unavailable(f"the Gfarm file system did not start: {exc}")
+
+
 @pytest.fixture(scope="session", name="gfarm")
 def gfarm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GfarmCluster]:
     """One Gfarm (two I/O nodes, mounted) for the session; stopped at its end, whatever
     happened. (Named explicitly: a test module may import it under another name, which
     keeps linters from calling each test's `gfarm` argument a redefinition.)"""
-    reason = problem()
-    if reason:
-        _unavailable(f"Gfarm cannot run here: {reason}")
-    try:
-        cluster = start(tmp_path_factory.mktemp("gfarm"))
-    except GfarmUnavailable as exc:
-        _unavailable(f"the Gfarm file system did not start: {exc}")
+    cluster = start_or_skip(tmp_path_factory.mktemp("gfarm"))
     try:
         yield cluster
     finally:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gfarm_cluster import GfarmCluster, GfarmError, problem, replicate, start
+from gfarm_cluster import GfarmCluster, GfarmError, problem, replicate, start_or_skip
 from gfarm_cluster import gfarm as gfarm_fixture  # noqa: F401 (the fixture, by its name "gfarm")
 
 pytestmark = pytest.mark.gfarm
@@ -145,7 +145,7 @@ def test_replicate_to_the_other_node(gfarm, tmp_path):
 
 
 def test_stop_leaves_nothing_behind(tmp_path):
-    g = start(tmp_path / "g")
+    g = start_or_skip(tmp_path / "g")
     pids = g.processes()
     gfsd = [pid for pid in pids if "gfsd" in cmdline(pid)]
     assert len(gfsd) >= 4  # each node: its listener and its back channel to gfmd
@@ -167,7 +167,7 @@ def test_stop_leaves_nothing_behind(tmp_path):
 def test_a_killed_io_node_refuses_writes_meant_for_it(tmp_path):
     src = tmp_path / "src"
     src.write_bytes(os.urandom(MiB))
-    with start(tmp_path / "g", mount=False) as g:
+    with start_or_skip(tmp_path / "g", mount=False) as g:
         assert g.mount is None
         near, far = (h for h, _ in g.nodes)
         g.kill_gfsd(1, signal.SIGKILL)
