@@ -83,7 +83,8 @@ def test_setup_from_the_csr_adds_petscs_matrix_only():
 def test_a_fresh_setup_faults_in_petscs_factor():
     """With --memory fresh (the default) PETSc's setup faults in at least its factor's pages
     (ICC(0) keeps the upper triangle with the diagonal: 12 bytes an entry), each a base
-    page, and its work vectors: the solve faults in less than one vector's pages; as-left runs and says so (what glibc kept, and so what it faults in, is its own);
+    page, and its work vectors: the solve faults in less than one vector's pages; as-left
+    runs and says so (what glibc kept, and so what it faults in, is its own);
     trimmed, the hand-back alone, faults in more than as-left (its pages may be huge)."""
     grid = (64, 64, 64)
     fresh, left = petsc(1, grid), petsc(1, grid, "as-left")
