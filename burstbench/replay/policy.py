@@ -228,10 +228,11 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
     jobs made later."""
     b = burst & c.takes
     n = int(b.sum())
-    # Masked sums, not products with a 0/1 vector (w @ c.jpy): BLAS adds in an order of its
-    # CPU kernel's, and a sum over 11,000 jobs differed in its last digits between two CPUs
-    # (the figures' tables are the same bytes from the same data on any machine).  A 2-D
-    # sum down axis 0 adds the rows in order; a 1-D one pairwise, as NumPy always does.
+    # Masked sums, not products with a 0/1 vector (w @ c.jpy): BLAS adds in its kernel's
+    # order, and OpenBLAS picks its kernel by the CPU; a sum over 11,000 jobs differed in
+    # its 15th digit between two VMs (the figures' tables must be the same bytes from the
+    # same data).  A 2-D sum down axis 0 adds the rows in order; a 1-D one pairwise, as
+    # NumPy always does.
     tot_saved = float(turnaround_h[b].sum()) - c.hours[b].sum(axis=0)
     tot_jpy = c.jpy[b].sum(axis=0)
 
