@@ -8,6 +8,7 @@
 #ifndef BURSTBENCH_BICCG_BENCH_H
 #define BURSTBENCH_BICCG_BENCH_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,18 @@ static double median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, by_value);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* The largest |a_i - b_i| over the largest |b_i| (over 1 where b is zero): how far a
+ * variant's vector is from the solver's. */
+static inline double max_rel_diff(const double *a, const double *b, size_t n)
+{
+    double d = 0.0, m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs(a[i] - b[i]));
+        m = fmax(m, fabs(b[i]));
+    }
+    return m > 0.0 ? d / m : d;
 }
 
 /* Time call(ctx, v) for the nv variants v, rounds times, in an order that

@@ -70,16 +70,6 @@ static void kernel_call(void *vc, int v)
         precond_before(c->L, c->x, c->y, &c->rr, &c->rz);
 }
 
-static double max_rel_diff(const double *a, const double *b, int n)
-{
-    double d = 0.0, m = 0.0;
-    for (int i = 0; i < n; i++) {
-        d = fmax(d, fabs(a[i] - b[i]));
-        m = fmax(m, fabs(b[i]));
-    }
-    return m > 0.0 ? d / m : d;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 11) {
@@ -120,11 +110,11 @@ int main(int argc, char **argv)
      * term (row i + 1's) last, the plain loop first */
     spmv_before(&L, x, y0);
     bc_spmv(&L, x, y);
-    const double dspmv = max_rel_diff(y, y0, (int)n);
+    const double dspmv = max_rel_diff(y, y0, (size_t)n);
     double rr, rz, rr0, rz0; /* the sums the preconditioners return */
     precond_before(&L, x, y0, &rr0, &rz0);
     bc_precond(&L, 0.0, NULL, x, y, &rr, &rz);
-    const double dpre = max_rel_diff(y, y0, (int)n), drz = fabs(rz - rz0) / fabs(rz0);
+    const double dpre = max_rel_diff(y, y0, (size_t)n), drz = fabs(rz - rz0) / fabs(rz0);
 
     kernel_ctx ctx = {&L, x, y, 0.0, 0.0};
     double ms[8];
