@@ -86,24 +86,9 @@ SECTIONS = ("bandwidth", "baselines", "petsc", "full")
 SYSTEM_PY = "/usr/bin/python3"  # Debian's python3-petsc4py lives there, not in the venv
 PETSC_SCRIPT = Path(__file__).resolve().with_name("petsc_icc_cg.py")
 BASE_PAGE = resource.getpagesize()
-
-
-def debian_petsc_dir(lib: Path = Path("/usr/lib")) -> dict[str, str]:
-    """{"PETSC_DIR": ...} for Debian's petsc4py where nothing names its PETSc.  Its .pth
-    looks for petsc4py under $PETSC_DIR or /usr/lib/petsc, an alternative that only
-    libpetsc-real-dev sets up: with python3-petsc4py alone it does not import (Debian 12).
-    The newest lib/petscdir/*/*-real holding petsc4py; {} where PETSC_DIR is set,
-    lib/petsc exists, or there is none."""
-    if os.environ.get("PETSC_DIR") or (lib / "petsc").exists():
-        return {}
-    found = sorted(lib.glob("petscdir/petsc*/*-real/lib/python3/dist-packages/petsc4py"))
-    return {"PETSC_DIR": str(found[-1].parents[3])} if found else {}
-
-
 PETSC_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
              "PYTHONPATH": "", "PYTHONHOME": "",  # empty: ignored by Python
-             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-             **debian_petsc_dir()}
+             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 PETSC_MPIEXEC = "mpiexec.openmpi"  # Debian's petsc4py is built on its Open MPI
 
 

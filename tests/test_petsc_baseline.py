@@ -20,7 +20,6 @@ import petsc_icc_cg  # noqa: E402  (comparisons/ is a folder of scripts)
 from biccg_vs_baselines import (  # noqa: E402
     PETSC_ENV,
     SYSTEM_PY,
-    debian_petsc_dir,
     faulted_mb,
     from_csr,
     petsc_argv,
@@ -72,25 +71,6 @@ def test_one_process_is_icc_and_more_are_block_jacobi():
         assert rec["t_setup"] > 0 and rec["t_solve"] > 0
         assert 0 < rec["t_matrix"] < rec["t_build"]  # the matrix is part of the assembly
     assert two["iterations"] > one["iterations"]
-
-
-def test_debian_petsc4py_is_found_without_the_dev_package(tmp_path, monkeypatch):
-    """Debian's petsc4py imports only where PETSC_DIR or /usr/lib/petsc names its PETSc
-    (an alternative of libpetsc-real-dev's): the baseline names the newest -real one it
-    finds under petscdir, and nothing where either is there already or none is."""
-    monkeypatch.delenv("PETSC_DIR", raising=False)
-    assert debian_petsc_dir(tmp_path) == {}
-    for version in ("petsc3.17", "petsc3.18"):
-        (tmp_path / "petscdir" / version / "x86_64-linux-gnu-real" / "lib" / "python3"
-         / "dist-packages" / "petsc4py").mkdir(parents=True)
-    (tmp_path / "petscdir" / "petsc3.19" / "x86_64-linux-gnu-complex").mkdir(parents=True)
-    newest = tmp_path / "petscdir" / "petsc3.18" / "x86_64-linux-gnu-real"
-    assert debian_petsc_dir(tmp_path) == {"PETSC_DIR": str(newest)}
-    monkeypatch.setenv("PETSC_DIR", "/opt/petsc")
-    assert debian_petsc_dir(tmp_path) == {}
-    monkeypatch.delenv("PETSC_DIR")
-    (tmp_path / "petsc").mkdir()
-    assert debian_petsc_dir(tmp_path) == {}
 
 
 def test_setup_from_the_csr_adds_petscs_matrix_only():
