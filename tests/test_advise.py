@@ -8,7 +8,7 @@ import json
 import math
 import time
 from argparse import Namespace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -201,14 +201,44 @@ def test_a_history_file_is_read_by_its_format_and_anything_else_refused(tmp_path
     for name, (text, said) in files.items():
         f = tmp_path / name
         f.write_text(text)
-        jobs, source = command.read_history(str(f))
+        jobs, source, unread = command.read_history(str(f))
         assert source == f"{f} {said}" and [(j.id, j.nodes) for j in jobs] == [
-            ("5" if name != "acct" else "5.vm", 2)]
+            ("5" if name != "acct" else "5.vm", 2)] and unread == []
     (tmp_path / "swf").write_text("1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n")
     with pytest.raises(ParamError) as exc:
         command.read_history(str(tmp_path / "swf"))
     assert str(exc.value) == (f"--history {tmp_path / 'swf'}: not sacct --parsable2, a Slurm "
                               "job completion log or PBS accounting")
+
+
+def test_a_history_file_as_a_centre_writes_it(tmp_path):
+    """Times with a UTC offset, Eligible, a job name holding sacct's separator (its line
+    said, not a crash), a job that ended before --history-days; PBS chunks packed on hosts;
+    a file with no recent job refused in one line."""
+    iso = [datetime.fromtimestamp(NOW + s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+0000")
+           for s in (-600, 0, 60, 660, -90 * 86400)]
+    f = tmp_path / "sacct"
+    f.write_text("JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit|User|Eligible|JobName\n"
+                 f"5|{iso[0]}|{iso[2]}|{iso[3]}|2|4|COMPLETED|1-12|carol|{iso[1]}|a\n"
+                 f"6|{iso[0]}|{iso[2]}|{iso[3]}|2|4|COMPLETED|30|carol|{iso[1]}|a|b\n"
+                 f"7|{iso[4]}|{iso[4]}|{iso[4][:-5]}Z|1|1|COMPLETED|30|carol|{iso[4]}|c\n")
+    jobs, _, unread = command.read_history(str(f), 30, NOW + 3600)
+    assert [(j.id, j.start - j.submit, j.end - j.start, j.limit_s) for j in jobs] == \
+        [("5", 60.0, 600.0, 129600.0)]
+    assert unread == ["--history: 1 line(s) without the header's 11 fields (line 3): not "
+                      "read", f"--history: --history {f}: 1 job(s) ended more than 30 days "
+                      "ago (--history-days): left out"]
+    with pytest.raises(ParamError) as exc:
+        command.read_history(str(f), 30, NOW + 200 * 86400)
+    assert str(exc.value).startswith(f"--history {f}: no job ended in the last 30 days (its "
+                                     "last ended ")
+    acct = tmp_path / "acct"
+    acct.write_text(f"11/28/2026 05:17:50;E;8.vm;user=carol qtime={NOW:.0f} "
+                    f"start={NOW + 60:.0f} end={NOW + 660:.0f} Resource_List.nodect=64 "
+                    "Resource_List.ncpus=64 exec_host=n1/0*32+n2/0*32 "
+                    "Resource_List.walltime=3600\n")
+    [j], _, unread = command.read_history(str(acct))
+    assert (j.nodes, j.cpus, j.limit_s, unread) == (2, 64, 3600.0, [])
 
 
 def qstat_job(state, est="", var=None, queue_="workq", **kw) -> dict:

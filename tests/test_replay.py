@@ -131,6 +131,107 @@ def test_pbs_pro_end_records(tmp_path):
     assert lg.dropped == {"wrong field count": 1} and "line 5" in lg.notes[0]
 
 
+#: A centre's own sacct export: a byte-order mark, sacct's warning before the header, the
+#: cluster's name first, --delimiter=',', CRLF, times with UTC offsets across a change of
+#: daylight-saving time, Eligible and Elapsed, a job twice (monthly exports joined, the
+#: header again), a site's time format, a job cancelled while it pended.
+SACCT_SITE = "\r\n".join([
+    "\ufeffsacct: error: Problem talking to the database",
+    "Cluster,JobID,Submit,Eligible,Start,End,Elapsed,NNodes,NCPUS,State,Timelimit",
+    # held an hour (eligible 01:00), started 01:10; ran 2 h across the change (02:00 +0200
+    # -> 02:00 +0100 is one hour of the clock, two of time): Elapsed says 2 h
+    "c,21,2023-10-29T00:00:00+0200,2023-10-29T01:00:00+0200,2023-10-29T01:10:00+0200,"
+    "2023-10-29T02:10:00+0100,02:00:00,1,8,COMPLETED,1-12",
+    "c,22,2023-10-29T00:30:00+0200,2023-10-29T00:30:00+0200,2023-10-29T00:40:00+0200,"
+    "2023-10-29T01:40:00+0200,01:00:00,2,16,COMPLETED,1-12:30",
+    "Cluster,JobID,Submit,Eligible,Start,End,Elapsed,NNodes,NCPUS,State,Timelimit",
+    "c,22,2023-10-29T00:30:00+0200,2023-10-29T00:30:00+0200,2023-10-29T00:40:00+0200,"
+    "2023-10-29T01:40:00+0200,01:00:00,2,16,COMPLETED,1-12:30",
+    "c,23,10/29/2023 00:10:00,Unknown,10/29/2023 00:20:00,10/29/2023 00:30:00,00:10:00,1,1,"
+    "COMPLETED,30",
+    "c,24,2023-10-29T00:00:00+0200,2023-10-29T00:00:00+0200,2023-10-29T02:00:00+0200,"
+    "2023-10-29T02:00:00+0200,00:00:00,1,1,CANCELLED by 1001,00:00:00",
+    ""])
+
+
+def test_a_sacct_export_as_a_centre_writes_it(tmp_path):
+    p = tmp_path / "sacct.csv"
+    p.write_bytes(SACCT_SITE.encode())
+    lg = logs.read_log(p)
+    assert lg.fmt == "sacct"
+    j = lg.jobs.set_index("job")
+    assert list(j.index) == ["22", "21"]  # 21 entered the queue when eligible, after 22
+    assert j.loc["21", "wait"] == 600 and j.loc["21", "run"] == 7200  # from Eligible, Elapsed
+    assert j.loc["22", "wait"] == 600 and j.loc["22", "run"] == 3600
+    assert j.loc["22", "submit"] == 0 and j.loc["21", "submit"] == 1800
+    assert j.loc["21", "req_time"] == 36 * 3600 and j.loc["22", "req_time"] == 36.5 * 3600
+    assert lg.dropped == {"a time not read": 1, "duplicate": 1, "cancelled before it ran": 1}
+    said = " | ".join(lg.notes)
+    assert "1 line(s) before sacct's header (line 1)" in said
+    assert "(e.g. '10/29/2023 00:10:00'; read: ISO 8601" in said
+    assert "1 job(s) eligible after their submit" in said
+
+
+def test_slurm_time_limits_and_pbs_walltimes():
+    assert [logs.limit_seconds(t) for t in ("30", "30:15", "1:00:00", "2-0", "1-12",
+                                            "1-12:30", "1-00:00:01")] == \
+        [1800, 1815, 3600, 172800, 129600, 131400, 86401]
+    assert all(math.isnan(logs.limit_seconds(t))
+               for t in ("UNLIMITED", "Partition_Limit", "00:00:00", "0", "x-1", ""))
+    assert [logs.pbs_seconds(t) for t in ("3600", "01:00:00", "90:30", "3600.5", 60)] == \
+        [3600, 3600, 5430, 3600.5, 60]
+    assert math.isnan(logs.pbs_seconds("1-00:00:00")) and math.isnan(logs.pbs_seconds(None))
+
+
+def test_pbs_hosts_and_processors_as_pbs_pro_and_torque_write_them():
+    def hp(**kv):
+        return logs.pbs_procs_nodes({k.replace("__", "."): v for k, v in kv.items()})
+    # 64 chunks of one cpu packed on two hosts: nodect counts chunks, exec_host hosts
+    assert hp(Resource_List__ncpus="64", Resource_List__nodect="64",
+              exec_host="n1/0*32+n2/0*32") == (64, 2)
+    assert hp(Resource_List__ncpus="16", Resource_List__nodect="3",
+              exec_vnode="(n3[0]:ncpus=4+n3[1]:ncpus=4)+(n4:ncpus=8)") == (16, 2)
+    assert hp(Resource_List__ncpus="64", Resource_List__nodect="64",
+              Resource_List__place="pack") == (64, 1)   # not yet placed: packed is one host
+    assert hp(Resource_List__ncpus="8", Resource_List__nodect="2") == (8, 2)
+    # Torque: nodes=N:ppn=M, its slots, its exec_host one entry a core (or a range)
+    assert hp(Resource_List__nodes="2:ppn=16", total_execution_slots="32",
+              exec_host="n1/0-15+n2/0-15") == (32, 2)
+    assert hp(Resource_List__nodes="3:ppn=4+n9:ppn=2") == (14, 4)
+    assert hp(exec_host="n1/0+n1/1+n1/2") == (0, 1)
+    assert hp() == (0, 0)
+
+
+PBS_SITE = "\n".join([
+    "01/02/2024 11:00:05;E;201.s;user=a ctime=1704189600 etime=1704189600 start=1704189605 "
+    "end=1704193205 Resource_List.ncpus=64 Resource_List.nodect=64 "
+    "Resource_List.select=64:ncpus=1 Resource_List.place=pack exec_host=n1/0*32+n2/0*32 "
+    "Resource_List.walltime=3600",
+    *["01/02/2024 11:00:05;E;202.s;user=a qtime=1704189600 etime=1704190200 "
+      "start=1704190800 end=1704191800 Resource_List.nodes=2:ppn=16 total_execution_slots=32 "
+      "exec_host=n1/0-15+n2/0-15 Resource_List.walltime=02:00:00"] * 2,
+    "01/02/2024 11:00:05;E;300[].s;user=a qtime=1704189600 start=1704190000 end=1704191000 "
+    "Resource_List.ncpus=1", ""])
+
+
+def test_pbs_and_torque_end_records_as_a_centre_writes_them(tmp_path):
+    p = tmp_path / "20240102"
+    p.write_text(PBS_SITE)
+    lg = logs.read_log(p)
+    j = lg.jobs.set_index("job")
+    assert list(j.index) == ["201.s", "202.s"]
+    assert (j.loc["201.s", "nodes"], j.loc["201.s", "procs"]) == (2, 64)
+    assert j.loc["201.s", "req_time"] == 3600 and j.loc["201.s", "wait"] == 5  # from ctime
+    assert (j.loc["202.s", "nodes"], j.loc["202.s", "procs"]) == (2, 32)
+    assert j.loc["202.s", "wait"] == 600 and j.loc["202.s", "submit"] == 600  # from etime
+    assert lg.dropped == {"duplicate": 1}
+    assert "1 job array(s)' own E record(s) (id 123[])" in " ".join(lg.notes)
+    (tmp_path / "q").write_text("01/02/2024 10:00:00;Q;101.s;queue=workq\n")
+    with pytest.raises(ParamError, match=r"no job left to replay \(no E \(job ended\) "
+                       r"record among 1 record\(s\)"):
+        logs.read_log(tmp_path / "q")
+
+
 # -- bad input, each one line ------------------------------------------------------------------
 
 def test_bad_input_is_one_line(tmp_path):

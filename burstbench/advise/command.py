@@ -82,24 +82,38 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "queue anew)")
 
 
-def read_history(path: str):
-    """Finished jobs from a file: sacct --parsable2, a job completion log, PBS accounting."""
+def read_history(path: str, days: float = math.inf, now: float | None = None
+                 ) -> tuple[list, str, list[str]]:
+    """Finished jobs from a file (sacct --parsable2, a job completion log, PBS accounting)
+    that ended in the `days` days before `now` (default: the clock's); where they came
+    from; and what was not read, each said.  ParamError, one line: not such a file, or no
+    job in it ended in those days."""
     from burstbench.advise import pbs, slurm
     from burstbench.core.checks import ParamError
+    from burstbench.replay.logs import guess_format, read_text
 
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError as exc:
-        raise ParamError(f"--history {path}: {exc.strerror}") from None
-    head = next((s for s in text.splitlines() if s.strip()), "")
-    if head.startswith("JobID|"):
-        return slurm.parse_sacct(text), f"{path} (sacct)"
-    if "JobId=" in head:
-        return slurm.parse_jobcomp(text), f"{path} (Slurm's job completion log)"
-    if ";" in head and head.split(";")[1:2] and len(head.split(";")[1]) == 1:
-        return pbs.parse_accounting(text), f"{path} (PBS accounting)"
-    raise ParamError(f"--history {path}: not sacct --parsable2, a Slurm job completion log "
-                     "or PBS accounting")
+    text = read_text(path)
+    notes: list[str] = []
+    fmt = guess_format(text)
+    if fmt == "sacct":
+        jobs, said = slurm.parse_sacct(text, notes), "sacct"
+    elif any("JobId=" in s for s in text.splitlines()[:20]):
+        jobs, said = slurm.parse_jobcomp(text), "Slurm's job completion log"
+    elif fmt == "pbs":
+        jobs, said = pbs.parse_accounting(text, notes), "PBS accounting"
+    else:
+        raise ParamError(f"--history {path}: not sacct --parsable2, a Slurm job completion "
+                         "log or PBS accounting")
+    now = time.time() if now is None else now
+    recent = [j for j in jobs if j.end >= now - days * 86400]
+    if jobs and not recent:
+        last = time.strftime("%Y-%m-%d", time.localtime(max(j.end for j in jobs)))
+        raise ParamError(f"--history {path}: no job ended in the last {days:g} days (its "
+                         f"last ended {last}): give --history-days")
+    if len(recent) < len(jobs):
+        notes.append(f"--history {path}: {len(jobs) - len(recent)} job(s) ended more than "
+                     f"{days:g} days ago (--history-days): left out")
+    return recent, f"{path} ({said})", [f"--history: {n}" for n in notes]
 
 
 def _snapshot(args):
@@ -107,7 +121,9 @@ def _snapshot(args):
 
     snap, _ = queue.read(args.snapshot, args.scheduler, args.history_days)
     if args.history and not args.snapshot:
-        snap.history, snap.history_source = read_history(args.history)
+        snap.history, snap.history_source, unread = read_history(
+            args.history, args.history_days, snap.now)
+        snap.skipped += unread
     return snap
 
 

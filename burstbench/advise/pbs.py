@@ -30,6 +30,7 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
+from burstbench.replay.logs import pbs_procs_nodes, pbs_seconds
 
 #: The job ids this advice acts on: sequence number[.server], or an array's number[].server.
 JOB_ID = re.compile(r"^\d+(\[\d*\])?(\.[A-Za-z0-9_.\-]+)?$")
@@ -46,21 +47,6 @@ def _clock(text) -> float:
         return math.nan
 
 
-def walltime_seconds(text) -> float:
-    """PBS's walltime ([[hh:]mm:]ss, or seconds) in s; NaN where absent."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    if not isinstance(text, str) or not text.strip():
-        return math.nan
-    parts = text.strip().split(":")
-    if not all(p.isdigit() for p in parts) or len(parts) > 3:
-        return math.nan
-    s = 0.0
-    for p in parts:
-        s = s * 60 + int(p)
-    return s
-
-
 def _kind(state: str) -> str | None:
     return {"Q": "pending", "R": "running", "E": "running", "F": "finished"}.get(state)
 
@@ -73,14 +59,16 @@ def _from_json(jid: str, j: dict, now: float) -> Job | None:
         return None
     rl = j["Resource_List"]
     est = _clock((j.get("estimated") or {}).get("start_time"))
-    nodes = int(rl.get("nodect", 1))
+    kv = {f"Resource_List.{k}": str(v) for k, v in rl.items()}
+    kv.update({k: str(j[k]) for k in ("exec_host", "exec_vnode") if j.get(k)})
+    nodes = pbs_procs_nodes(kv)[1] or 1
     ncpus = int(rl["ncpus"])
     start = _clock(j.get("stime"))
     end = _clock(j.get("obittime")) if kind == "finished" else math.nan
     var = j.get("Variable_List") or {}
     return Job(id=jid, state=kind, user=str(j["Job_Owner"]).split("@")[0],
                partition=str(j["queue"]), nodes=nodes, cpus=ncpus,
-               limit_s=walltime_seconds(rl.get("walltime")), submit=_clock(j["qtime"]),
+               limit_s=pbs_seconds(rl.get("walltime")), submit=_clock(j["qtime"]),
                start=start if kind != "pending" else math.nan, end=end,
                estimate=max(est, now) if kind == "pending" and est == est else math.nan,
                account=str(j.get("Account_Name") or j.get("project") or ""),
@@ -133,26 +121,32 @@ def queues(run: Runner, ver: str) -> dict[str, list[str]]:
     return {q: claimed.get(q, free) for q in names}
 
 
-def parse_accounting(text: str) -> list[Job]:
-    """Finished jobs of PBS accounting's ``E`` records."""
-    out = []
+def parse_accounting(text: str, notes: list[str] | None = None) -> list[Job]:
+    """Finished jobs of PBS accounting's ``E`` records (an array's own record left out): the
+    wait from etime (else qtime, else ctime), the hosts and processors as
+    :func:`~burstbench.replay.logs.pbs_procs_nodes` reads them.  The records not read are
+    counted in `notes`, where given."""
+    out, unread = [], 0
     for line in text.splitlines():
         f = line.strip().split(";", 3)
-        if len(f) != 4 or f[1] != "E":
+        if len(f) != 4 or f[1] != "E" or f[2].split(".")[0].endswith("[]"):
             continue
         kv = dict(p.split("=", 1) for p in f[3].split() if "=" in p)
         try:
             start, end = float(kv["start"]), float(kv["end"])
+            procs, nodes = pbs_procs_nodes(kv)
+            submit = float(kv.get("qtime", kv.get("ctime", start)))
+            eligible = float(kv.get("etime", "nan"))
             out.append(Job(id=f[2], state="finished", user=kv.get("user", ""),
-                           partition=kv.get("queue", ""),
-                           nodes=int(kv.get("Resource_List.nodect", 1)),
-                           cpus=int(kv.get("Resource_List.ncpus", 0)),
-                           limit_s=walltime_seconds(kv.get("Resource_List.walltime")),
-                           submit=float(kv.get("qtime", kv.get("ctime", start))),
+                           partition=kv.get("queue", ""), nodes=nodes, cpus=int(procs),
+                           limit_s=pbs_seconds(kv.get("Resource_List.walltime")),
+                           submit=eligible if submit < eligible <= start else submit,
                            start=start, end=end, account=kv.get("account", ""),
                            name=kv.get("jobname", "")))
         except (KeyError, ValueError):
-            continue
+            unread += 1
+    if notes is not None and unread:
+        notes.append(f"{unread} E record(s) without a start and end in Unix seconds: not read")
     return out
 
 

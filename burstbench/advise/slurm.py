@@ -26,22 +26,24 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
-from burstbench.replay.logs import limit_seconds  # Slurm's time limits, as sacct logs them
+from burstbench.replay.logs import limit_seconds, sacct_rows  # sacct's limits and its rows
 
 #: The job ids this advice acts on: a number, or an array task's number_number.
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
 #: A partition's name as Slurm allows it (no spaces, no shell characters).
 PARTITION = re.compile(r"^[A-Za-z0-9_.\-]+$")
 SACCT_FORMAT = ("JobID", "Submit", "Start", "End", "NNodes", "NCPUS", "State", "Timelimit",
-                "User", "Partition", "Account", "JobName")
+                "User", "Partition", "Account", "Eligible", "JobName")
 #: squeue's formatted fallback: the comment last (it may hold the separator).
 SQUEUE_FORMAT = "%i|%T|%u|%P|%a|%j|%D|%C|%l|%V|%S|%k"
 
 
 def _clock(text: str) -> float:
-    """Slurm's local time (2026-11-28T05:13:09) as Unix s; NaN for Unknown, None, N/A."""
+    """Slurm's time (2026-11-28T05:13:09 local, or with a UTC offset: +09:00, +0900, Z) as
+    Unix s; NaN for Unknown, None, N/A."""
+    t = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", text.strip())  # +0900: Python 3.10's form
     try:
-        return datetime.fromisoformat(text.strip()).timestamp()
+        return datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith("Z") else t).timestamp()
     except ValueError:
         return math.nan
 
@@ -166,27 +168,31 @@ def partitions(run: Runner) -> dict[str, list[str]]:
     return parts
 
 
-def parse_sacct(text: str) -> list[Job]:
-    """Finished jobs of ``sacct --parsable2`` with SACCT_FORMAT's columns (job steps and
-    jobs that never started left out)."""
-    lines = [s for s in text.splitlines() if s.strip()]
-    if not lines:
-        return []
-    head = lines[0].split("|")
-    need = [c for c in SACCT_FORMAT[:9] if c not in head]
-    if need:
-        raise ValueError(f"sacct output without the column(s) {', '.join(need)}")
-    out = []
-    for line in lines[1:]:
-        f = dict(zip(head, line.split("|")))
-        if "." in f.get("JobID", "."):
+def parse_sacct(text: str, notes: list[str] | None = None) -> list[Job]:
+    """Finished jobs of ``sacct --parsable2`` with SACCT_FORMAT's columns (its first nine at
+    least; job steps and jobs that never started left out).  The wait counts from Eligible
+    where the export has it (a hold or a dependency is not queue time).  What was not read
+    is said in `notes`, where given; ParamError where the header lacks a column."""
+    head, rows, said, _ = sacct_rows(text, "sacct's output", SACCT_FORMAT[:9])
+    out, unread = [], []
+    for row in rows:
+        f = dict(zip(head, (x.strip() for x in row)))
+        if "." in f["JobID"]:
             continue
         start, end = _clock(f["Start"]), _clock(f["End"])
         if not (start == start and end == end):
             continue
-        out.append(_finished(f["JobID"], f["User"], f.get("Partition", ""), f["NNodes"],
-                             f["NCPUS"], limit_seconds(f["Timelimit"]), _clock(f["Submit"]),
-                             start, end, f.get("Account", ""), f.get("JobName", "")))
+        submit, eligible = _clock(f["Submit"]), _clock(f.get("Eligible", ""))
+        try:
+            out.append(_finished(f["JobID"], f["User"], f.get("Partition", ""), f["NNodes"],
+                                 f["NCPUS"], limit_seconds(f["Timelimit"]),
+                                 eligible if submit < eligible <= start else submit, start,
+                                 end, f.get("Account", ""), f.get("JobName", "")))
+        except ValueError:
+            unread.append(f["JobID"])
+    if notes is not None:
+        notes += said + ([f"{len(unread)} job(s) whose nodes or CPUs are not numbers (job "
+                          f"{unread[0]}): not read"] if unread else [])
     return out
 
 
