@@ -170,6 +170,9 @@ def test_a_sacct_export_as_a_centre_writes_it(tmp_path):
     assert "1 line(s) before sacct's header (line 1)" in said
     assert "(e.g. '10/29/2023 00:10:00'; read: ISO 8601" in said
     assert "1 job(s) eligible after their submit" in said
+    p.write_bytes(SACCT_SITE.replace("NNodes,NCPUS", "AllocNodes,AllocCPUS").encode())
+    alloc = logs.read_log(p).jobs.set_index("job")  # the same counts, under sacct's other names
+    assert alloc[["nodes", "procs"]].equals(j[["nodes", "procs"]])
 
 
 def test_slurm_time_limits_and_pbs_walltimes():

@@ -351,6 +351,9 @@ def sacct_rows(text: str, source: str = "", need=SACCT_FIELDS
                          f"--parsable2 --format={','.join(need)}, without --noheader)")
     delim = sacct_delimiter(lines[at]) or "|"
     head = [h.strip() for h in lines[at].strip().split(delim)]
+    for name, alias in (("NNodes", "AllocNodes"), ("NCPUS", "AllocCPUS")):
+        if name not in head and alias in head:  # the same count, for a job that ran
+            head[head.index(alias)] = name
     missing = [c for c in need if c not in head]
     if missing:
         raise ParamError(f"{src}: sacct output without the column(s) {', '.join(missing)} "
@@ -471,7 +474,9 @@ def clean(log: Log, source: str = "") -> Log:
     j = log.jobs
     rules = [("unknown wait or run time (-1)", j["wait"].isna() | j["run"].isna()),
              ("a negative run time", j["run"] < 0),
-             ("a start before its submit (negative wait)", j["wait"] < 0),
+             ("a start before its submit (negative wait" + (
+                 "; local times across a change of daylight-saving time?)"
+                 if log.fmt == "sacct" else ")"), j["wait"] < 0),
              ("no processors logged", ~(j["procs"] > 0) & ~(j["nodes"] > 0))]
     if log.max_procs:
         rules.append((f"more processors than MaxProcs ({log.max_procs})",
