@@ -15,7 +15,7 @@ from conftest import newer_run, report_root, run_cli
 
 from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job
-from burstbench.replay import logs, policy, run
+from burstbench.replay import logs, policy, report, run
 from burstbench.replay.stays import Stays
 from burstbench.wait import history
 from burstbench.wait.state import predicted_wait
@@ -129,6 +129,45 @@ def test_pbs_pro_end_records(tmp_path):
     assert j.loc["102.pbs", "nodes"] == 2 and math.isnan(j.loc["102.pbs", "req_time"])
     assert j.loc["102.pbs", "submit"] == 400
     assert lg.dropped == {"wrong field count": 1} and "line 5" in lg.notes[0]
+
+
+def test_swf_as_the_archive_and_centres_write_it(tmp_path):
+    """The quirks of real SWF files: counts with words or -1 in the header; a checkpointed
+    job's partial executions beside its summary line; a job cancelled in the queue; a line
+    twice; a field not a number; raw Unix user ids; partitions; an 'unlimited' requested
+    time; gzip without .gz in the name."""
+    def line(job, submit, run_s, status=1, user=1, req=600, part=-1):
+        return " ".join(str(v) for v in [job, submit, 10, run_s, 1, -1, -1, 1, req, -1,
+                                         status, user, 1, -1, 1, part, -1, -1])
+    body = "\n".join([
+        "; MaxNodes: 1,024 (thin nodes)", "; MaxProcs: -1", "; UnixStartTime: soon",
+        line(1, 0, 300, status=1),                        # the summary of 2's parts below
+        line(1, 0, 100, status=2), line(1, 200, 200, status=3),
+        line(2, 50, 0, status=5),                         # cancelled before it ran
+        line(3, 60, 100, user=2**31 - 1, req=2**31 - 1),  # a raw uid, 'unlimited'
+        line(3, 60, 100, user=2**31 - 1, req=2**31 - 1),  # the same line again
+        line(4, 70, 100, part=1).replace(" 1 1 -1 1 1 ", " NaN 1 -1 1 1 "),
+        line(5, 80, 100, part=2).replace("80", "x", 1),
+        line(6, 90, 100, status=5, user=7, part=2),       # cancelled while it ran: kept
+        line(7, 95, 50, part=1)])
+    p = tmp_path / "log.txt"
+    p.write_bytes(gzip.compress(body.encode()))
+    lg = logs.read_log(p)
+    assert (lg.max_nodes, lg.max_procs, lg.procs_per_node) == (1024, None, None)
+    assert lg.start_time is None and lg.machine.endswith(", 1024 nodes")
+    j = lg.jobs
+    assert j["job"].tolist() == [1, 3, 6, 7] and j["run"].tolist() == [300, 100, 100, 50]
+    assert j["user"].tolist() == [0, 2, 1, 0] and math.isnan(j["req_time"].iloc[1])
+    assert lg.dropped == {"a field not a number": 2, "partial execution": 2,
+                          "cancelled before it ran": 1, "duplicate": 1}
+    said = " | ".join(lg.notes)
+    for part in ("the header's UnixStartTime 'soon' is not a number: not used",
+                 "2 line(s) with a field that is not a number (line 10, 11): not read",
+                 "2 job(s) logged as partial executions of a checkpointed job (status 2-4)",
+                 "1 job(s) cancelled before they ran (status 5, no run time): dropped",
+                 "the jobs ran in 2 partitions (field 16): replayed as one queue",
+                 "1 job(s) requested more than a year (up to 68 years"):
+        assert part in said, part
 
 
 #: A centre's own sacct export: a byte-order mark, sacct's warning before the header, the
@@ -257,11 +296,17 @@ def test_bad_input_is_one_line(tmp_path):
 
 def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp_path):
     out, pred = tmp_path / "figs", tmp_path / "pred.csv"
-    proc = run_cli("-m", "burstbench", "replay", "--log", str(five_jobs(tmp_path)),
+    log = five_jobs(tmp_path)
+    log.write_text(log.read_text().replace("\n1 0 ", "\n1 1000000 ").replace(
+        "\n2 600 ", "\n2 1000600 ").replace("\n3 1200 ", "\n3 1001200 ").replace(
+        "\n4 1800 ", "\n4 1001800 ").replace("\n5 3000 ", "\n5 1003000 "))
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(log),
                    "--thresholds", "1,2", "--p-sooner", "0.5,0.9", "--draws", "10",
                    "--figures-dir", str(out), "--predictions", str(pred))
     assert proc.returncode == 0, proc.stderr
     assert "predicting 5 waits" in proc.stderr  # progress, on stderr
+    assert ("the machine: 2 nodes (the log's MaxNodes), 1 processor(s) a node (the log's "
+            "header (MaxProcs / MaxNodes))") in proc.stderr
     head = (out / "replay_policies.csv").read_text().splitlines()[0].split(",")
     assert head[:10] == ["vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst",
                          "share_made_later", "hours_saved", "perfect_hours_saved",
@@ -278,8 +323,43 @@ def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp
     p = pd.read_csv(pred)
     assert list(p.columns) == ["job", "submit", "wait_q10_h", "wait_q50_h", "wait_q90_h"]
     assert p["job"].tolist() == [1, 2, 3, 4, 5] and math.isnan(p["wait_q50_h"].iloc[0])
+    assert pred.read_text().splitlines()[1].startswith("1,1000000,")  # exact, not 1e+06
     known = p.dropna()  # the first job had nothing to go on
     assert len(known) == 4 and (known["wait_q10_h"] <= known["wait_q90_h"]).all()
+
+
+def test_the_command_refuses_bad_sizes_and_a_missing_folder_before_it_replays(tmp_path):
+    log = str(five_jobs(tmp_path))
+    proc = run_cli("-m", "burstbench", "replay", "--log", log, "--procs-per-node", "-4")
+    assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
+        2, "error: --procs-per-node (-4) and --machine-nodes (0) must be positive (0: from "
+        "the log)")
+    missing = tmp_path / "nodir" / "p.csv"
+    proc = run_cli("-m", "burstbench", "replay", "--log", log, "--predictions", str(missing))
+    assert (proc.returncode, proc.stderr) == (
+        2, f"error: --predictions {missing}: no folder {missing.parent} to write it in\n")
+
+
+def test_no_pick_where_no_policy_earns_one():
+    row = {"vm": "D96s_v5", "policy": "probability", "p_sooner_min": 0.5, "threshold_h": None,
+           "jobs_burst": 1, "share_made_later": 1.0, "hours_saved": -0.2,
+           "perfect_hours_saved": 0.0, "stays_hours_saved": 0.0, "jpy_spent": 1000.0,
+           "jpy_per_hour_saved": math.nan}
+    import pandas as pd
+
+    rows = pd.DataFrame([row, row | {"p_sooner_min": 0.9, "jobs_burst": 0,
+                                     "share_made_later": math.nan, "hours_saved": 0.0}])
+    best = report.pick(rows)
+    assert best["p_sooner_min"] == 0.5 and not report.picked(best)
+    assert report.choice_line(best).startswith(
+        "No pick: no probability policy makes at most 10% of its burst jobs later and saves "
+        "hours; keep the jobs on premise. The closest would burst a job to D96s_v5 when "
+        "P(sooner) >= 0.5: 1 jobs burst, 100% of them made later")
+    none = report.pick(rows.iloc[1:])
+    assert report.choice_line(none) == (
+        "No pick: no probability policy bursts a job on any VM (the closest, on D96s_v5: "
+        "P(sooner) >= 0.9): keep the jobs on premise.")
+    assert report.picked(best | {"share_made_later": 0.1, "hours_saved": 2.0})
 
 
 def test_a_log_without_requested_times_or_shorter_than_the_window_is_said(tmp_path):

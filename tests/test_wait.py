@@ -103,6 +103,17 @@ def test_a_job_left_out_is_not_simulated_and_frees_its_nodes():
     assert np.isnan(w[3]) and w[2] < ACCASIM_WAITS[2]
 
 
+def test_a_head_held_for_a_reservation_decades_away_is_not_stepped_to_it():
+    """AccaSim's rules hold the head until its reservation (the running jobs' requested
+    ends), stepping one second at a time where nothing else happens: with an 'unlimited'
+    written as 2^31 - 1 s that was 2^31 passes; the loop now goes to the step that reaches
+    it, with the same starts (one step past a fractional reservation, as stepping gave)."""
+    s, n, r = np.array([0.0, 1.0]), np.array([50, 100]), np.array([100.0, 10.0])
+    for req0, start1 in ((2.0**31 - 1, 2.0**31 - 1), (1000.5, 1001.0), (1.5, 100.0)):
+        q = np.array([req0, 10.0])
+        assert easy.simulate(s, n, r, q, 100, "accasim").tolist() == [0.0, start1]
+
+
 def test_bad_input_to_the_simulation_is_refused():
     s, n, r, q = eight_jobs()
     with pytest.raises(ValueError, match="every job needs 1 to 3 nodes"):

@@ -74,10 +74,15 @@ def replay_command(args: argparse.Namespace) -> int:
                   machine_nodes=args.machine_nodes, shared_nodes=args.shared_nodes,
                   thresholds_h=thresholds, p_sooner=p_sooner, region=args.region,
                   billing=args.billing, draws=args.draws, learn=not args.no_learn)
+        if args.predictions and not Path(args.predictions).resolve().parent.is_dir():
+            raise ParamError(f"--predictions {args.predictions}: no folder "
+                             f"{Path(args.predictions).resolve().parent} to write it in")
         lg = logs.read_log(args.log, args.format)
         print(f"read {len(lg.jobs):,} jobs of {lg.machine}", file=sys.stderr)
         r = run.replay(lg, runs_dir=args.runs_dir, reference_dir=args.reference_dir,
                        progress=lambda line: print(line, file=sys.stderr, flush=True), **kw)
+        print(f"the machine: {r.capacity:,} {r.queue_unit} ({r.capacity_how}), "
+              f"{r.procs_per_node:g} processor(s) a node ({r.procs_how})", file=sys.stderr)
         if args.predictions:
             write_predictions(r, args.predictions)
         if args.figures_dir and not r.rows.empty:
@@ -103,15 +108,16 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def write_predictions(r, path: str) -> None:
-    """One row per job: its number, submit (s from the log's first) and its predicted wait's
-    10%, 50% and 90% quantiles (hours); written whole or not at all."""
+    """One row per job: its number, submit (s, exact: SWF's from the log's start, sacct's
+    and PBS's from its first job's) and its predicted wait's 10%, 50% and 90% quantiles
+    (hours, 6 digits); written whole or not at all."""
     import pandas as pd
 
     from burstbench.core import store
 
     pred = r.predicted
     table = pd.DataFrame({"job": r.log.jobs["job"].to_numpy(),
-                          "submit": r.log.jobs["submit"].to_numpy(),
+                          "submit": [f"{v:.17g}" for v in r.log.jobs["submit"]],
                           **{f"wait_q{int(lv * 100)}_h": pred.quantile(lv) / 3600
                              for lv in (0.1, 0.5, 0.9)}})
     store.atomic_write(Path(path), table.to_csv(index=False, float_format="%.6g"))

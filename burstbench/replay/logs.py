@@ -16,6 +16,7 @@ import gzip
 import io
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,18 +57,22 @@ class Log:
 
     @property
     def procs_per_node(self) -> float | None:
-        """Processors per node of the log's machine, from its header."""
-        if self.max_nodes and self.max_procs:
+        """Processors per node of the log's machine, from its header (None where it gives
+        fewer processors than nodes)."""
+        if self.max_nodes and self.max_procs and self.max_procs >= self.max_nodes:
             return self.max_procs / self.max_nodes
         return None
 
 
 def read_text(path: Path | str) -> str:
-    """A log's text (gzip where it ends in .gz); ParamError, one line, where it cannot be read."""
+    """A log's text (gunzipped where it is gzip, by its first bytes, not its name);
+    ParamError, one line, where it cannot be read."""
     p = Path(path)
     try:
-        raw = gzip.open(p, "rb").read() if p.suffix == ".gz" else p.read_bytes()
-    except (OSError, EOFError) as exc:
+        raw = p.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # gzip's magic, whatever the file's name
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
         raise ParamError(f"{p}: cannot read the log: {getattr(exc, 'strerror', None) or exc}"
                          ) from None
     return raw.decode("utf-8-sig", errors="replace")  # -sig: a byte-order mark dropped
@@ -116,11 +121,74 @@ def _lines_note(what: str, lines: list[int]) -> str:
     return f"{len(lines)} line(s) {what} (line {shown}{more}): not read"
 
 
+class _Drops:
+    """Rows of a log dropped, each reason counted in `dropped` and said once in `notes`."""
+
+    def __init__(self, n: int, notes: list[str], dropped: dict[str, int]) -> None:
+        self.gone = np.zeros(n, dtype=bool)
+        self.notes, self.dropped = notes, dropped
+
+    def __call__(self, key: str, mask, said: str) -> None:
+        new = np.asarray(mask, dtype=bool) & ~self.gone
+        if new.any():
+            self.dropped[key] = self.dropped.get(key, 0) + int(new.sum())
+            self.notes.append(f"{int(new.sum())} job(s) {said}")
+            self.gone |= new
+
+
+def _swf_numbers(rows: list[str], lines: list[int], notes: list[str]
+                 ) -> tuple[pd.DataFrame, list[int]]:
+    """The job lines' fields as numbers (pandas' C reader: a fifth of the time of numpy's
+    conversion), and the lines kept; a line with a field that is not a finite number
+    (x, NaN, N/A) dropped and said by its number."""
+    def read(rs: list[str]) -> pd.DataFrame:
+        if not rs:
+            return pd.DataFrame(columns=list(SWF_FIELDS), dtype=float)
+        return pd.read_csv(io.StringIO("\n".join(rs)), sep=r"\s+", header=None,
+                           names=list(SWF_FIELDS), dtype=float, na_filter=False)
+    try:
+        d = read(rows)
+        finite = np.isfinite(d.to_numpy()).all(axis=1)
+    except ValueError:  # a field no number: find its lines, one by one
+        finite = np.array([all(_number(t) and math.isfinite(float(t)) for t in r.split())
+                           for r in rows], dtype=bool)
+        d = None
+    if not finite.all():
+        notes.append(_lines_note("with a field that is not a number",
+                                 [n for n, ok in zip(lines, finite) if not ok]))
+        rows = [r for r, ok in zip(rows, finite) if ok]
+        lines = [n for n, ok in zip(lines, finite) if ok]
+        d = None
+    return (read(rows) if d is None else d), lines
+
+
+def _header_number(header: dict[str, str], key: str, notes: list[str]) -> int | None:
+    """A header's count (its leading number: '16 (8-core nodes)' is 16); None where absent
+    or -1 (SWF's unknown), said where it is there but not a number."""
+    v = header.get(key)
+    if v is None:
+        return None
+    m = re.match(r"-?\d+(\.\d*)?", re.sub(r"(?<=\d),(?=\d{3})", "", v))  # 1,024
+    if m is None:
+        notes.append(f"the header's {key} {v!r} is not a number: not used")
+        return None
+    return int(float(m.group())) if float(m.group()) > 0 else None
+
+
+#: SWF's status of a checkpointed job's partial executions (its summary line: 0, 1 or 5).
+SWF_PARTIAL = (2, 3, 4)
+#: A requested time longer than this is an 'unlimited' written as a number (2^31 - 1 s).
+LONGEST_REQUEST_S = 366 * 86400.0
+
+
 def parse_swf(text: str, source: str = "") -> Log:
     """SWF: every field as the format defines it (-1: unknown), the header's Computer,
-    Installation, MaxNodes, MaxProcs, UnixStartTime and Acknowledge read."""
+    Installation, MaxNodes, MaxProcs, UnixStartTime and Acknowledge read.  Dropped, counted
+    and said: a checkpointed job's partial executions where its summary line is there
+    (status 2-4), a job cancelled before it ran (status 5, no run time), a line logged
+    twice.  Users renumbered from 0 in order of their numbers (the number is only a key)."""
     header: dict[str, str] = {}
-    rows, bad = [], []
+    rows, lines, bad = [], [], []
     for i, line in enumerate(text.splitlines(), 1):
         s = line.strip()
         if not s:
@@ -134,15 +202,32 @@ def parse_swf(text: str, source: str = "") -> Log:
             bad.append(i)
             continue
         rows.append(s)
+        lines.append(i)
     notes = [_lines_note(f"without SWF's {len(SWF_FIELDS)} fields", bad)] if bad else []
-    try:  # pandas' C reader: a fifth of the time of numpy's conversion of the strings
-        d = pd.read_csv(io.StringIO("\n".join(rows)), sep=r"\s+", header=None,
-                        names=list(SWF_FIELDS), dtype=float) if rows else \
-            pd.DataFrame(columns=list(SWF_FIELDS), dtype=float)
-    except ValueError:
-        raise ParamError(f"{source or 'the log'}: SWF fields must be numbers") from None
+    dropped = {"wrong field count": len(bad)} if bad else {}
+    d, kept = _swf_numbers(rows, lines, notes)
+    if len(kept) < len(rows):
+        dropped["a field not a number"] = len(rows) - len(kept)
+    drop = _Drops(len(d), notes, dropped)
+    status = d["status"].to_numpy()
+    partial = np.isin(status, SWF_PARTIAL)
+    summed = np.isin(d["job"], d["job"][~partial])
+    drop("partial execution", partial & summed,
+         "logged as partial executions of a checkpointed job (status 2-4) beside its "
+         "summary line, which is replayed: dropped")
+    drop("cancelled before it ran", (status == 5) & (d["run"] <= 0).to_numpy(),
+         "cancelled before they ran (status 5, no run time): dropped")
+    drop("duplicate", d.duplicated().to_numpy(), "logged twice (the same line): the second "
+         "dropped")
+    parts = np.unique(d["partition"][d["partition"] >= 0])
+    if len(parts) > 1:
+        notes.append(f"the jobs ran in {len(parts)} partitions (field 16): replayed as one "
+                     "queue of the whole machine")
+    d = d[~drop.gone]
     procs = np.where(d["procs"] > 0, d["procs"], d["req_procs"])
     unknown = d["req_time"] <= 0
+    users = d["user"].to_numpy(np.int64)
+    ids = np.unique(users[users >= 0])
     jobs = pd.DataFrame({"job": d["job"].astype(np.int64), "submit": d["submit"],
                          "wait": d["wait"].where(d["wait"] != -1, np.nan),
                          "run": d["run"].where(d["run"] != -1, np.nan),
@@ -150,18 +235,17 @@ def parse_swf(text: str, source: str = "") -> Log:
                          "req_time": d["req_time"].where(~unknown, np.nan),
                          "status": d["status"].astype(np.int64),
                          "queue": d["queue"].astype(np.int64),
-                         "user": d["user"].astype(np.int64)})
-
-    def integer(key: str) -> int | None:
-        try:
-            return int(float(header[key]))
-        except (KeyError, ValueError):
-            return None
+                         "user": np.where(users >= 0, np.searchsorted(ids, users), -1)})
     machine = ", ".join(v for v in (header.get("Installation"), header.get("Computer")) if v)
-    log = Log(jobs, "swf", machine or "the log's machine (its SWF header names none)",
-              integer("MaxNodes"), integer("MaxProcs"),
-              float(start) if (start := integer("UnixStartTime")) is not None else None,
-              notes, {"wrong field count": len(bad)} if bad else {},
+    max_nodes, max_procs = (_header_number(header, k, notes) for k in ("MaxNodes", "MaxProcs"))
+    if max_nodes and max_procs and max_procs < max_nodes:
+        notes.append(f"the header's MaxProcs ({max_procs}) is fewer than its MaxNodes "
+                     f"({max_nodes}): processors a node not taken from it (give "
+                     "--procs-per-node)")
+    start = _header_number(header, "UnixStartTime", notes)
+    log = Log(jobs.reset_index(drop=True), "swf",
+              machine or "the log's machine (its SWF header names none)", max_nodes,
+              max_procs, float(start) if start is not None else None, notes, dropped,
               header.get("Acknowledge", ""))
     if log.max_nodes is not None:
         log.machine += f", {log.max_nodes} nodes"
@@ -469,9 +553,16 @@ def read_log(path: Path | str, fmt: str = "", max_procs: int | None = None) -> L
 
 def clean(log: Log, source: str = "") -> Log:
     """Drop, count and say: an unknown wait or run time, a negative run time, a start before
-    its submit, no processors, more processors than the machine's MaxProcs.  ParamError
-    where no job is left."""
+    its submit, no processors, more processors than the machine's MaxProcs.  A requested
+    time over LONGEST_REQUEST_S is taken as unknown, and said.  ParamError where no job is
+    left."""
     j = log.jobs
+    endless = (j["req_time"] > LONGEST_REQUEST_S).to_numpy()
+    if endless.any():
+        log.notes.append(f"{int(endless.sum())} job(s) requested more than a year (up to "
+                         f"{j['req_time'].max() / 86400 / 365.25:,.0f} years: 'unlimited' "
+                         "written as a number?): their requested time taken as unknown")
+        j = j.assign(req_time=j["req_time"].where(~endless, np.nan))
     rules = [("unknown wait or run time (-1)", j["wait"].isna() | j["run"].isna()),
              ("a negative run time", j["run"] < 0),
              ("a start before its submit (negative wait" + (

@@ -46,13 +46,13 @@ def policy_label(row: dict | pd.Series) -> str:
 
 
 def pick(rows: pd.DataFrame) -> dict:
-    """The policy a director should pick: of the probability policies that make at most
-    MAX_LATER of their burst jobs later, the one that saves the most hours (its own and the
-    stays'), on the VM where it does (the cheaper at a tie); where none does, the one that
-    makes the fewest later."""
+    """The policy a director should pick: of the probability policies that burst jobs, make
+    at most MAX_LATER of them later and save hours (their own and the stays'), the one that
+    saves the most, on the VM where it does (the cheaper at a tie); where none does, the one
+    that makes the fewest later (:func:`picked` tells which)."""
     d = rows[rows["policy"] == "probability"].copy()
     d["total_h"] = d["hours_saved"] + d["stays_hours_saved"]
-    ok = d[(d["share_made_later"] <= MAX_LATER) & (d["jobs_burst"] > 0)]
+    ok = d[(d["share_made_later"] <= MAX_LATER) & (d["jobs_burst"] > 0) & (d["total_h"] > 0)]
     if len(ok):
         best = ok.sort_values(["total_h", "jpy_spent"], ascending=[False, True],
                               kind="stable").iloc[0]
@@ -171,12 +171,25 @@ def write(section: Section, r: run.Replayed, source: str, fig_dir: Path,
     section.entries.append(figure(r.rows, lead, best, short, data, fig_dir, show))
 
 
+def picked(best: dict) -> bool:
+    """Whether :func:`pick`'s row is a pick (bursts jobs, makes at most MAX_LATER of them
+    later, saves hours), not only the closest to one."""
+    return bool(best["jobs_burst"] > 0 and best["share_made_later"] <= MAX_LATER
+                and best["hours_saved"] + best["stays_hours_saved"] > 0)
+
+
 def choice_line(best: dict) -> str:
-    """The director's answer in one line."""
+    """The director's answer in one line: the pick, or that there is none and the closest."""
+    if best["jobs_burst"] == 0:
+        return (f"No pick: no probability policy bursts a job on any VM (the closest, on "
+                f"{best['vm']}: {policy_label(best)}): keep the jobs on premise.")
     later = best["share_made_later"]
     share = best["hours_saved"] / best["perfect_hours_saved"] \
         if best["perfect_hours_saved"] > 0 else math.nan
-    return (f"Pick: burst a job to {best['vm']} when {policy_label(best)}: "
+    head = "Pick: burst" if picked(best) else (
+        f"No pick: no probability policy makes at most {MAX_LATER:.0%} of its burst jobs "
+        "later and saves hours; keep the jobs on premise. The closest would burst")
+    return (f"{head} a job to {best['vm']} when {policy_label(best)}: "
             f"{int(best['jobs_burst']):,} jobs burst, {later:.0%} of them made later, "
             f"{best['hours_saved']:,.0f} hours of turnaround saved ({share:.0%} of what the "
             f"perfect policy saves) and {best['stays_hours_saved']:,.0f} more for the jobs "
@@ -190,9 +203,10 @@ def choices(rows: pd.DataFrame, vm: str, best: dict, source: str) -> list[dict]:
     for _, q in rows[rows["vm"] == vm].iterrows():
         share = q["hours_saved"] / q["perfect_hours_saved"] if q["perfect_hours_saved"] > 0 \
             else math.nan
-        picked = q["policy"] == best["policy"] and (
+        chosen = q["policy"] == best["policy"] and (
             q["p_sooner_min"] == best["p_sooner_min"])
-        out.append({"policy": policy_label(q), "pick": "<- pick" if picked else "",
+        out.append({"policy": policy_label(q),
+                    "pick": ("<- pick" if picked(best) else "<- closest") if chosen else "",
                     "jobs_burst": int(q["jobs_burst"]),
                     "share_made_later": round(q["share_made_later"], 3)
                     if q["jobs_burst"] else None,

@@ -109,6 +109,9 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     problems = list(pr.problems)
     fee = pr.fee
 
+    if procs_per_node < 0 or machine_nodes < 0:
+        raise ParamError(f"--procs-per-node ({procs_per_node:g}) and --machine-nodes "
+                         f"({machine_nodes:g}) must be positive (0: from the log)")
     j = log.jobs
     ppn = float(procs_per_node or log.procs_per_node or 1)
     ppn_how = ("given" if procs_per_node else "the log's header (MaxProcs / MaxNodes)"

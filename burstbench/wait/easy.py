@@ -254,7 +254,15 @@ def _simulate(submit, nodes, run, req, active, capacity, rules):
         if n_e > 0 and e_key[0] < t:
             t = e_key[0]
         if t == np.inf:  # accasim: a head waiting for its reservation, nothing left to
-            t = last + 1.0  # happen: AccaSim steps one second at a time
+            # happen: AccaSim steps one second at a time.  Until the step that reaches the
+            # reservation each step is the last pass again (no job fitted then, none
+            # fits now), so the loop goes straight to that step: a requested time of
+            # decades (an 'unlimited' written as 2^31 - 1 s) took minutes a job, one pass
+            # a second
+            k = 1.0
+            if blocked >= 0 and res_time - last > 1.0 and res_time < np.inf:
+                k = np.ceil(res_time - last)
+            t = last + k
         # at a time point: the ends, this time's submits, one pass
         while n_e > 0 and e_key[0] <= t:
             j = e_job[0]
