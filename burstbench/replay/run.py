@@ -129,7 +129,9 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, peak)
     if queue_n.max() > capacity:
         raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
-                         f"largest job's {int(queue_n.max()):,} (give --machine-nodes)")
+                         f"largest job's {int(queue_n.max()):,} (give --machine-nodes"
+                         + (", or --procs-per-node where its jobs count processors)"
+                            if ppn_how.startswith("none") and not shared_nodes else ")"))
     if peak > capacity:
         problems.append(f"the log's jobs held up to {peak:,} {unit} at once, more than the "
                         f"machine's {capacity:,} ({cap_how}): the scheduler's estimate and "
