@@ -304,5 +304,10 @@ def summary_text(r: run.Replayed) -> str:
     cal = r.calibration.set_index("quantile")["coverage"]
     return (f"{r.log.machine}: {len(r.log.jobs):,} jobs\n" + choice_line(best) + "\n"
             + t.to_string(index=False) + "\n"
-            f"predicted wait: 50% quantile covered {cal.get(0.5, math.nan):.2f}, 90% "
-            f"{cal.get(0.9, math.nan):.2f}")
+            f"predicted wait: 50% quantile covered {_share(cal.get(0.5, math.nan))}, 90% "
+            f"{_share(cal.get(0.9, math.nan))}")
+
+
+def _share(x: float) -> str:
+    """A coverage to two places; 'n/a' where no job was predicted."""
+    return f"{x:.2f}" if x == x else "n/a (no job predicted)"
