@@ -451,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     _advise_arguments(_command(
         sub, "advise", cmd_advise, "which pending jobs of a Slurm or PBS queue to send to the "
         "cloud now, at what price, how sure; --apply moves them", "Read the pending jobs and "
-        "the scheduler's estimate of each start (squeue --json or squeue's %%S; qstat -f -F "
+        "the scheduler's estimate of each start (squeue --json or squeue's %S; qstat -f -F "
         "json's estimated.start_time) and the centre's history (sacct, the job completion "
         "log, PBS accounting); predict each wait from now as a distribution (the estimate "
         "calibrated on the history), price each VM (deployment, staging, computing), and "

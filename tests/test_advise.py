@@ -88,6 +88,48 @@ def test_a_pending_job_without_an_estimate_and_an_unlimited_one_read_as_nan():
     assert jobs[0].estimate == NOW
 
 
+def test_jobs_no_move_would_start_sooner_are_marked_and_sentinels_and_nulls_read():
+    """Held, waiting on a dependency, a pending array's tasks, a heterogeneous job's part:
+    marked, so the advice leaves them; Slurm's INFINITE as earlier versions print it is no
+    limit; null fields are empty, not 'None'; squeue's own errors are the error."""
+    text = squeue_22([sq_job(31, "PENDING", 0, state_reason="JobHeldUser"),
+                      sq_job(32, "PENDING", 0, state_reason="Dependency"),
+                      sq_job(33, "PENDING", 0, array_task_string="1-500"),
+                      sq_job(34, "PENDING", 0, het_job_id={"set": True, "number": 34}),
+                      sq_job(35, "PENDING", 0, limit_min=4294967295, partition=None,
+                             user_name=None, het_job_id=0, state_reason="Priority")])
+    jobs, _, _ = slurm.jobs(runner({("squeue", "--json"): (0, text, "")}), "v", NOW)
+    assert [j.unmovable for j in jobs] == [
+        "held (JobHeldUser): no VM starts it sooner", "held (Dependency): no VM starts it "
+        "sooner", "an array's tasks (1-500): one move takes them all, priced as one",
+        "a part of a heterogeneous job: its parts start together", ""]
+    assert (math.isnan(jobs[4].limit_s), jobs[4].partition, jobs[4].user) == (True, "", "")
+    errors = json.dumps({"errors": [{"error": "Unable to contact slurm controller"}],
+                         "jobs": []})
+    with pytest.raises(queue.SchedulerError, match="^squeue --json of v: Unable to contact "
+                       "slurm controller$"):
+        slurm.jobs(runner({("squeue", "--json"): (0, errors, "")}), "v", NOW)
+
+
+def test_qstat_json_as_openpbs_writes_it_wrong_and_its_arrays():
+    r"""OpenPBS writes '\,' and raw newlines in variables' values (not JSON): read as
+    meant; a queued array and one-cpu chunks that may share hosts are marked."""
+    j = qstat_job("Q", var={"LIST": "a\\,b", "BASH_FUNC_f%%": "() {\n echo\n}"})
+    text = json.dumps({"Jobs": {"1.vm": j, "2[].vm": qstat_job("Q"),
+                                "3.vm": qstat_job("Q", Resource_List={
+                                    "ncpus": 64, "nodect": 64, "walltime": "01:00:00",
+                                    "place": "free"})}})
+    text = text.replace("a\\\\,b", "a\\,b").replace("\\n", "\n")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    jobs, _ = pbs._jobs(pbs.loads(text)["Jobs"], NOW, ("pending",))
+    assert [(j.id, j.unmovable) for j in jobs] == [
+        ("1.vm", ""), ("2[].vm", "an array's subjobs: one move takes them all, priced as "
+                                 "one"),
+        ("3.vm", "64 chunks of one cpu that may share hosts (place free): its nodes are not "
+                 "known before it runs")]
+
+
 def test_a_job_whose_fields_do_not_parse_is_skipped_and_said():
     text = squeue_22([sq_job(12, "PENDING", NOW + 60, nodes="two"),
                       {"job_id": 15, "job_state": "PENDING"},
@@ -113,16 +155,28 @@ def test_without_squeue_json_the_formatted_listing_is_read():
     """An older Slurm (no data parser): squeue -o with %S, the expected start."""
     start = datetime.fromtimestamp(NOW + 3600).strftime("%Y-%m-%dT%H:%M:%S")
     sub = datetime.fromtimestamp(NOW - 60).strftime("%Y-%m-%dT%H:%M:%S")
-    lines = (f"21|PENDING|bob|onprem|proj|big|4|8|1-00:00:00|{sub}|{start}|burst:no, a|b\n"
-             f"22|PENDING|bob|onprem|proj|big|4|8|2:00:00|{sub}|N/A|\n"
-             f"23|RUNNING|bob|onprem|proj|big|x|8|2:00:00|{sub}|{sub}|\n")
+    lines = "".join(slurm.SEP.join(f) + "\n" for f in (
+        # a name and a comment holding '|' (the fields are apart by the unit separator)
+        ("21", "PENDING", "bob", "onprem", "proj", "x|4", "4", "8", "1-00:00:00", sub, start,
+         "Resources", "burst:no, a|b"),
+        ("22", "PENDING", "bob", "onprem", "proj", "big", "4", "8", "2:00:00", sub, "N/A",
+         "Priority", ""),
+        ("23", "RUNNING", "bob", "onprem", "proj", "big", "x", "8", "2:00:00", sub, sub,
+         "None", ""),
+        ("24", "PENDING", "bob", "onprem", "proj", "big", "1", "8", "2:00:00", sub, "N/A",
+         "Dependency", ""),
+        ("25_[1-9]", "PENDING", "bob", "onprem", "proj", "big", "1", "8", "2:00:00", sub,
+         "N/A", "Priority", "")))
     run = runner({("squeue", "--json"): (1, "", "squeue: unrecognized option '--json'"),
                   ("squeue", "-h"): (0, lines, "")})
     jobs, skipped, source = slurm.jobs(run, "slurm 20.11", NOW)
     assert "squeue -o %S" in source
-    assert [(j.id, j.limit_s, j.estimate, j.pinned, j.nodes) for j in jobs[:1]] == \
-        [("21", 86400.0, NOW + 3600, True, 4)]
+    assert [(j.id, j.name, j.limit_s, j.estimate, j.pinned, j.nodes, j.unmovable)
+            for j in jobs[:1]] == [("21", "x|4", 86400.0, NOW + 3600, True, 4, "")]
     assert jobs[1].id == "22" and math.isnan(jobs[1].estimate) and jobs[1].limit_s == 7200
+    assert [(j.id, j.unmovable) for j in jobs[2:]] == [
+        ("24", "held (Dependency): no VM starts it sooner"),
+        ("25_[1-9]", "an array's tasks: one move takes them all, priced as one")]
     assert skipped == ["squeue line '23|RUNNING|bob|onprem|proj|big|x|8|2:00:': skipped, it "
                        "does not parse (invalid literal for int() with base 10: 'x')"]
 
@@ -372,6 +426,43 @@ def test_the_advice_bursts_a_long_wait_and_keeps_a_short_one(prices):
     a2 = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3", max_jpy=cap)
     assert a2.table.set_index("job").loc["1", "why"] == (
         f"up to {t.loc['1', 'jpy_at_limit']:,.0f} JPY at its limit, over --max-jpy {cap:,.0f}")
+
+
+def test_jobs_without_times_or_that_no_move_helps_are_left_and_said(prices):
+    """A pending job whose submit was not read (it made every time NaN, and the simulation
+    never ended), a running one without its start, a held one, one already allowed the
+    cloud (its partitions 'onprem,cloud'): none advised, each said."""
+    pr, rules = prices
+    nan = math.nan
+    snap = snapshot([pend("1", 7200), pend("2", 7200), pend("3", 7200), pend("4", 7200)])
+    snap.jobs[1].submit = nan
+    snap.jobs[2].unmovable = "held (JobHeldUser): no VM starts it sooner"
+    snap.jobs[3].partition = "onprem,cloud"
+    snap.jobs.insert(0, queue.Job("49", "running", "u", "onprem", 1, 2, 60.0, NOW - 99))
+    a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    assert a.table["job"].tolist() == ["4"]  # snap.jobs[0] is the running job 50
+    assert a.notes[:3] == ["job 49: its submit or start time was not read, skipped",
+                       "job 1: its submit or start time was not read, skipped",
+                       "job 2: held (JobHeldUser): no VM starts it sooner; not advised"]
+
+
+def test_bad_option_values_are_one_line_before_the_queue_is_read(cli):
+    def args(**kw):
+        return Namespace(**({"history_days": 30.0, "max_jpy": math.inf,
+                             "budget_jpy": math.inf, "min_history": 50, "watch": 0.0,
+                             "p_sooner": 0.8} | kw))
+    assert command.bad_option(args()) == ""
+    assert [command.bad_option(args(**kw)) for kw in (
+        {"history_days": 0}, {"max_jpy": -1}, {"max_jpy": math.nan}, {"watch": -5},
+        {"watch": math.inf}, {"p_sooner": 1.0})] == [
+        "--history-days must be above 0 and finite, not 0",
+        "--max-jpy must be at least 0, not -1", "--max-jpy must be at least 0, not nan",
+        "--watch must be at least 0 and finite, not -5",
+        "--watch must be at least 0 and finite, not inf",
+        "--p-sooner must be between 0 and 1 (not 0 or 1), not 1"]
+    p = cli("-m", "burstbench", "advise", "--scheduler", "slurm", "--region", "eastus")
+    assert (p.returncode, p.stderr) == (2, "error: --region 'eastus': no VM priced there for "
+                                        "payg (priced: East US, Japan East)\n")
 
 
 def test_a_calibrated_wait_reads_the_history(prices):

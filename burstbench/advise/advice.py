@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -83,8 +84,13 @@ def rules(given: list | None, input_gb: float, output_gb: float) -> list[Rule]:
                                      | {k: c[k] for k in ("input_gb", "output_gb",
                                                           "keep_months", "speed") if k in c}],
                                     input_gb, output_gb)[0]
+        try:
+            most = int(c.get("max_nodes", 0))
+        except (TypeError, ValueError):
+            raise ParamError(f"classes: max_nodes must be a whole number, not "
+                             f"{c.get('max_nodes')!r}") from None
         out.append(Rule(logged, str(c.get("partition", "")), str(c.get("account", "")),
-                        str(c.get("name", "")), int(c.get("max_nodes", 0))))
+                        str(c.get("name", "")), most))
     return out
 
 
@@ -96,9 +102,25 @@ def setup(classes: list | None = None, input_gb: float = 10.0, output_gb: float 
     from burstbench.replay.pricing import pricing
 
     rule_list = rules(classes, input_gb, output_gb)
-    return rule_list, pricing([r.cls for r in rule_list], runs_dir=runs_dir,
-                              reference_dir=reference_dir, region=region, billing=billing,
-                              draws=draws)
+    pr = pricing([r.cls for r in rule_list], runs_dir=runs_dir,
+                 reference_dir=reference_dir, region=region, billing=billing,
+                 draws=draws)
+    if not pr.vms():
+        priced = priced_regions(reference_dir)
+        raise ParamError(f"--region {region!r}: no VM priced there for {billing}"
+                         + (f" (priced: {', '.join(priced)})" if priced else ""))
+    return rule_list, pr
+
+
+def priced_regions(reference_dir: str = "") -> list[str]:
+    """The regions the reference prices name (none where they cannot be read)."""
+    from burstbench.core.paths import reference_dir as default_ref
+
+    try:
+        t = pd.read_csv(Path(reference_dir or default_ref()) / "prices_vm.csv")
+        return sorted(t["region"].dropna().unique())
+    except (OSError, KeyError, ValueError):
+        return []
 
 
 @dataclass
@@ -153,15 +175,25 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                          f"(priced: {', '.join(v for v, _ in vms)})")
     notes = list(snap.skipped)
     onprem = onprem_nodes(snap, cloud)
-    hist = sorted((j for j in snap.history if j.partition != cloud and j.nodes > 0
+
+    def outside(j: Job) -> bool:  # a partition list ("a,b") that names the cloud is in it
+        return not cloud or cloud not in j.partition.split(",")
+    hist = sorted((j for j in snap.history if outside(j) and j.nodes > 0
                    and j.start >= j.submit and j.end >= j.start), key=lambda j: j.submit)
-    running = sorted((j for j in snap.jobs if j.state == "running" and j.partition != cloud),
+    running = [j for j in snap.jobs if j.state == "running" and outside(j)]
+    pend = [j for j in snap.pending() if outside(j)]
+    for j in running + pend:  # a time not read would make every time NaN
+        if not (math.isfinite(j.submit) and (j.state != "running" or math.isfinite(j.start))):
+            notes.append(f"job {j.id}: its submit or start time was not read, skipped")
+    running = sorted((j for j in running if math.isfinite(j.submit) and math.isfinite(j.start)),
                      key=lambda j: j.submit)
-    pend = [j for j in snap.pending() if j.partition != cloud]
-    bad = [j for j in pend if j.nodes < 1]
-    for j in bad:
-        notes.append(f"job {j.id}: no node count, skipped")
-    pend = [j for j in pend if j.nodes >= 1]
+    pend = [j for j in pend if math.isfinite(j.submit)]
+    for j in pend:
+        if j.nodes < 1:
+            notes.append(f"job {j.id}: no node count, skipped")
+        elif j.unmovable:
+            notes.append(f"job {j.id}: {j.unmovable}; not advised")
+    pend = [j for j in pend if j.nodes >= 1 and not j.unmovable]
     capacity = max([len(onprem)] + [j.nodes for j in hist + running + pend] + [1])
     if len(onprem) < capacity:
         notes.append(f"the on-premise partitions list {len(onprem)} node(s), fewer than a "

@@ -55,11 +55,16 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--min-history", type=int, default=50,
                    help="fewer finished jobs than this: the scheduler's estimate alone, "
                    "labelled uncalibrated (default 50)")
-    c.add_argument("--region", default="East US", help="prices' region")
-    c.add_argument("--billing", default="payg", choices=("payg", "spot"))
-    c.add_argument("--draws", type=int, default=40, help="seeded draws of the VM's inputs")
+    c.add_argument("--region", default="East US",
+                   help="the region whose prices apply (default East US; the study prices "
+                   "East US and Japan East)")
+    c.add_argument("--billing", default="payg", choices=("payg", "spot"),
+                   help="pay as you go, or spot prices (default payg)")
+    c.add_argument("--draws", type=int, default=40,
+                   help="seeded draws of the VM's inputs (default 40, at least 10)")
     c.add_argument("--runs-dir", default="", help="runs to read (default data/runs)")
-    c.add_argument("--reference-dir", default="", help="default data/reference")
+    c.add_argument("--reference-dir", default="",
+                   help="the study's reference data: prices, machines (default data/reference)")
     c.add_argument("--no-learn", action="store_true",
                    help="predict the wait without the learned model")
     c.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -72,14 +77,16 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "--comment=burst:no; PBS -v BURSTBENCH_BURST=no), within --max-jpy and "
                    "--budget-jpy, every action in --ledger before it is taken")
     c.add_argument("--max-jpy", type=float, default=math.inf,
-                   help="a job costing more than this at its requested time stays (JPY)")
+                   help="a job costing more than this at its requested time stays (JPY; "
+                   "default: no limit)")
     c.add_argument("--budget-jpy", type=float, default=math.inf,
-                   help="JPY a day (local) that --apply may commit, kept in the ledger")
+                   help="JPY a day (local) that --apply may commit, kept in the ledger "
+                   "(default: no limit)")
     c.add_argument("--ledger", default="advise-ledger.jsonl",
                    help="the ledger of --apply (default ./advise-ledger.jsonl)")
     c.add_argument("--watch", type=float, default=0, metavar="SECONDS",
                    help="repeat every SECONDS until SIGTERM or Ctrl-C (each round reads the "
-                   "queue anew)")
+                   "queue anew; default 0: once)")
 
 
 def read_history(path: str, days: float = math.inf, now: float | None = None
@@ -178,11 +185,31 @@ def table_text(advice) -> str:
 
 
 class _Stop:
-    """SIGTERM (and Ctrl-C in --watch) ask the loop to stop after the current action."""
+    """Under --watch or --apply, SIGTERM (and Ctrl-C in --watch) ask the loop to stop after
+    the current action; otherwise SIGTERM ends the run as it ends any program."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold: bool) -> None:
         self.event = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: self.event.set())
+        if hold:
+            signal.signal(signal.SIGTERM, lambda *_: self.event.set())
+
+
+def bad_option(args: argparse.Namespace) -> str:
+    """What is wrong with the options' values ("" where nothing): checked before the
+    queue is read."""
+    def number(name: str, v: float, least: float, more: bool = False, inf: bool = False
+               ) -> str:
+        ok = v == v and (v > least if more else v >= least) and (inf or v != math.inf)
+        return "" if ok else (f"--{name} must be {'above' if more else 'at least'} "
+                              f"{least:g}{'' if inf else ' and finite'}, not {v:g}")
+    return next((m for m in (
+        number("history-days", args.history_days, 0, more=True),
+        number("max-jpy", args.max_jpy, 0, inf=True),
+        number("budget-jpy", args.budget_jpy, 0, inf=True),
+        number("min-history", args.min_history, 0),
+        number("watch", args.watch, 0),
+        "" if 0 < args.p_sooner < 1 else
+        f"--p-sooner must be between 0 and 1 (not 0 or 1), not {args.p_sooner:g}") if m), "")
 
 
 def _pause(point: str) -> None:
@@ -250,7 +277,10 @@ def advise_command(args: argparse.Namespace) -> int:
         print("error: --apply needs a live queue (--scheduler), --cloud (where jobs go) and "
               "--vm (the VM that partition deploys)", file=sys.stderr)
         return 2
-    stop = _Stop()
+    if bad_option(args):
+        print(f"error: {bad_option(args)}", file=sys.stderr)
+        return 2
+    stop = _Stop(bool(args.watch or args.apply))
     ledger = None
     try:
         from burstbench.advise import advice as adv
@@ -265,6 +295,9 @@ def advise_command(args: argparse.Namespace) -> int:
         rule_list, pr = adv.setup(given, args.input_gb, args.output_gb,
                                   runs_dir=args.runs_dir, reference_dir=args.reference_dir,
                                   region=args.region, billing=args.billing, draws=args.draws)
+        if args.vm and args.vm not in dict(pr.vms()):
+            raise ParamError(f"--vm: {args.vm!r} is not priced for {pr.billing} in "
+                             f"{pr.region} (priced: {', '.join(v for v, _ in pr.vms())})")
         if args.apply:
             from burstbench.advise.ledger import Ledger
             ledger = Ledger(args.ledger)

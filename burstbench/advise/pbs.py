@@ -30,7 +30,7 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
-from burstbench.replay.logs import pbs_procs_nodes, pbs_seconds
+from burstbench.replay.accounting import pbs_procs_nodes, pbs_seconds
 
 #: The job ids this advice acts on: sequence number[.server], or an array's number[].server.
 JOB_ID = re.compile(r"^\d+(\[\d*\])?(\.[A-Za-z0-9_.\-]+)?$")
@@ -73,7 +73,20 @@ def _from_json(jid: str, j: dict, now: float) -> Job | None:
                estimate=max(est, now) if kind == "pending" and est == est else math.nan,
                account=str(j.get("Account_Name") or j.get("project") or ""),
                name=str(j.get("Job_Name") or ""),
-               pinned=str(var.get(PIN_VARIABLE, "")).strip().lower() in ("no", "0", "false"))
+               pinned=str(var.get(PIN_VARIABLE, "")).strip().lower() in ("no", "0", "false"),
+               unmovable=_unmovable(jid, rl) if kind == "pending" else "")
+
+
+def _unmovable(jid: str, rl: dict) -> str:
+    """Why a queued PBS job stays where it is ("" where it may move)."""
+    if jid.split(".")[0].endswith("[]"):
+        return "an array's subjobs: one move takes them all, priced as one"
+    chunks = int(rl.get("nodect", 1))
+    if chunks > 1 and int(rl.get("ncpus", 0)) == chunks and not str(
+            rl.get("place", "free")).startswith(("scatter", "vscatter", "excl", "pack")):
+        return (f"{chunks} chunks of one cpu that may share hosts (place "
+                f"{rl.get('place', 'free')}): its nodes are not known before it runs")
+    return ""
 
 
 def version(run: Runner) -> str:
@@ -91,14 +104,26 @@ def _json(run: Runner, argv: list[str], ver: str, key: str) -> dict:
         raise SchedulerError(f"{' '.join(argv)} failed ({ver}): "
                              f"{first_line(err or out) or f'exit {rc}'}")
     try:
-        data = json.loads(out) if out.strip() else {}
+        data = loads(out) if out.strip() else {}
     except json.JSONDecodeError as exc:
-        raise SchedulerError(f"{' '.join(argv)} of {ver} is not JSON ({exc}): a version this "
-                             "advice does not parse") from None
+        raise SchedulerError(f"{' '.join(argv)} of {ver} is not JSON ({exc}; near: "
+                             f"{out[max(exc.pos - 40, 0):exc.pos + 20]!r})") from None
     if not isinstance(data, dict) or not isinstance(data.get(key, {}), dict):
         raise SchedulerError(f"{' '.join(argv)} of {ver} has no {key!r} mapping: a version "
                              "this advice does not parse")
     return data.get(key, {})
+
+
+#: A lone backslash (after any pairs) before a character JSON does not escape.
+_BAD_ESCAPE = re.compile(r'(?<!\\)((?:\\\\)*)\\(?=[^"\\/bfnrtu])')
+
+
+def loads(text: str):
+    r"""qstat's JSON, with what OpenPBS is known to write wrong read as meant: a backslash
+    before a character JSON does not escape (``\,`` and ``\'`` in a variable's value) is
+    dropped, and control characters inside strings (a ``BASH_FUNC_`` variable's newline)
+    are let through."""
+    return json.loads(_BAD_ESCAPE.sub(r"\1", text), strict=False)
 
 
 def _jobs(found: dict, now: float, kinds: tuple[str, ...]) -> tuple[list[Job], list[str]]:
@@ -124,7 +149,7 @@ def queues(run: Runner, ver: str) -> dict[str, list[str]]:
 def parse_accounting(text: str, notes: list[str] | None = None) -> list[Job]:
     """Finished jobs of PBS accounting's ``E`` records (an array's own record left out): the
     wait from etime (else qtime, else ctime), the hosts and processors as
-    :func:`~burstbench.replay.logs.pbs_procs_nodes` reads them.  The records not read are
+    :func:`~burstbench.replay.accounting.pbs_procs_nodes` reads them.  The records not read are
     counted in `notes`, where given."""
     out, unread = [], 0
     for line in text.splitlines():

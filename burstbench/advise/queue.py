@@ -49,6 +49,10 @@ class Job:
     account: str = ""
     name: str = ""
     pinned: bool = False
+    #: why the advice leaves this pending job where it is, whatever its odds ("" where it
+    #: may move): held or waiting on a dependency (no VM starts it sooner), an array's
+    #: tasks or a heterogeneous job's part (one move would take more than was priced)
+    unmovable: str = ""
 
 
 @dataclass

@@ -26,7 +26,7 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
-from burstbench.replay.logs import limit_seconds, sacct_rows  # sacct's limits and its rows
+from burstbench.replay.accounting import limit_seconds, sacct_rows  # sacct's limits, rows
 
 #: The job ids this advice acts on: a number, or an array task's number_number.
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -34,8 +34,11 @@ JOB_ID = re.compile(r"^\d+(_\d+)?$")
 PARTITION = re.compile(r"^[A-Za-z0-9_.\-]+$")
 SACCT_FORMAT = ("JobID", "Submit", "Start", "End", "NNodes", "NCPUS", "State", "Timelimit",
                 "User", "Partition", "Account", "Eligible", "JobName")
-#: squeue's formatted fallback: the comment last (it may hold the separator).
-SQUEUE_FORMAT = "%i|%T|%u|%P|%a|%j|%D|%C|%l|%V|%S|%k"
+#: squeue's formatted fallback, its fields apart by the unit separator (a job's name or
+#: comment may hold any printable character, '|' too); the comment last.
+SEP = "\x1f"
+SQUEUE_FORMAT = SEP.join(("%i", "%T", "%u", "%P", "%a", "%j", "%D", "%C", "%l", "%V", "%S",
+                          "%r", "%k"))
 
 
 def _clock(text: str) -> float:
@@ -48,17 +51,24 @@ def _clock(text: str) -> float:
         return math.nan
 
 
+#: Slurm's NO_VAL and INFINITE, as earlier versions' squeue --json print them raw.
+UNSET = (0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF)
+#: A pending job's reasons that no VM could start it sooner for.
+HELD = ("JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime")
+
+
 def _number(v) -> float:
     """A number of squeue --json: a plain one, or (Slurm 23.02 and later) an object with
-    set, infinite and number; NaN where unset or infinite."""
+    set, infinite and number; NaN where unset or infinite (also NO_VAL and INFINITE as
+    earlier versions print them)."""
     if isinstance(v, bool):
         raise ValueError(f"not a number: {v!r}")
     if isinstance(v, (int, float)):
-        return float(v)
+        return math.nan if v in UNSET else float(v)
     if isinstance(v, dict) and "number" in v:
         if not v.get("set", True) or v.get("infinite", False):
             return math.nan
-        return float(v["number"])
+        return _number(v["number"])
     raise ValueError(f"not a number: {v!r}")
 
 
@@ -88,31 +98,61 @@ def _from_json(j: dict, now: float) -> Job | None:
         return None
     start = _number(j.get("start_time", 0))
     limit_min = _number(j["time_limit"])
-    return Job(id=str(j["job_id"]), state=kind, user=str(j["user_name"]),
-               partition=str(j["partition"]), nodes=int(_number(j["node_count"])),
-               cpus=int(_number(j["cpus"])),
+    return Job(id=str(j["job_id"]), state=kind, user=str(j.get("user_name") or ""),
+               partition=str(j.get("partition") or ""),
+               nodes=int(_number(j["node_count"])), cpus=int(_number(j["cpus"])),
                limit_s=limit_min * 60 if limit_min == limit_min else math.nan,
                submit=_number(j["submit_time"]),
                start=start if kind == "running" else math.nan,
                estimate=max(start, now) if kind == "pending" and start > 0 else math.nan,
                account=str(j.get("account") or ""), name=str(j.get("name") or ""),
-               pinned=_pinned(str(j.get("comment") or "")))
+               pinned=_pinned(str(j.get("comment") or "")),
+               unmovable=_unmovable(j) if kind == "pending" else "")
+
+
+def _set(v) -> bool:
+    """Whether a field of squeue --json holds a value (not 0, NaN, null or empty)."""
+    try:
+        x = _number(v)
+    except ValueError:
+        return bool(v)
+    return x == x and x != 0
+
+
+def _unmovable(j: dict) -> str:
+    """Why a pending job of squeue --json stays where it is ("" where it may move)."""
+    reason = str(j.get("state_reason") or "")
+    if reason in HELD or j.get("hold") is True:
+        return f"held ({reason or 'hold'}): no VM starts it sooner"
+    if _set(j.get("het_job_id")):
+        return "a part of a heterogeneous job: its parts start together"
+    if str(j.get("array_task_string") or "").strip():
+        return (f"an array's tasks ({j['array_task_string']}): one move takes them all, "
+                "priced as one")
+    return ""
 
 
 def _from_line(line: str, now: float) -> Job | None:
-    f = line.split("|", 11)
-    if len(f) != 12:
-        raise ValueError(f"{len(f)} fields, not 12")
+    f = line.split(SEP, 12)
+    if len(f) != 13:
+        raise ValueError(f"{len(f)} fields, not 13")
     kind = _kind(f[1].strip())
     if kind is None:
         return None
     start = _clock(f[10])
-    return Job(id=f[0].strip(), state=kind, user=f[2].strip(), partition=f[3].strip(),
+    jid = f[0].strip()
+    held = f[11].strip() in HELD and kind == "pending"
+    return Job(id=jid, state=kind, user=f[2].strip(), partition=f[3].strip(),
                nodes=int(f[6]), cpus=int(f[7]), limit_s=limit_seconds(f[8]),
                submit=_clock(f[9]), start=start if kind == "running" else math.nan,
                estimate=max(start, now) if kind == "pending" and start == start
                else math.nan, account=f[4].strip(), name=f[5].strip(),
-               pinned=_pinned(f[11]))
+               pinned=_pinned(f[12]),
+               unmovable=(f"held ({f[11].strip()}): no VM starts it sooner" if held else
+                          "a part of a heterogeneous job: its parts start together"
+                          if "+" in jid and kind == "pending" else
+                          "an array's tasks: one move takes them all, priced as one"
+                          if "[" in jid and kind == "pending" else ""))
 
 
 def version(run: Runner) -> str:
@@ -135,6 +175,11 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
         except json.JSONDecodeError as exc:
             raise SchedulerError(f"squeue --json of {ver} is not JSON ({exc}): a version "
                                  "this advice does not parse") from None
+        errors = data.get("errors") if isinstance(data, dict) else None
+        if errors:  # Slurm 23.02 and later: what went wrong, beside an empty list
+            e = errors[0] if isinstance(errors[0], dict) else {"error": errors[0]}
+            raise SchedulerError(f"squeue --json of {ver}: "
+                                 f"{e.get('description') or e.get('error') or e}")
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
             raise SchedulerError(f"squeue --json of {ver} has no list of jobs: a version this "
                                  "advice does not parse")
@@ -150,7 +195,8 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
                              f"{first_line(err or out) or f'exit {rc}'} ({ver})")
     parsed, skipped = parse_each(
         [s for s in out.splitlines() if s.strip()], lambda line: _from_line(line, now),
-        lambda line, exc: f"squeue line {line[:40]!r}: skipped, it does not parse ({exc})")
+        lambda line, exc: f"squeue line {line.replace(SEP, '|')[:40]!r}: skipped, it does "
+        f"not parse ({exc})")
     return parsed, skipped, ("squeue -o %S (the backfill scheduler's expected start, as "
                              "squeue --start)")
 
