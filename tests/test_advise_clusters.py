@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,27 @@ def test_slurm_advice_bursts_the_job_behind_a_long_one_on_the_schedulers_estimat
     assert p.returncode == 0, p.stderr
     assert {r["job"]: r["verdict"] for r in json.loads(p.stdout)["jobs"]} == \
         {r["job"]: r["verdict"] for r in out["jobs"]}
+
+
+def test_slurm_formatted_listing_reads_as_its_json(slurm_queue):
+    """The fallback for a Slurm without squeue --json: the real squeue's -o listing, its
+    fields apart by the unit separator, reads the same jobs as the JSON."""
+    from burstbench.advise import slurm
+
+    c, jobs, _, _ = slurm_queue
+    now = time.time()
+    out = c.run("squeue", "-h", "-a", "-t", "PENDING,RUNNING", "-o", slurm.SQUEUE_FORMAT,
+                check=True).stdout
+    listed = {j.id: j for j in (slurm._from_line(s, now) for s in out.splitlines() if s)
+              if j is not None}
+    by_json = {j.id: j for j in (slurm._from_json(d, now) for d in squeue(c).values())
+               if j is not None}
+    assert set(listed) == set(by_json) >= set(jobs.values())
+    for jid, j in by_json.items():
+        f = listed[jid]
+        assert (f.state, f.user, f.partition, f.nodes, f.cpus, f.pinned, f.unmovable,
+                f.limit_s, f.submit) == (j.state, j.user, j.partition, j.nodes, j.cpus,
+                                         j.pinned, j.unmovable, j.limit_s, j.submit), jid
 
 
 def test_slurm_apply_refuses_a_cloud_partition_that_does_not_exist(slurm_queue):
