@@ -546,6 +546,28 @@ def test_a_refused_move_is_one_line_and_changes_nothing_else(tmp_path, prices):
     led.close()
 
 
+def test_a_move_with_no_answer_stays_open_and_is_settled_by_the_next_run(tmp_path, prices):
+    """The scheduler did not answer in time: the move may have run, so it is neither done
+    nor refused; its intent stays open, its JPY counted, and the next run settles it
+    against the queue it finds."""
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200)])
+    a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    silent = runner({("scontrol", "update"): (124, "", "scontrol: no answer within 60 s")})
+    led = ledger.Ledger(tmp_path / "ledger.jsonl")
+    said = command.apply(args(tmp_path), snap, a, led, Stop, silent)
+    assert said == ["job 1: no answer from the scheduler (scontrol: no answer within 60 s): "
+                    "the next run settles the move against its queue"]
+    assert [r["event"] for r in led.records] == ["intent"]
+    assert led.spent(time.strftime("%Y-%m-%d")) == pytest.approx(
+        a.table.set_index("job").loc["1", "jpy_at_limit"], rel=1e-3)
+    moved = [queue.Job(j.id, j.state, j.user, "cloud" if j.id == "1" else j.partition,
+                       j.nodes, j.cpus, j.limit_s, j.submit) for j in snap.jobs]
+    assert led.settle("slurm", {j.id: (j.state, j.partition) for j in moved}, "cloud") == [
+        "job 1: found in cloud after an interrupted run: the move ran"]
+    led.close()
+
+
 def test_a_job_id_or_partition_not_a_scheduler_name_is_refused_before_any_command():
     run = runner({})
     assert slurm.move(run, "1; rm -rf /", "cloud") == (

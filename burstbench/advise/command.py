@@ -253,6 +253,11 @@ def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
         _pause("intent")
         ok, msg = backend.move(run, job.id, args.cloud)
         _pause("moved")
+        if ok is None:  # no answer: the intent stays open, counted, settled next run
+            spent += cost
+            said.append(f"job {job.id}: no answer from the scheduler ({msg}): the next run "
+                        "settles the move against its queue")
+            continue
         ledger.append({"event": "done" if ok else "refused", "job": job.id,
                        "scheduler": snap.scheduler, "to": args.cloud, "message": msg})
         if ok:

@@ -3,8 +3,9 @@ before the action it announces is taken, so that a run killed at any point (``ki
 included) loses no action and repeats none.
 
 For each move: an ``intent`` line (job, where to, its VM, its JPY at the requested time),
-then the move, then its outcome, ``done`` or ``refused`` (the scheduler's one line).  The
-next run settles an intent left without an outcome against the scheduler's own listing
+then the move, then its outcome, ``done`` or ``refused`` (the scheduler's one line); none
+where the scheduler did not answer in time (the move may have run).  The next run settles
+an intent left without an outcome against the scheduler's own listing
 (:func:`Ledger.settle`): the job found in the cloud partition is ``done`` (the move ran);
 found pending elsewhere, ``not done`` (it never ran: the job may move again); gone, ``gone``
 (never moved again).  A job moves at most once: one ``done`` (or ``gone``) and it never

@@ -223,9 +223,11 @@ def read(run: Runner, history_days: float = 30.0, now: float | None = None) -> S
                     hist_source, skipped)
 
 
-def move(run: Runner, job: str, queue: str) -> tuple[bool, str]:
-    """``qmove <queue> <job>``: (done, PBS's message)."""
+def move(run: Runner, job: str, queue: str) -> tuple[bool | None, str]:
+    """``qmove <queue> <job>``: (done, PBS's message); done None where no answer came (the
+    move may or may not have run)."""
     if not JOB_ID.match(job) or not QUEUE.match(queue):
         return False, f"refused: job {job!r} or queue {queue!r} is not a PBS name"
     rc, out, err = run(["qmove", queue, job])
-    return rc == 0, first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
+    return (None if rc == 124 else rc == 0), \
+        first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")

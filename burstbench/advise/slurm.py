@@ -303,9 +303,11 @@ def read(run: Runner, history_days: float = 30.0, now: float | None = None) -> S
                     skipped)
 
 
-def move(run: Runner, job: str, partition: str) -> tuple[bool, str]:
-    """``scontrol update JobId=<job> Partition=<partition>``: (done, Slurm's message)."""
+def move(run: Runner, job: str, partition: str) -> tuple[bool | None, str]:
+    """``scontrol update JobId=<job> Partition=<partition>``: (done, Slurm's message); done
+    None where no answer came (the move may or may not have run)."""
     if not JOB_ID.match(job) or not PARTITION.match(partition):
         return False, f"refused: job {job!r} or partition {partition!r} is not a Slurm name"
     rc, out, err = run(["scontrol", "update", f"JobId={job}", f"Partition={partition}"])
-    return rc == 0, first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
+    return (None if rc == 124 else rc == 0), \
+        first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
