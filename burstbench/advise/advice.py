@@ -162,17 +162,28 @@ def _span(jobs: list[Job]) -> str:
             f" to {datetime.fromtimestamp(hi):%Y-%m-%d %H:%M}")
 
 
+def p_sooner_problem(p_sooner: float) -> str:
+    """What is wrong with a P(sooner) level ("" where nothing)."""
+    return "" if 0 < p_sooner < 1 else \
+        f"--p-sooner must be between 0 and 1 (not 0 or 1), not {p_sooner:g}"
+
+
+def vm_problem(pr: Pricing, vm: str) -> str:
+    """What is wrong with `vm` ("" where it is none or a VM priced in `pr`)."""
+    vms = [v for v, _ in pr.vms()]
+    return "" if not vm or vm in vms else \
+        f"--vm: {vm!r} is not priced for {pr.billing} in {pr.region} (priced: {', '.join(vms)})"
+
+
 def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "",
            vm: str = "", p_sooner: float = P_SOONER, max_jpy: float = math.inf,
            min_history: int = MIN_HISTORY, learn: bool = True, seed: int = 2023) -> Advice:
     """The advice for every pending job of `snap` outside partition `cloud` (see the module
     docstring); ParamError, one line, for an unknown `vm` or a P(sooner) not in (0, 1)."""
-    if not 0 < p_sooner < 1:
-        raise ParamError(f"--p-sooner must be between 0 and 1 (not 0 or 1), not {p_sooner!r}")
+    problem = p_sooner_problem(p_sooner) or vm_problem(pr, vm)
+    if problem:
+        raise ParamError(problem)
     vms = pr.vms()
-    if vm and vm not in dict(vms):
-        raise ParamError(f"--vm: {vm!r} is not priced for {pr.billing} in {pr.region} "
-                         f"(priced: {', '.join(v for v, _ in vms)})")
     notes = list(snap.skipped)
     onprem = onprem_nodes(snap, cloud)
 

@@ -197,6 +197,8 @@ class _Stop:
 def bad_option(args: argparse.Namespace) -> str:
     """What is wrong with the options' values ("" where nothing): checked before the
     queue is read."""
+    from burstbench.advise import advice as adv
+
     def number(name: str, v: float, least: float, more: bool = False, inf: bool = False
                ) -> str:
         ok = v == v and (v > least if more else v >= least) and (inf or v != math.inf)
@@ -208,8 +210,7 @@ def bad_option(args: argparse.Namespace) -> str:
         number("budget-jpy", args.budget_jpy, 0, inf=True),
         number("min-history", args.min_history, 0),
         number("watch", args.watch, 0),
-        "" if 0 < args.p_sooner < 1 else
-        f"--p-sooner must be between 0 and 1 (not 0 or 1), not {args.p_sooner:g}") if m), "")
+        adv.p_sooner_problem(args.p_sooner)) if m), "")
 
 
 def _pause(point: str) -> None:
@@ -300,9 +301,8 @@ def advise_command(args: argparse.Namespace) -> int:
         rule_list, pr = adv.setup(given, args.input_gb, args.output_gb,
                                   runs_dir=args.runs_dir, reference_dir=args.reference_dir,
                                   region=args.region, billing=args.billing, draws=args.draws)
-        if args.vm and args.vm not in dict(pr.vms()):
-            raise ParamError(f"--vm: {args.vm!r} is not priced for {pr.billing} in "
-                             f"{pr.region} (priced: {', '.join(v for v, _ in pr.vms())})")
+        if adv.vm_problem(pr, args.vm):
+            raise ParamError(adv.vm_problem(pr, args.vm))
         if args.apply:
             from burstbench.advise.ledger import Ledger
             ledger = Ledger(args.ledger)

@@ -30,7 +30,13 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
-from burstbench.replay.accounting import pbs_procs_nodes, pbs_seconds
+from burstbench.replay.accounting import (
+    entered,
+    pbs_array,
+    pbs_fields,
+    pbs_procs_nodes,
+    pbs_seconds,
+)
 
 #: The job ids this advice acts on: sequence number[.server], or an array's number[].server.
 JOB_ID = re.compile(r"^\d+(\[\d*\])?(\.[A-Za-z0-9_.\-]+)?$")
@@ -79,7 +85,7 @@ def _from_json(jid: str, j: dict, now: float) -> Job | None:
 
 def _unmovable(jid: str, rl: dict) -> str:
     """Why a queued PBS job stays where it is ("" where it may move)."""
-    if jid.split(".")[0].endswith("[]"):
+    if pbs_array(jid):
         return "an array's subjobs: one move takes them all, priced as one"
     chunks = int(rl.get("nodect", 1))
     if chunks > 1 and int(rl.get("ncpus", 0)) == chunks and not str(
@@ -154,9 +160,9 @@ def parse_accounting(text: str, notes: list[str] | None = None) -> list[Job]:
     out, unread = [], 0
     for line in text.splitlines():
         f = line.strip().split(";", 3)
-        if len(f) != 4 or f[1] != "E" or f[2].split(".")[0].endswith("[]"):
+        if len(f) != 4 or f[1] != "E" or pbs_array(f[2]):
             continue
-        kv = dict(p.split("=", 1) for p in f[3].split() if "=" in p)
+        kv = pbs_fields(f[3])
         try:
             start, end = float(kv["start"]), float(kv["end"])
             procs, nodes = pbs_procs_nodes(kv)
@@ -165,7 +171,7 @@ def parse_accounting(text: str, notes: list[str] | None = None) -> list[Job]:
             out.append(Job(id=f[2], state="finished", user=kv.get("user", ""),
                            partition=kv.get("queue", ""), nodes=nodes, cpus=int(procs),
                            limit_s=pbs_seconds(kv.get("Resource_List.walltime")),
-                           submit=eligible if submit < eligible <= start else submit,
+                           submit=float(entered(submit, eligible, start)),
                            start=start, end=end, account=kv.get("account", ""),
                            name=kv.get("jobname", "")))
         except (KeyError, ValueError):

@@ -26,7 +26,7 @@ from burstbench.advise.queue import (
     first_line,
     parse_each,
 )
-from burstbench.replay.accounting import limit_seconds, sacct_rows  # sacct's limits, rows
+from burstbench.replay.accounting import entered, limit_seconds, sacct_rows
 
 #: The job ids this advice acts on: a number, or an array task's number_number.
 JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -98,6 +98,7 @@ def _from_json(j: dict, now: float) -> Job | None:
         return None
     start = _number(j.get("start_time", 0))
     limit_min = _number(j["time_limit"])
+    tasks = str(j.get("array_task_string") or "").strip()
     return Job(id=str(j["job_id"]), state=kind, user=str(j.get("user_name") or ""),
                partition=str(j.get("partition") or ""),
                nodes=int(_number(j["node_count"])), cpus=int(_number(j["cpus"])),
@@ -107,7 +108,9 @@ def _from_json(j: dict, now: float) -> Job | None:
                estimate=max(start, now) if kind == "pending" and start > 0 else math.nan,
                account=str(j.get("account") or ""), name=str(j.get("name") or ""),
                pinned=_pinned(str(j.get("comment") or "")),
-               unmovable=_unmovable(j) if kind == "pending" else "")
+               unmovable=_unmovable(str(j.get("state_reason") or ""), j.get("hold") is True,
+                                    _set(j.get("het_job_id")), bool(tasks), tasks)
+               if kind == "pending" else "")
 
 
 def _set(v) -> bool:
@@ -119,16 +122,17 @@ def _set(v) -> bool:
     return x == x and x != 0
 
 
-def _unmovable(j: dict) -> str:
-    """Why a pending job of squeue --json stays where it is ("" where it may move)."""
-    reason = str(j.get("state_reason") or "")
-    if reason in HELD or j.get("hold") is True:
+def _unmovable(reason: str, held: bool, het: bool, array: bool, tasks: str = "") -> str:
+    """Why a pending job stays where it is ("" where it may move): held (`reason` one of
+    HELD, or `held`), a heterogeneous job's part, a pending array (its `tasks`, where
+    known)."""
+    if reason in HELD or held:
         return f"held ({reason or 'hold'}): no VM starts it sooner"
-    if _set(j.get("het_job_id")):
+    if het:
         return "a part of a heterogeneous job: its parts start together"
-    if str(j.get("array_task_string") or "").strip():
-        return (f"an array's tasks ({j['array_task_string']}): one move takes them all, "
-                "priced as one")
+    if array:
+        return (f"an array's tasks{f' ({tasks})' if tasks else ''}: one move takes them "
+                "all, priced as one")
     return ""
 
 
@@ -141,18 +145,14 @@ def _from_line(line: str, now: float) -> Job | None:
         return None
     start = _clock(f[10])
     jid = f[0].strip()
-    held = f[11].strip() in HELD and kind == "pending"
     return Job(id=jid, state=kind, user=f[2].strip(), partition=f[3].strip(),
                nodes=int(f[6]), cpus=int(f[7]), limit_s=limit_seconds(f[8]),
                submit=_clock(f[9]), start=start if kind == "running" else math.nan,
                estimate=max(start, now) if kind == "pending" and start == start
                else math.nan, account=f[4].strip(), name=f[5].strip(),
                pinned=_pinned(f[12]),
-               unmovable=(f"held ({f[11].strip()}): no VM starts it sooner" if held else
-                          "a part of a heterogeneous job: its parts start together"
-                          if "+" in jid and kind == "pending" else
-                          "an array's tasks: one move takes them all, priced as one"
-                          if "[" in jid and kind == "pending" else ""))
+               unmovable=_unmovable(f[11].strip(), False, "+" in jid, "[" in jid)
+               if kind == "pending" else "")
 
 
 def version(run: Runner) -> str:
@@ -232,7 +232,7 @@ def parse_sacct(text: str, notes: list[str] | None = None) -> list[Job]:
         try:
             out.append(_finished(f["JobID"], f["User"], f.get("Partition", ""), f["NNodes"],
                                  f["NCPUS"], limit_seconds(f["Timelimit"]),
-                                 eligible if submit < eligible <= start else submit, start,
+                                 float(entered(submit, eligible, start)), start,
                                  end, f.get("Account", ""), f.get("JobName", "")))
         except ValueError:
             unread.append(f["JobID"])

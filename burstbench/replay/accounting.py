@@ -127,6 +127,23 @@ def _epoch(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, (np.isnan(out) & ~absent.to_numpy())
 
 
+def entered(submit, eligible, start):
+    """When a job entered the queue (Unix s; numbers or arrays alike): its eligible time
+    where that falls after its submit and no later than its start (time held, or waiting on
+    a dependency, is no queue time a VM could save), else its submit."""
+    return np.where((eligible > submit) & (eligible <= start), eligible, submit)
+
+
+def pbs_fields(payload: str) -> dict[str, str]:
+    """A PBS accounting record's key=value pairs (its fourth ';' field)."""
+    return dict(p.split("=", 1) for p in payload.split() if "=" in p)
+
+
+def pbs_array(jid: str) -> bool:
+    """Whether a PBS job id is an array's own (123[].server), not a subjob's or a job's."""
+    return jid.split(".")[0].endswith("[]")
+
+
 def _codes(names) -> np.ndarray:
     """User names as numbers (in order of first appearance; -1 for an empty name)."""
     names = pd.Series(names, dtype=object)
@@ -147,7 +164,6 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
     not)."""
     n = len(submit)
     drop = Drops(n, notes, dropped)
-    gone = drop.gone
     if unreadable is not None:
         drop("a time not read", unreadable,
              f"with a submit, start or end time that is not a time (e.g. {example!r}; "
@@ -157,7 +173,7 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
          "with no submit, start or end time (never started, or still running): not "
          "replayed")
     ids = pd.DataFrame({"id": np.asarray(jobid, dtype=str), "submit": submit, "start": start})
-    drop("duplicate", ids.duplicated().to_numpy() & ~gone,
+    drop("duplicate", ids.duplicated().to_numpy(),
          "logged twice (the same id, submit and start: exports that overlap?): the second "
          "dropped")
     run = end - start
@@ -166,14 +182,14 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
     states = pd.Series(np.asarray(state, dtype=str))
     drop("cancelled before it ran", (run == 0) & states.str.startswith("CANCELLED").to_numpy(),
          "cancelled before they ran (start = end): dropped")
+    keep = ~drop.gone
     entry = np.asarray(submit, dtype=float)
     if eligible is not None:
-        later = ~gone & (eligible > submit) & (eligible <= start)
-        entry = np.where(later, eligible, entry)
+        entry = np.where(keep, entered(submit, eligible, start), entry)
+        later = keep & (entry != submit)
         if later.any():
             notes.append(f"{int(later.sum())} job(s) eligible after their submit (held, or "
                          "waiting on a dependency): their wait counts from then")
-    keep = ~gone
     t0 = float(np.nanmin(entry[keep])) if keep.any() else 0.0
     jobs = pd.DataFrame({"job": np.asarray(jobid)[keep], "submit": entry[keep] - t0,
                          "wait": start[keep] - entry[keep], "run": run[keep],
@@ -267,10 +283,10 @@ def parse_pbs(text: str, source: str = "") -> Log:
         records += 1
         if f[1] != "E":
             continue
-        if f[2].split(".")[0].endswith("[]"):
+        if pbs_array(f[2]):
             parents += 1
             continue
-        kv = dict(p.split("=", 1) for p in f[3].split() if "=" in p)
+        kv = pbs_fields(f[3])
         procs, nodes = pbs_procs_nodes(kv)
         rows.append((f[2], kv.get("qtime", kv.get("ctime")), kv.get("etime"), kv.get("start"),
                      kv.get("end"), procs, nodes, pbs_seconds(kv.get("Resource_List.walltime")),

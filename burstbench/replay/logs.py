@@ -295,15 +295,12 @@ def clean(log: Log, source: str = "") -> Log:
     if log.max_procs:
         rules.append((f"more processors than MaxProcs ({log.max_procs})",
                       j["procs"] > log.max_procs))
-    gone = np.zeros(len(j), dtype=bool)
+    drop = Drops(len(j), log.notes, log.dropped)
     for why, mask in rules:
-        new = mask.to_numpy() & ~gone
-        if new.any():
-            log.dropped[why] = int(new.sum())
-            log.notes.append(f"{int(new.sum())} job(s) with {why}: dropped")
-            gone |= new
-    if gone.all():
+        drop(why, mask.to_numpy(), f"with {why}: dropped")
+    if drop.gone.all():
         raise ParamError(f"{source or 'the log'}: no job left to replay"
                          + (f" ({'; '.join(log.notes)})" if log.notes else ""))
-    log.jobs = j[~gone].sort_values(["submit", "job"], kind="stable").reset_index(drop=True)
+    log.jobs = j[~drop.gone].sort_values(["submit", "job"], kind="stable").reset_index(
+        drop=True)
     return log

@@ -52,7 +52,7 @@ def pick(rows: pd.DataFrame) -> dict:
     that makes the fewest later (:func:`picked` tells which)."""
     d = rows[rows["policy"] == "probability"].copy()
     d["total_h"] = d["hours_saved"] + d["stays_hours_saved"]
-    ok = d[(d["share_made_later"] <= MAX_LATER) & (d["jobs_burst"] > 0) & (d["total_h"] > 0)]
+    ok = d[np.array([picked(r) for r in d.to_dict("records")], dtype=bool)]
     if len(ok):
         best = ok.sort_values(["total_h", "jpy_spent"], ascending=[False, True],
                               kind="stable").iloc[0]
