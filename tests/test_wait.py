@@ -215,6 +215,31 @@ def test_what_is_known_at_a_submit_counts_ties_by_place_in_the_log():
     assert order.tolist() == [0, 1, 2, 3, 4] and count.tolist() == [0, 1, 2, 3, 4]
 
 
+def test_an_estimate_past_every_one_in_the_history_is_not_scaled_by_their_ratios():
+    """A history whose jobs all started at an estimate of about 0 but waited 0-3 h (the
+    ratios (wait + 60 s) / 60 s up to 91), then a job the scheduler expects to start in a
+    day: its wait is a day plus the history's excess (0-3 h), not a day times 91 (three
+    months, what the ratios of every class gave).  The learned model, which never saw an
+    estimate past 0, leaves that job to the history (trees do not extrapolate: it would
+    read a day's estimate as the history's largest, about 0)."""
+    n = 300
+    submit = np.arange(n) * 3000.0
+    wait = (np.arange(n) % 7) * 1800.0
+    nodes = 1 + np.arange(n) % 4
+    run = np.full(n, 3600.0)
+    given = np.full(n, np.nan)
+    given[-1] = 86400.0
+    p = predict.predict(submit, nodes, wait, run, np.full(n, 4 * 3600.0), np.arange(n) % 5,
+                        16, first_fit=100, estimate=given)
+    assert p.estimate[:-1].max() < 1.0  # the history's estimates: about 0
+    day = p.history[-1]
+    assert day[0] == pytest.approx(86400.0) and day[-1] == pytest.approx(86400.0 + 3 * 3600)
+    assert p.fits >= 1 and np.isnan(p.learned[-1]).all() and not np.isnan(p.learned[-2]).any()
+    assert 86400.0 <= p.quantile(0.5)[-1] <= 86400.0 + 3 * 3600
+    # a job of the history's own estimate is still read by its class's ratios
+    assert p.history[100, 20] == pytest.approx(np.median(wait[:100]), abs=1800)
+
+
 # -- calibration ----------------------------------------------------------------------------
 
 def test_waits_from_a_known_distribution_are_covered_as_predicted():

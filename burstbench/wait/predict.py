@@ -9,8 +9,10 @@ The predictor, in four steps, each measured against the others on the KTH and RI
    reports), up to a horizon;
 2. history (:mod:`burstbench.wait.history`): the real wait relative to that estimate,
    ``(wait + 60 s) / (estimate + 60 s)``, over the last jobs that started of the same class
-   (estimate bucket x size), scaled by the job's own estimate; with no requested times in
-   the log, the waits of the last jobs of its size class;
+   (estimate bucket x size), scaled by the job's own estimate (of its estimate bucket where
+   its class has too few; where that has too few too, the estimate plus the last jobs'
+   excess over theirs); with no requested times in the log, the waits of the last jobs of
+   its size class;
 3. a learned model, where it has enough to learn from: LightGBM's gradient boosting of
    log(1 + wait) on what was known at the submit (the estimate, the requested time, the
    size, the queue's length and work, the machine's load, step 2's median and 90%
@@ -170,8 +172,10 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
              first: int, every: int, train_window: int, seed: int
              ) -> tuple[np.ndarray, int]:
     """log(1 + wait) predicted by LightGBM refitted at checkpoints on the last
-    `train_window` jobs started by then; NaN before the first fit.  Returns (predictions,
-    fits)."""
+    `train_window` jobs started by then; NaN before the first fit, and NaN for a job whose
+    estimate (x's first column) is past every one the model learned from: trees do not
+    extrapolate, and a live queue busier than its history would be read as its busiest
+    day.  Returns (predictions, fits)."""
     import lightgbm as lgb
 
     n = len(y)
@@ -184,8 +188,34 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
     for a, b in zip(marks, marks[1:] + [n]):
         train = by_start[max(0, labelled[a] - train_window):labelled[a]]
         model = lgb.train(params, lgb.Dataset(x[train], y[train]), num_boost_round=100)
-        out[a:b] = model.predict(x[a:b], num_threads=1)
+        out[a:b] = np.where(x[a:b, 0] > x[train, 0].max(), np.nan,
+                            model.predict(x[a:b], num_threads=1))
     return out, len(marks)
+
+
+def _calibrated_estimate(est, wait, start, submit, share, window: int,
+                         min_count: int) -> np.ndarray:
+    """Step 2: quantiles of each job's wait, its estimate times the ratios (wait + 60 s) /
+    (estimate + 60 s) of the last `window` started jobs of its class (estimate bucket x
+    size); of its estimate bucket where its class has fewer than `min_count`; and where
+    that has too few, its estimate plus the excess (wait - estimate) of the last jobs of
+    every class.  A ratio is read only at the scale it was seen at: ratios of jobs whose
+    estimate was about 0 would multiply a day's estimate into months."""
+    ratio = (wait + OFFSET_S) / (est + OFFSET_S)
+    e_cls = buckets(est, ESTIMATE_EDGES)
+    n_e = len(ESTIMATE_EDGES) + 1
+    q_c, own_c = history.window_quantiles(ratio, start, submit,
+                                          e_cls * 4 + buckets(share, SIZE_EDGES), n_e * 4,
+                                          window, min_count)
+    q_e, own_e = history.window_quantiles(ratio, start, submit, e_cls, n_e, window,
+                                          min_count)
+    q_r = np.where((own_c >= min_count)[:, None], q_c, q_e)
+    del q_c, q_e
+    scaled = q_r * (est[:, None] + OFFSET_S) - OFFSET_S
+    q_d, _ = history.window_quantiles(wait - est, start, submit, np.zeros(len(est), np.int64),
+                                      1, window, min_count)
+    by_scale = (own_c >= min_count) | (own_e >= min_count)
+    return np.maximum(np.where(by_scale[:, None], scaled, est[:, None] + q_d), 0.0)
 
 
 def predict(submit, nodes, wait, run, req, user, capacity: int, *,
@@ -220,15 +250,13 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         if estimate is not None:
             given = np.asarray(estimate, float)
             est = np.where(np.isnan(given), est, np.minimum(np.maximum(given, 0.0), horizon_s))
-        ratio = (wait + OFFSET_S) / (est + OFFSET_S)
-        cls = buckets(est, ESTIMATE_EDGES) * 4 + buckets(nodes / capacity, SIZE_EDGES)
-        q_r, _ = history.window_quantiles(ratio, start, submit, cls, 7 * 4, window,
-                                          min_count)
-        hist = np.maximum(q_r * (est[:, None] + OFFSET_S) - OFFSET_S, 0.0)
-        del q_r
+        hist = _calibrated_estimate(est, wait, start, submit, nodes / capacity, window,
+                                    min_count)
         how = (f"the scheduler's estimate (EASY backfilling with requested times, up to "
                f"{horizon_s / 3600:g} h) calibrated by the last {window:,} started jobs of "
-               "its estimate and size class")
+               "its estimate and size class (of its estimate class where its own has too "
+               "few; the estimate plus every class's excess over theirs where that has too "
+               "few)")
     else:
         req_k = np.full(n, np.nan)
         est = np.full(n, np.nan)
@@ -264,7 +292,8 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
             base = np.where(np.isnan(learned[:, :1]), hist, learned)
             how = (f"LightGBM on what was known at the submit ({', '.join(FEATURES)}), "
                    f"refitted {fits} times on the last {train_window:,} started jobs, its "
-                   f"error over the last {window:,}; before its first fit, " + how)
+                   f"error over the last {window:,}; before its first fit, and for an estimate "
+                   "past every one it learned from, " + how)
         else:
             notes.append(f"fewer than {first_fit:,} jobs had started by the log's end: "
                          "no learned model, the history alone")
