@@ -63,15 +63,18 @@ class SlurmCluster:
 
     def __init__(self, root: Path, nodes: tuple[str, ...] = ("n1", "n2"),
                  partition: str = "debug", partitions: dict[str, tuple[str, ...]] | None = None,
-                 backfill_s: int = 30):
+                 backfill_s: int = 30, future: tuple[str, ...] = ()):
         """`partitions` (name -> its nodes; the first the default) in place of one
         `partition` of every node; `backfill_s`: the backfill scheduler's interval (it sets
-        pending jobs' expected starts)."""
+        pending jobs' expected starts); `future`: nodes configured but not there
+        (State=FUTURE: no slurmd, and sinfo does not list them, as a cloud's powered-down
+        nodes), which `partitions` may name."""
         self.root = Path(root)
         self.nodes = nodes
         self.partition = partition
         self.partitions = partitions or {partition: nodes}
         self.backfill_s = backfill_s
+        self.future = future
         self.conf = self.root / "slurm.conf"
         self.munge_socket = self.root / "munge" / "munge.socket"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -109,6 +112,8 @@ class SlurmCluster:
         nodes = "\n".join(f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 "
                           f"Port={_free_port()} CPUs={cpus} RealMemory={mem} State=UNKNOWN"
                           for n in self.nodes)
+        nodes += "".join(f"\nNodeName={n} CPUs={cpus} RealMemory={mem} State=FUTURE"
+                         for n in self.future)
         parts = "\n".join(f"PartitionName={name} Nodes={','.join(ns)} "
                           f"Default={'YES' if i == 0 else 'NO'} MaxTime=INFINITE State=UP "
                           "OverSubscribe=NO"

@@ -170,7 +170,8 @@ def test_without_squeue_json_the_formatted_listing_is_read():
     run = runner({("squeue", "--json"): (1, "", "squeue: unrecognized option '--json'"),
                   ("squeue", "-h"): (0, lines, "")})
     jobs, skipped, source = slurm.jobs(run, "slurm 20.11", NOW)
-    assert "squeue -o %S" in source
+    assert source == ("squeue -o %S (the backfill scheduler's expected start, as squeue "
+                      "--start; squeue --json: squeue: unrecognized option '--json')")
     assert [(j.id, j.name, j.limit_s, j.estimate, j.pinned, j.nodes, j.unmovable)
             for j in jobs[:1]] == [("21", "x|4", 86400.0, NOW + 3600, True, 4, "")]
     assert jobs[1].id == "22" and math.isnan(jobs[1].estimate) and jobs[1].limit_s == 7200

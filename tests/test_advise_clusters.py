@@ -34,7 +34,9 @@ def slurm_burst(tmp_path_factory):
     every second; the tests' marks (slurm, slow) come from conftest's FIXTURE_MARKERS."""
     missing = missing_programs()
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm-advise"),
-                           partitions={"onprem": ("n1",), "cloud": ("n2",)}, backfill_s=1)
+                           partitions={"onprem": ("n1",), "cloud": ("n2",),
+                                       "asleep": ("c1",)},
+                           future=("c1",), backfill_s=1)
     yield from session(cluster, "Slurm", "BURSTBENCH_REQUIRE_SLURM",
                        f"not installed ({', '.join(missing)}): apt-get install slurm-wlm munge"
                        if missing else "")
@@ -142,9 +144,20 @@ def test_slurm_apply_refuses_a_cloud_partition_that_does_not_exist(slurm_queue):
     p = advise(c.env, *[a if a != "cloud" else "nowhere" for a in base], "--vm", VM,
                "--apply", "--ledger", str(ledger))
     assert (p.returncode, p.stderr.strip()) == (
-        2, "error: --cloud 'nowhere': no such partition (cloud, onprem); nothing moved")
+        2, "error: --cloud 'nowhere': no such partition (asleep, cloud, onprem); nothing moved")
     assert not ledger.exists() or ledger.read_text() == ""
     assert c.job(jobs["burst"])["Partition"] == "onprem"
+
+
+def test_slurm_advice_to_a_partition_whose_nodes_sinfo_does_not_list(slurm_queue):
+    """A cloud partition of powered-down nodes (here State=FUTURE; a cloud's are CLOUD):
+    sinfo lists none of them, and the partition is still found (scontrol's)."""
+    c, jobs, _, base = slurm_queue
+    assert "c1" not in c.run("sinfo", "-h", "-a", "-N", "-o", "%N", check=True).stdout
+    p = advise(c.env, *[a if a != "cloud" else "asleep" for a in base], "--json")
+    assert p.returncode == 0, p.stderr
+    t = {r["job"]: r for r in json.loads(p.stdout)["jobs"]}
+    assert t[jobs["burst"]]["verdict"] == "burst"
 
 
 def test_slurm_apply_within_an_exhausted_budget_moves_nothing(slurm_queue):

@@ -189,6 +189,8 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
             f"skipped, a field does not parse ({exc})")
         return parsed, skipped, ("squeue --json (start_time: the backfill scheduler's "
                                  "expected start)")
+    why = (f"squeue --json: {first_line(err or out) or f'exit {rc}'}" if rc != 0
+           else "squeue --json printed no JSON")
     rc, out, err = run(["squeue", "-h", "-a", "-t", "PENDING,RUNNING", "-o", SQUEUE_FORMAT])
     if rc != 0:
         raise SchedulerError(f"no Slurm queue: tried squeue --json and squeue -o: "
@@ -198,11 +200,13 @@ def jobs(run: Runner, ver: str, now: float) -> tuple[list[Job], list[str], str]:
         lambda line, exc: f"squeue line {line.replace(SEP, '|')[:40]!r}: skipped, it does "
         f"not parse ({exc})")
     return parsed, skipped, ("squeue -o %S (the backfill scheduler's expected start, as "
-                             "squeue --start)")
+                             f"squeue --start; {why})")
 
 
 def partitions(run: Runner) -> dict[str, list[str]]:
-    """Each partition's nodes (sinfo)."""
+    """Each partition's nodes (sinfo); a partition whose nodes sinfo does not list (a
+    cloud's powered-down nodes, State=CLOUD or FUTURE) with none, from ``scontrol show
+    partition``."""
     rc, out, err = run(["sinfo", "-h", "-a", "-N", "-o", "%N|%P"])
     if rc != 0:
         raise SchedulerError(f"sinfo failed: {first_line(err or out) or f'exit {rc}'}")
@@ -211,6 +215,9 @@ def partitions(run: Runner) -> dict[str, list[str]]:
         node, _, part = line.strip().partition("|")
         if node and part:
             parts.setdefault(part.rstrip("*"), []).append(node)
+    rc, out, _ = run(["scontrol", "show", "partition", "--oneliner"])
+    for name in re.findall(r"^PartitionName=(\S+)", out if rc == 0 else "", re.M):
+        parts.setdefault(name, [])
     return parts
 
 
