@@ -275,6 +275,38 @@ def test_the_recalibration_mends_a_distribution_too_long_or_too_short():
         assert (abs(cal["coverage"] - cal["quantile"]) < 0.02).all(), (scale, cal)
 
 
+def test_run_times_are_recalibrated_apart_where_guesses_run_long():
+    """Run-time guesses of two kinds: about 10 min, right; about 12 h, but 40% of those
+    jobs end in under 2 min (a crash).  Grouped by the guess's median (edges at 1 h), each
+    kind covers its 10%, 50% and 90% within 0.03; pooled, the long kind's 10% guess misses
+    by more than 0.1 (every job's guess runs from 0, as run.run_guess makes it: the crashes
+    are below every guess but that)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    n = 20000
+    submit = np.sort(rng.uniform(0, n * 600, n))
+    long_ = rng.uniform(size=n) < 0.5
+    median = np.where(long_, 12 * 3600.0, 600.0)
+    lv = np.clip(history.LEVELS, 1e-3, 1 - 1e-3)
+    q = median[:, None] * stats.lognorm.ppf(lv, 0.5)[None, :]
+    q[:, 0] = 0.0
+    run = median * rng.lognormal(0.0, 0.5, n)
+    crash = long_ & (rng.uniform(size=n) < 0.4)
+    run[crash] = rng.uniform(10, 120, int(crash.sum()))
+    start, end = submit, submit + run
+
+    def cover(edges):
+        out = calibrate.recalibrate_censored(q, run, start, end, submit, edges=edges)
+        return [score.calibration(out[m][2000:], run[m][2000:], seed=3,
+                                  levels=(0.1, 0.5, 0.9))["coverage"].to_numpy()
+                for m in (long_, ~long_)]
+
+    for got in cover((3600.0,)):
+        assert np.abs(got - [0.1, 0.5, 0.9]).max() < 0.03, got
+    assert cover(())[0][0] > 0.2
+
+
 def test_the_calibration_counts_a_pile_at_zero_as_ties():
     """Every wait 0 and every prediction an atom of 60% at 0 then 10 min: the PITs of the
     zeros are uniform below 0.6, so 0.5 covers 5/6 of them, 0.9 all."""

@@ -35,6 +35,10 @@ from burstbench.wait.state import predicted_wait
 THRESHOLDS_H = (1 / 6, 1.0, 4.0, 12.0, 24.0, 48.0)
 #: The levels at which a job's run time is guessed at its submit, equally likely.
 RUN_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)
+#: Run-time guesses are recalibrated in groups of their median (s: 6 min, 1 h, 4 h, 12 h):
+#: on RICC's first 300,000 jobs, pooled, 37% of the jobs guessed at 12 h and more ran
+#: shorter than their 10% guess (6% of those guessed under 6 min).
+RUN_EDGES_S = (360.0, 3600.0, 4 * 3600.0, 12 * 3600.0)
 #: A run time is guessed from the user's last USER_RUNS jobs that ended, where there were at
 #: least USER_MIN.  The user's last 20 of the same requested time came closer (median error
 #: 0.31 against 0.45 in log run time on RICC's first 300,000 jobs) but more narrowly, and
@@ -204,10 +208,11 @@ def run_guess(submit: np.ndarray, start: np.ndarray, run: np.ndarray, req: np.nd
     """Each job's run time guessed at its submit, s, at RUN_LEVELS (jobs x levels): its
     requested time x the run-to-request ratios of its user's last USER_RUNS jobs that had
     ended, or where the user had fewer than USER_MIN, of the last jobs of its class (size x
-    requested time); with no requested time, their run times; read at the levels at which
-    the last jobs' run times fell (burstbench.wait.calibrate.recalibrate_censored, those
-    still running censored).  Where nothing had ended: the requested time, else NaN (the
-    job stays)."""
+    requested time); with no requested time, their run times; spanning 0 to the requested
+    time; read at the levels at which the run times of the last jobs of a like guess (its
+    median, grouped at RUN_EDGES_S) fell (burstbench.wait.calibrate.recalibrate_censored,
+    those still running censored).  Where nothing had ended: the requested time, else NaN
+    (the job stays)."""
     from burstbench.wait.predict import REQUEST_EDGES, SIZE_EDGES, buckets
 
     end = start + run
@@ -222,7 +227,13 @@ def run_guess(submit: np.ndarray, start: np.ndarray, run: np.ndarray, req: np.nd
         q = np.where((own >= USER_MIN)[:, None], qu, q)
     guess = np.where(has[:, None], q * req[:, None], q)
     guess = np.where(np.isnan(guess) & has[:, None], req[:, None], guess)
-    return calibrate.recalibrate_censored(guess, run, start, end, submit)[:, cols]
+    # a run may take anything from 0 (a crash, a bad input) to its requested time (the
+    # limit): the guess spans them, so that the recalibration can read below the shortest
+    # and above the longest of the runs it was made from
+    guess[:, 0] = np.where(np.isnan(guess[:, 0]), np.nan, 0.0)
+    guess[:, -1] = np.where(has, np.fmax(guess[:, -1], req), guess[:, -1])
+    return calibrate.recalibrate_censored(guess, run, start, end, submit,
+                                          edges=RUN_EDGES_S)[:, cols]
 
 
 def predictors(pred: Predicted, queue_state_s: np.ndarray, wait: np.ndarray,

@@ -95,27 +95,73 @@ def _ring_push(ring_job, ring_len, ring_head, zeros, b, j, wait, window):
 
 
 @njit(cache=True)
-def _positive_levels(q, levels, wait, submit, start_time, v, s, candidates, window,
-                     min_count, vals, event):
-    """The Kaplan-Meier levels of the positive waits among `candidates` (job indices,
-    newest first) known at s, the last `window` of them; (levels, enough)."""
+def _pit_levels(q, levels, value, since, known, v, s, k, candidates, window, min_count,
+                vals, event, positive):
+    """The Kaplan-Meier levels at which the values of `candidates` (job indices, newest
+    first) known at (s, k) fell, the last `window` of them; (levels, enough).  A value
+    runs from `since` and is known at `known`; one still running counts as censored at
+    what it has had so far.  `positive`: only positive values (a wait), each read under
+    its distribution's positive part, from jobs submitted before s."""
     c = 0
     for j in candidates:
         if c >= window:
             break
-        if q[j, 0] == q[j, 0] and submit[j] < s and wait[j] > 0:
-            if start_time[j] < s:
-                at, below, _ = _positive_cdf(q[j], levels, wait[j])
-                vals[c] = below + v[j] * (at - below)
-                event[c] = True
-            else:  # still waiting: its PIT is above F(its wait so far)
-                at, below, _ = _positive_cdf(q[j], levels, s - submit[j])
-                vals[c] = below
-                event[c] = False
-            c += 1
+        if q[j, 0] != q[j, 0]:
+            continue
+        if positive:
+            if not (since[j] < s and value[j] > 0):
+                continue
+            done = known[j] < s
+        else:
+            if later(since[j], j, s, k):
+                continue
+            done = not later(known[j], j, s, k)
+        x = value[j] if done else s - since[j]
+        if positive:
+            at, below, _ = _positive_cdf(q[j], levels, x)
+        else:
+            at, below = cdf(q[j], levels, x)
+        # a known value's PIT, drawn within a pile; a censored one's is above F(so far)
+        vals[c] = below + v[j] * (at - below) if done else below
+        event[c] = done
+        c += 1
     if c < min_count:
         return levels.copy(), False
     return _km(vals, event, c, levels), True
+
+
+@njit(cache=True)
+def _members(cls, n_cls):
+    """Each class's jobs, in order: (starts, members), class c's at
+    members[starts[c]:starts[c + 1]]."""
+    n = len(cls)
+    counts = np.zeros(n_cls + 1, np.int64)
+    for i in range(n):
+        counts[cls[i] + 1] += 1
+    starts = np.cumsum(counts)
+    members = np.empty(n, np.int64)
+    fill = starts[:-1].copy()
+    for i in range(n):
+        members[fill[cls[i]]] = i
+        fill[cls[i]] += 1
+    return starts, members
+
+
+@njit(cache=True)
+def _class_levels(q, levels, value, since, known, v, s, k, starts, members, c, window,
+                  min_count, vals, event, positive):
+    """_pit_levels of class c's last jobs before job k (of `members` by `starts`, see
+    _members); of every class's where its own has fewer than `min_count`."""
+    lo = starts[c]
+    hi = lo + np.searchsorted(members[lo:starts[c + 1]], k)
+    g, ok = _pit_levels(q, levels, value, since, known, v, s, k,
+                        members[max(lo, hi - 4 * window):hi][::-1], window, min_count, vals,
+                        event, positive)
+    if not ok and len(starts) > 2:
+        g, ok = _pit_levels(q, levels, value, since, known, v, s, k,
+                            np.arange(k - 1, max(-1, k - 4 * window), -1), window, min_count,
+                            vals, event, positive)
+    return g, ok
 
 
 @njit(cache=True)
@@ -145,15 +191,7 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count, edges):
             med = _interp(levels, q[i], f0 + 0.5 * (1.0 - f0))
             pcls[i] = np.searchsorted(edges, med)
     n_cls = len(edges) + 1
-    counts = np.zeros(n_cls + 1, np.int64)
-    for i in range(n):
-        counts[pcls[i] + 1] += 1
-    starts = np.cumsum(counts)
-    members = np.empty(n, np.int64)
-    fill = starts[:-1].copy()
-    for i in range(n):
-        members[fill[pcls[i]]] = i
-        fill[pcls[i]] += 1
+    starts, members = _members(pcls, n_cls)
     seen = np.zeros(n_cls, np.int64)
     g_pos = np.empty((n_cls, n_lv))
     for c in range(n_cls):
@@ -192,14 +230,8 @@ def _recalibrate(q, levels, wait, submit, v, window, every, min_count, edges):
         # too few
         c = pcls[k]
         if seen[c] % every == 0:
-            lo, hi = starts[c], starts[c] + np.searchsorted(members[starts[c]:starts[c + 1]], k)
-            g_c, ok = _positive_levels(q, levels, wait, submit, start, v, s,
-                                       members[max(lo, hi - 4 * window):hi][::-1], window,
-                                       min_count, vals, event)
-            if not ok and n_cls > 1:
-                g_c, ok = _positive_levels(q, levels, wait, submit, start, v, s,
-                                           np.arange(k - 1, max(-1, k - 4 * window), -1),
-                                           window, min_count, vals, event)
+            g_c, ok = _class_levels(q, levels, wait, submit, start, v, s, k, starts, members,
+                                    c, window, min_count, vals, event, True)
             if ok:
                 g_pos[c] = g_c
         seen[c] += 1
@@ -234,51 +266,56 @@ def recalibrate(q: np.ndarray, wait: np.ndarray, submit: np.ndarray, *, seed: in
 
 @njit(cache=True)
 def _recalibrate_censored(q, levels, value, since, known, submit, v, window, every,
-                          min_count):
+                          min_count, cls, n_cls):
     n, n_lv = q.shape
     out = q.copy()
     vals = np.empty(window)
     event = np.empty(window, np.bool_)
-    g = levels.copy()
+    starts, members = _members(cls, n_cls)
+    seen = np.zeros(n_cls, np.int64)
+    g_cls = np.empty((n_cls, n_lv))
+    for c in range(n_cls):
+        g_cls[c] = levels
     for k in range(n):
-        s = submit[k]
-        if k % every == 0:
-            c = 0
-            j = k - 1
-            while j >= 0 and c < window:
-                if q[j, 0] == q[j, 0] and not later(since[j], j, s, k):
-                    if not later(known[j], j, s, k):
-                        at, below = cdf(q[j], levels, value[j])
-                        vals[c] = below + v[j] * (at - below)
-                        event[c] = True
-                    else:  # still going: its PIT is above F(what it has had so far)
-                        at, below = cdf(q[j], levels, s - since[j])
-                        vals[c] = below
-                        event[c] = False
-                    c += 1
-                j -= 1
-            if c >= min_count:
-                g = _km(vals, event, c, levels)
         if q[k, 0] != q[k, 0]:
             continue
+        c = cls[k]
+        if seen[c] % every == 0:  # its class's levels, refreshed every `every` of its jobs
+            s = submit[k]
+            g, ok = _class_levels(q, levels, value, since, known, v, s, k, starts, members, c,
+                                  window, min_count, vals, event, False)
+            if ok:
+                g_cls[c] = g
+        seen[c] += 1
         for li in range(n_lv):
-            out[k, li] = _interp(levels, q[k], g[li])
+            out[k, li] = _interp(levels, q[k], g_cls[c, li])
     return out
 
 
 def recalibrate_censored(q: np.ndarray, value: np.ndarray, since: np.ndarray,
                          known: np.ndarray, submit: np.ndarray, *, seed: int = 0,
                          window: int = 3000, every: int = 64, min_count: int = 50,
-                         levels=LEVELS) -> np.ndarray:
+                         edges=(), levels=LEVELS) -> np.ndarray:
     """Quantiles `q` of a quantity that runs from `since` and is known at `known` (a run
     time: from the start, known at the end), read at the levels at which the last `window`
     jobs' values fell (Kaplan-Meier, those still running censored at what they had had so
-    far), refreshed every `every` jobs; only what had happened by (submit_k, k) is read."""
+    far), refreshed every `every` jobs; only what had happened by (submit_k, k) is read.
+    With `edges`, jobs are grouped by their predicted median (bucketed at the edges), each
+    group read at the levels of its own last jobs (of every group's where its own has fewer
+    than `min_count`): a group whose predictions run long is mended apart from one whose
+    run short."""
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    levels = np.ascontiguousarray(levels, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    hi = min(int(np.searchsorted(levels, 0.5)), len(levels) - 1)
+    lo = max(hi - 1, 0)
+    f = 0.0 if levels[hi] == levels[lo] else (0.5 - levels[lo]) / (levels[hi] - levels[lo])
+    med = q[:, lo] + min(max(f, 0.0), 1.0) * (q[:, hi] - q[:, lo]) if q.ndim == 2 else q
+    cls = np.where(np.isnan(med), 0, np.searchsorted(edges, med)).astype(np.int64)
     v = np.random.default_rng(seed).uniform(size=len(value))
-    return _recalibrate_censored(np.ascontiguousarray(q, dtype=np.float64),
-                                 np.ascontiguousarray(levels, dtype=np.float64),
-                                 np.ascontiguousarray(value, dtype=np.float64),
+    return _recalibrate_censored(q, levels, np.ascontiguousarray(value, dtype=np.float64),
                                  np.ascontiguousarray(since, dtype=np.float64),
                                  np.ascontiguousarray(known, dtype=np.float64),
                                  np.ascontiguousarray(submit, dtype=np.float64), v,
-                                 int(window), int(every), int(min_count))
+                                 int(window), int(every), int(min_count), cls,
+                                 len(edges) + 1)
