@@ -441,9 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     _replay_arguments(_command(
         sub, "replay", cmd_replay, "replay a centre's accounting log: which jobs would have "
         "burst, how much sooner, at what price", "Read an accounting log (SWF, sacct "
-        "--parsable2 or PBS Pro E records; the format guessed from its content), decide at "
-        "each submit from the rebuilt queue state whether the job bursts, for thresholds "
-        "from minutes to days and for the oracle; print the leading VM's table.",
+        "--parsable2 or PBS Pro E records; the format guessed from its content); predict "
+        "each job's wait at its submit from what was known then (docs/replay.md); decide "
+        "whether it bursts, by P(the VM returns it sooner) >= p, by its predicted median "
+        "wait past a threshold, by the old queue-state rule, and as the perfect policy "
+        "would; print the pick (the P(sooner) policy that saves the most hours with at "
+        "most 10% of its burst jobs made later) and the leading VM's table.",
         "burstbench replay --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"))
 
     from burstbench.advise.command import add_arguments as _advise_arguments
