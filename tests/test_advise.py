@@ -466,6 +466,19 @@ def test_bad_option_values_are_one_line_before_the_queue_is_read(cli):
                                         "payg (priced: East US, Japan East)\n")
 
 
+def test_the_default_p_sooner_is_the_committed_kth_replays_pick():
+    """--p-sooner's default, the library's and the pick the committed KTH replay names are
+    one number (the pick moved from 0.8 to 0.9 and the default stayed behind)."""
+    import argparse
+    import re
+
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    choices = (Path(__file__).resolve().parents[1] / "figures" / "replay_choices.md").read_text()
+    pick = float(re.search(r"^Pick: .* when P\(sooner\) >= ([0-9.]+):", choices, re.M)[1])
+    assert parser.parse_args([]).p_sooner == adv.P_SOONER == pick
+
+
 def test_a_calibrated_wait_reads_the_history(prices):
     """60 finished jobs that each waited 10 min with nothing ahead: the calibrated wait of a
     job the scheduler starts in 10 min stays near 10 min, the run time guessed from their

@@ -37,8 +37,9 @@ from burstbench.replay.run import RUN_LEVELS, run_guess
 from burstbench.wait.history import LEVELS
 from burstbench.wait.predict import predict
 
-#: The P(sooner) a job bursts at by default: the KTH replay's pick (docs/replay.md).
-P_SOONER = 0.8
+#: The P(sooner) a job bursts at by default: the KTH replay's pick (docs/replay.md;
+#: RICC's is 0.95).
+P_SOONER = 0.9
 #: Fewer finished jobs than this: the scheduler's estimate alone, uncalibrated.
 MIN_HISTORY = 50
 #: A pending job's wait stands in the arrays as this (s): it starts after every event read.

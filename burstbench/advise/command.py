@@ -35,9 +35,10 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--vm", default="",
                    help="the VM the cloud partition deploys (default: per job, the VM "
                    "likeliest to be sooner); --apply needs it")
-    c.add_argument("--p-sooner", type=float, default=0.8,
+    c.add_argument("--p-sooner", type=float, default=0.9,  # advice.P_SOONER (not imported:
+                   # --help stays quick)
                    help="burst when P(the VM returns the job sooner) is at least this "
-                   "(default 0.8, the KTH replay's pick)")
+                   "(default 0.9, the KTH replay's pick)")
     c.add_argument("--classes", default="", metavar="YAML",
                    help="job classes: a list of {partition, account, name (shell patterns), "
                    "max_nodes, class, input_gb, output_gb, speed: memory|biccg|ratio}; "
