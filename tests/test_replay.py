@@ -478,10 +478,35 @@ def test_a_burst_and_a_stay_by_hand():
     assert row["jobs_burst"] == 1 and row["share_made_later"] == 1.0
     assert row["hours_saved"] == pytest.approx(480 / 3600 - vm_h)
     assert row["jpy_spent"] == pytest.approx(vm_h * 100 + 100 + 1800)
-    stays = Stays(s, n, r, q, 4)
+    stays = Stays(s, n, r, q, 4, w)
     assert (stays.base_wait).tolist() == [0, 0, 310, 0, 20, 0, 0, 40]
     assert stays.gain_h(mask) == pytest.approx(180 / 3600)
     assert stays.gain_h(np.zeros(8, dtype=bool)) == 0
+
+
+def test_a_burst_jobs_wait_had_the_others_left_by_hand(monkeypatch):
+    """Three jobs of the whole 2-node machine, 100 s each, submitted at 0: A starts at
+    once, B at 100 s, C at 200 s.  B and C burst.  Both sampled to stay (as SAMPLE_MIN
+    has it, so few burst): the queue as logged, 100 and 200 s.  C alone sampled: with B
+    gone it waits 100 s, not 200 (its logged 200 less the 100 the thinned queue saves).  On
+    a VM taking 250 s, a job whose turnaround there is 200 s is made later, 300 s is not."""
+    submit, nodes = np.zeros(3), np.full(3, 2, np.int64)
+    run_s = np.full(3, 100.0)
+    burst = np.array([False, True, True])
+    vm_h = np.full(3, 250 / 3600)
+
+    def stays() -> Stays:
+        return Stays(submit, nodes, run_s, run_s, 2, np.array([0.0, 100.0, 200.0]))
+
+    st = stays()
+    assert st.base_wait.tolist() == [0, 100, 200]
+    assert st.later_if_others_left(burst, vm_h) == 0.5
+    assert [a.tolist() for a in st.thinned[st._key(burst)]] == [[1, 2], [100.0, 200.0]]
+    monkeypatch.setattr(Stays, "_sample", staticmethod(lambda key, idx: idx[idx == 2]))
+    st = stays()
+    assert st.later_if_others_left(burst, vm_h) == 1.0
+    assert [a.tolist() for a in st.thinned[st._key(burst)]] == [[2], [100.0]]
+    assert math.isnan(st.later_if_others_left(np.zeros(3, dtype=bool), np.ones(3)))
 
 
 def test_p_sooner_by_hand():

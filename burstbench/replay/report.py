@@ -189,8 +189,11 @@ def choice_line(best: dict) -> str:
     head = "Pick: burst" if picked(best) else (
         f"No pick: no probability policy makes at most {MAX_LATER:.0%} of its burst jobs "
         "later and saves hours; keep the jobs on premise. The closest would burst")
+    cf = best.get("share_later_if_others_left", math.nan)
     return (f"{head} a job to {best['vm']} when {policy_label(best)}: "
-            f"{int(best['jobs_burst']):,} jobs burst, {later:.0%} of them made later, "
+            f"{int(best['jobs_burst']):,} jobs burst, {later:.0%} of them made later"
+            + (f" ({cf:.0%} in the queue the others would have left, re-simulated)"
+               if cf == cf else "") + ", "
             f"{best['hours_saved']:,.0f} hours of turnaround saved ({share:.0%} of what the "
             f"perfect policy saves) and {best['stays_hours_saved']:,.0f} more for the jobs "
             f"that stay, for {best['jpy_spent'] / 1e6:,.1f} million JPY "
@@ -213,6 +216,8 @@ def choices(rows: pd.DataFrame, vm: str, best: dict, source: str) -> list[dict]:
                     "hours_saved": round(q["hours_saved"]),
                     "of_perfect": round(share, 3),
                     "stays_hours_saved": round(q["stays_hours_saved"]),
+                    "later_if_others_left": round(q["share_later_if_others_left"], 3)
+                    if q["jobs_burst"] else None,
                     "mjpy_spent": round(q["jpy_spent"] / 1e6, 2),
                     "jpy_per_hour_saved": round(q["jpy_per_hour_saved"])
                     if q["jpy_per_hour_saved"] == q["jpy_per_hour_saved"] else None,

@@ -15,6 +15,7 @@ column 0 of every job x draw matrix is their modes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,7 +160,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         problems.append("the re-simulation plans the jobs without a requested time by their "
                         "run time")
     say("re-simulating the queue with every job")
-    stays = Stays(submit, queue_n, run, plan, capacity)
+    stays = Stays(submit, queue_n, run, plan, capacity, wait)
     rows, left = [], {}
     for vm, p in pr.vms():
         say(f"{vm}: pricing every job, P(sooner), the policies")
@@ -171,11 +172,15 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         vm_rows = []
         decided = policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h, turnaround_h,
                                    costed)
-        stays.prepare([mask for _, mask in decided])
+        stays.prepare([mask for _, mask in decided],
+                      [mask for keys, mask in decided if keys["policy"] == "probability"])
         for keys, burst_mask in decided:
             vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
                                                         flow_jpy)
-                           | {"stays_hours_saved": stays.gain_h(burst_mask)})
+                           | {"stays_hours_saved": stays.gain_h(burst_mask),
+                              "share_later_if_others_left": stays.later_if_others_left(
+                                  burst_mask, costed.hours[:, 0])
+                              if keys["policy"] == "probability" else math.nan})
         perfect = next(r["hours_saved"] for r in vm_rows if r["policy"] == "perfect")
         rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
     if not rows:
