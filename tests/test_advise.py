@@ -412,7 +412,7 @@ def test_the_advice_bursts_a_long_wait_and_keeps_a_short_one(prices):
     assert t.loc["1", "wait_q10_h"] == t.loc["1", "wait_q90_h"] == pytest.approx(2.0)
     assert (t.loc["1", "verdict"], t.loc["1", "p_sooner"]) == ("burst", 1.0)
     assert (t.loc["2", "verdict"], t.loc["2", "p_sooner"], t.loc["2", "why"]) == \
-        ("stay", 0.0, "P(sooner) 0.00 < 0.8")
+        ("stay", 0.0, "P(sooner) 0.00 < 0.9")
     assert (t.loc["3", "verdict"], t.loc["3", "why"]) == ("stay", "pinned by its owner")
     assert t.loc["4", "verdict"] == "burst"
     one = adv.advise(snap, pr, rules, cloud="cloud", vm="D96s_v5").table.set_index("job")

@@ -405,8 +405,8 @@ ADVISE = (
           "queue's", _text("cloud")),
     Param("vm", "", "the VM the cloud partition deploys; empty: per job, the likeliest to be "
           "sooner", _text("vm")),
-    Param("p_sooner", 0.8, "burst when P(the VM returns the job sooner) is at least this",
-          _probability("p_sooner")),
+    Param("p_sooner", 0.9, "burst when P(the VM returns the job sooner) is at least this "
+          "(0.9: the KTH replay's pick)", _probability("p_sooner")),
     Param("classes", [{"partition": "*", "class": "test jobs", "speed": 1.0, "input_gb": 0,
                        "output_gb": 0}],
           "job classes: [{partition, account, name (shell patterns), max_nodes, class, "
