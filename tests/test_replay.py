@@ -650,3 +650,17 @@ def test_run_guesses_cover_whole_batches_that_crash():
     assert run.RUN_LEVELS == (0.1, 0.3, 0.5, 0.7, 0.9)
     assert abs(cover[0] - 0.1) < 0.03 and abs(cover[4] - 0.9) < 0.03, cover
     assert cover[2] >= np.mean(crash[later]) - 0.01, cover
+
+
+def test_a_truncated_log_leaves_every_earlier_run_guess_as_it_was():
+    """The run-time guess reads only what had ended by each submit: cut the log after job
+    k and every guess up to k is the same, bit for bit (the recalibration's groups
+    included)."""
+    from test_wait import synthetic
+
+    s, n, w, r, q, u = synthetic(3000, seed=7)
+    share = n / 64
+    whole = run.run_guess(s, s + w, r, q, share, u)
+    for k in (900, 2222):
+        part = run.run_guess(s[:k], (s + w)[:k], r[:k], q[:k], share[:k], u[:k])
+        assert np.array_equal(part, whole[:k], equal_nan=True), k
