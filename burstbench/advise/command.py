@@ -284,8 +284,8 @@ def advise_command(args: argparse.Namespace) -> int:
         print("error: --apply needs a live queue (--scheduler), --cloud (where jobs go) and "
               "--vm (the VM that partition deploys)", file=sys.stderr)
         return 2
-    if bad_option(args):
-        print(f"error: {bad_option(args)}", file=sys.stderr)
+    if problem := bad_option(args):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     stop = _Stop(bool(args.watch or args.apply))
     ledger = None
@@ -302,8 +302,8 @@ def advise_command(args: argparse.Namespace) -> int:
         rule_list, pr = adv.setup(given, args.input_gb, args.output_gb,
                                   runs_dir=args.runs_dir, reference_dir=args.reference_dir,
                                   region=args.region, billing=args.billing, draws=args.draws)
-        if adv.vm_problem(pr, args.vm):
-            raise ParamError(adv.vm_problem(pr, args.vm))
+        if problem := adv.vm_problem(pr, args.vm):
+            raise ParamError(problem)
         if args.apply:
             from burstbench.advise.ledger import Ledger
             ledger = Ledger(args.ledger)

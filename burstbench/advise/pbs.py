@@ -28,6 +28,7 @@ from burstbench.advise.queue import (
     SchedulerError,
     Snapshot,
     first_line,
+    moved,
     parse_each,
 )
 from burstbench.replay.accounting import (
@@ -235,5 +236,4 @@ def move(run: Runner, job: str, queue: str) -> tuple[bool | None, str]:
     if not JOB_ID.match(job) or not QUEUE.match(queue):
         return False, f"refused: job {job!r} or queue {queue!r} is not a PBS name"
     rc, out, err = run(["qmove", queue, job])
-    return (None if rc == 124 else rc == 0), \
-        first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
+    return moved(rc, out, err)

@@ -138,9 +138,13 @@ def read(snapshot: Path | str = "", scheduler: str = "", history_days: float = 3
 Runner = Callable[[Sequence[str]], tuple[int, str, str]]
 
 
+#: run_command's status where the command did not answer in time (as timeout(1) says).
+NO_ANSWER = 124
+
+
 def run_command(argv: Sequence[str], timeout: float = 60) -> tuple[int, str, str]:
     """Run `argv` (never through a shell); status 127 and the reason where it cannot start,
-    124 where it ran past `timeout` s."""
+    NO_ANSWER where it ran past `timeout` s."""
     try:
         p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:
@@ -148,8 +152,15 @@ def run_command(argv: Sequence[str], timeout: float = 60) -> tuple[int, str, str
     except OSError as exc:
         return 127, "", f"{argv[0]}: {exc}"
     except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]}: no answer within {timeout:g} s"
+        return NO_ANSWER, "", f"{argv[0]}: no answer within {timeout:g} s"
     return p.returncode, p.stdout, p.stderr
+
+
+def moved(rc: int, out: str, err: str) -> tuple[bool | None, str]:
+    """A move command's outcome: (done, the scheduler's first line); done None where no
+    answer came (the move may or may not have run)."""
+    return (None if rc == NO_ANSWER else rc == 0), \
+        first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
 
 
 def parse_each(items, parse: Callable, said: Callable) -> tuple[list[Job], list[str]]:

@@ -24,6 +24,7 @@ from burstbench.advise.queue import (
     SchedulerError,
     Snapshot,
     first_line,
+    moved,
     parse_each,
 )
 from burstbench.replay.accounting import entered, limit_seconds, sacct_rows
@@ -316,5 +317,4 @@ def move(run: Runner, job: str, partition: str) -> tuple[bool | None, str]:
     if not JOB_ID.match(job) or not PARTITION.match(partition):
         return False, f"refused: job {job!r} or partition {partition!r} is not a Slurm name"
     rc, out, err = run(["scontrol", "update", f"JobId={job}", f"Partition={partition}"])
-    return (None if rc == 124 else rc == 0), \
-        first_line(err or out) or ("moved" if rc == 0 else f"exit {rc}")
+    return moved(rc, out, err)

@@ -72,7 +72,7 @@ class Stays:
         thin = {k: m for m in sampled or [] if m.any()
                 and (k := self._key(m)) not in self.thinned}
         jobs: list[Callable[[], object]] = (
-            [partial(self._gain, k, m) for k, m in gains.items()]
+            [partial(self._gain, m) for m in gains.values()]
             + [partial(self._thinned, k, m) for k, m in thin.items()])
         if not jobs:
             return
@@ -85,7 +85,7 @@ class Stays:
     def _key(burst: np.ndarray) -> bytes:
         return hashlib.blake2b(np.packbits(burst).tobytes(), digest_size=16).digest()
 
-    def _gain(self, key: bytes, burst: np.ndarray) -> float:
+    def _gain(self, burst: np.ndarray) -> float:
         w = easy.simulate(self.submit, self.nodes, self.run, self.plan, self.capacity, RULES,
                           ~burst) - self.submit
         stay = ~burst
@@ -114,7 +114,7 @@ class Stays:
             return 0.0
         key = self._key(burst)
         if key not in self.gains:
-            self.gains[key] = self._gain(key, burst)
+            self.gains[key] = self._gain(burst)
         return self.gains[key]
 
     def later_if_others_left(self, burst: np.ndarray, vm_hours: np.ndarray) -> float:

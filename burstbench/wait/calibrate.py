@@ -266,11 +266,17 @@ def recalibrate(q: np.ndarray, wait: np.ndarray, submit: np.ndarray, *, seed: in
 
 @njit(cache=True)
 def _recalibrate_censored(q, levels, value, since, known, submit, v, window, every,
-                          min_count, cls, n_cls):
+                          min_count, edges):
     n, n_lv = q.shape
     out = q.copy()
     vals = np.empty(window)
     event = np.empty(window, np.bool_)
+    # each job's class: its predicted median, bucketed
+    cls = np.zeros(n, np.int64)
+    for i in range(n):
+        if q[i, 0] == q[i, 0]:
+            cls[i] = np.searchsorted(edges, _interp(levels, q[i], 0.5))
+    n_cls = len(edges) + 1
     starts, members = _members(cls, n_cls)
     seen = np.zeros(n_cls, np.int64)
     g_cls = np.empty((n_cls, n_lv))
@@ -304,18 +310,12 @@ def recalibrate_censored(q: np.ndarray, value: np.ndarray, since: np.ndarray,
     group read at the levels of its own last jobs (of every group's where its own has fewer
     than `min_count`): a group whose predictions run long is mended apart from one whose
     run short."""
-    q = np.ascontiguousarray(q, dtype=np.float64)
-    levels = np.ascontiguousarray(levels, dtype=np.float64)
-    edges = np.asarray(edges, dtype=np.float64)
-    hi = min(int(np.searchsorted(levels, 0.5)), len(levels) - 1)
-    lo = max(hi - 1, 0)
-    f = 0.0 if levels[hi] == levels[lo] else (0.5 - levels[lo]) / (levels[hi] - levels[lo])
-    med = q[:, lo] + min(max(f, 0.0), 1.0) * (q[:, hi] - q[:, lo]) if q.ndim == 2 else q
-    cls = np.where(np.isnan(med), 0, np.searchsorted(edges, med)).astype(np.int64)
     v = np.random.default_rng(seed).uniform(size=len(value))
-    return _recalibrate_censored(q, levels, np.ascontiguousarray(value, dtype=np.float64),
+    return _recalibrate_censored(np.ascontiguousarray(q, dtype=np.float64),
+                                 np.ascontiguousarray(levels, dtype=np.float64),
+                                 np.ascontiguousarray(value, dtype=np.float64),
                                  np.ascontiguousarray(since, dtype=np.float64),
                                  np.ascontiguousarray(known, dtype=np.float64),
                                  np.ascontiguousarray(submit, dtype=np.float64), v,
-                                 int(window), int(every), int(min_count), cls,
-                                 len(edges) + 1)
+                                 int(window), int(every), int(min_count),
+                                 np.asarray(edges, dtype=np.float64))
