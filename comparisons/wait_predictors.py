@@ -7,7 +7,8 @@ calibration, by the randomized probability integral transform).  Then the re-sim
 against the log (the textbook's EASY rules and AccaSim's, replicated, without bursting: rank
 correlation, mean ratio), and the policies at P(sooner) >= p and on thresholds beside the
 perfect policy, per VM: jobs burst, the share made later, the share of the perfect policy's
-hours, JPY.
+hours, JPY; and each ranking's frontier (burstbench.replay.policy.frontier), the measure to
+compare predictors by: at one p, two can differ only in how their P(sooner) is scaled.
 
     .venv/bin/python comparisons/wait_predictors.py
     .venv/bin/python comparisons/wait_predictors.py --log ../shared/workloads/RICC-2010-2.swf.gz \\
@@ -73,6 +74,10 @@ def main() -> int:
             "of_perfect", "hours_saved", "stays_hours_saved", "jpy_spent"]
     print("\nThe policies:")
     print(rows[keep].round(3).to_string(index=False))
+    print("\nEach ranking's frontier: the most of the perfect policy's hours that bursting the "
+          "jobs it ranks highest saves, making at most 5, 8, 10, 15% of them later (free of "
+          "where P(sooner)'s levels sit):")
+    print(r.frontier.round(3).to_string(index=False))
     return 0
 
 

@@ -523,6 +523,23 @@ def test_p_sooner_by_hand():
     assert policy.p_sooner(q, c, np.ones(2), np.ones((2, 1)))[0] == 0
 
 
+def test_a_rankings_frontier_by_hand():
+    """Five jobs ranked 0.9, 0.8, 0.8, 0.5, 0.3, saving 5, 4, -10, 2, -4 h; the perfect policy
+    saves 11 h.  At no job later only the first goes: the second, tied with the third, goes
+    with it (5 - 6 = -1 h at 1 in 3 later).  At a third later: 5 + 4 - 10 + 2 = 1 h (1 in
+    4) against 5 h.  Jobs the VM does not take or that have no score are not ranked; fewer
+    than `least` jobs are not a policy."""
+    score = np.array([0.9, 0.8, 0.8, 0.5, 0.3, 0.99, np.nan])
+    saved = np.array([5.0, 4.0, -10.0, 2.0, -4.0, 100.0, 100.0])
+    takes = np.array([True] * 5 + [False, True])
+    got = policy.frontier(score, saved, takes, later_at=(0.0, 1 / 3, 0.4), least=1)
+    assert got == pytest.approx([5 / 11, 5 / 11, 5 / 11])
+    saved[2] = 1.0  # now nothing is later but the last: every prefix but the whole is a policy
+    assert policy.frontier(score, saved, takes, later_at=(0.0, 0.2), least=1) == \
+        pytest.approx([12 / 12, 12 / 12])
+    assert math.isnan(policy.frontier(score, saved, takes, later_at=(0.0,), least=6)[0])
+
+
 def test_five_jobs_through_the_decision_machines(tmp_path):
     """The whole path with data/reference's VMs: a VM without InfiniBand keeps the two-node
     jobs on premise, counted; the rows are one per VM x policy, the interface's columns

@@ -253,6 +253,34 @@ def summary(burst: np.ndarray, turnaround_h: np.ndarray, c: Costed,
             if tot_saved[0] > 0 else math.nan}
 
 
+#: Shares of burst jobs made later at which a ranking's hours are read (frontier).
+FRONTIER_LATER = (0.05, 0.08, 0.10, 0.15)
+
+
+def frontier(score: np.ndarray, saved_h: np.ndarray, takes: np.ndarray,
+             later_at=FRONTIER_LATER, least: int = 30) -> list[float]:
+    """How well `score` ranks the jobs for bursting, apart from where its levels sit: for
+    each share in `later_at`, the most of the perfect policy's hours (the sum of the
+    positive `saved_h`, turnaround saved per job, among `takes`) that "burst where score >=
+    t" saves over every t, among those that burst at least `least` jobs and make at most
+    that share of them later; NaN where none does.  Two predictors compared at one p can
+    differ only in how their P(sooner) is scaled; on this frontier they cannot."""
+    ok = takes & ~np.isnan(score)
+    s, v = score[ok], saved_h[ok]
+    perfect = float(v[v > 0].sum())
+    order = np.argsort(-s, kind="stable")
+    s, v = s[order], v[order]
+    k = np.arange(1, len(v) + 1)
+    later = np.cumsum(v < 0) / k
+    hours = np.cumsum(v)
+    cut = np.append(s[1:] != s[:-1], True) & (k >= least)  # every job at a tie goes together
+    out = []
+    for share in later_at:
+        m = cut & (later <= share)
+        out.append(float(hours[m].max() / perfect) if m.any() and perfect > 0 else math.nan)
+    return out
+
+
 def decisions(p_levels: list[float], thresholds_h: list[float], p: np.ndarray,
               median_h: np.ndarray, queue_state_h: np.ndarray, turnaround_h: np.ndarray,
               c: Costed) -> list[tuple[dict, np.ndarray]]:

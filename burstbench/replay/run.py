@@ -74,6 +74,7 @@ class Replayed:
     queue_unit: str = "nodes"
     left_on_premise: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def peak_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
@@ -161,7 +162,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                         "run time")
     say("re-simulating the queue with every job")
     stays = Stays(submit, queue_n, run, plan, capacity, wait)
-    rows, left = [], {}
+    rows, left, front = [], {}, []
     for vm, p in pr.vms():
         say(f"{vm}: pricing every job, P(sooner), the policies")
         costed = pr.costed(vm, p, nodes, run_h, cls, cls_list)
@@ -181,6 +182,12 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                               "share_later_if_others_left": stays.later_if_others_left(
                                   burst_mask, costed.hours[:, 0])
                               if keys["policy"] == "probability" else math.nan})
+        saved_h = turnaround_h - costed.hours[:, 0]
+        for name, rank in (("P(sooner)", p_vm), ("predicted median wait", median_h),
+                            ("queue state", qs_h)):
+            front.append({"vm": vm, "ranked_by": name} | dict(zip(
+                [f"of_perfect_at_later_{x:g}" for x in policy.FRONTIER_LATER],
+                policy.frontier(rank, saved_h, costed.takes))))
         perfect = next(r["hours_saved"] for r in vm_rows if r["policy"] == "perfect")
         rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
     if not rows:
@@ -191,7 +198,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     return Replayed(out, log, system, fee, capacity, cap_how, ppn, pred, draws, pr.ranges,
                     cls_list, score.calibration(pred.q, wait, seed),
                     predictors(pred, qs_h * 3600, wait, seed), stays.validation(wait),
-                    ppn_how, unit, left, problems)
+                    ppn_how, unit, left, problems, pd.DataFrame(front))
 
 
 def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool,
