@@ -302,22 +302,24 @@ def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp
         "\n2 600 ", "\n2 1000600 ").replace("\n3 1200 ", "\n3 1001200 ").replace(
         "\n4 1800 ", "\n4 1001800 ").replace("\n5 3000 ", "\n5 1003000 "))
     proc = run_cli("-m", "burstbench", "replay", "--log", str(log),
-                   "--thresholds", "1,2", "--p-sooner", "0.5,0.9", "--draws", "10",
-                   "--figures-dir", str(out), "--predictions", str(pred))
+                   "--thresholds", "1,2", "--p-sooner", "0.5,0.9", "--gain-h", "2,8",
+                   "--draws", "10", "--figures-dir", str(out), "--predictions", str(pred))
     assert proc.returncode == 0, proc.stderr
     assert "predicting 5 waits" in proc.stderr  # progress, on stderr
     assert ("the machine: 2 nodes (the log's MaxNodes), 1 processor(s) a node (the log's "
             "header (MaxProcs / MaxNodes))") in proc.stderr
     head = (out / "replay_policies.csv").read_text().splitlines()[0].split(",")
-    assert head[:10] == ["vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst",
-                         "share_made_later", "hours_saved", "perfect_hours_saved",
-                         "jpy_spent", "stays_hours_saved"]
+    assert head[:11] == ["vm", "policy", "p_sooner_min", "threshold_h", "gain_h",
+                         "jobs_burst", "share_made_later", "hours_saved",
+                         "perfect_hours_saved", "jpy_spent", "stays_hours_saved"]
     import pandas as pd
 
     t = pd.read_csv(out / "replay_policies.csv")
-    assert set(t["policy"]) == {"probability", "threshold", "queue state", "perfect"}
+    assert set(t["policy"]) == {"probability", "gain", "threshold", "queue state", "perfect"}
     assert t.loc[t["policy"] != "probability", "p_sooner_min"].isna().all()
+    assert t.loc[t["policy"] != "gain", "gain_h"].isna().all()
     assert sorted(t.loc[t["policy"] == "probability", "p_sooner_min"].unique()) == [0.5, 0.9]
+    assert sorted(t.loc[t["policy"] == "gain", "gain_h"].unique()) == [2, 8]
     cal = pd.read_csv(out / "replay_calibration.csv")
     assert list(cal.columns[:3]) == ["quantile", "coverage", "jobs"]
     assert cal["quantile"].tolist() == pytest.approx([0.1 * k for k in range(1, 10)])
@@ -335,6 +337,11 @@ def test_the_command_refuses_bad_sizes_and_a_missing_folder_before_it_replays(tm
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (
         2, "error: --procs-per-node (-4) and --machine-nodes (0) must be positive (0: from "
         "the log)")
+    for given, said in (("4,2", "--gain-h must increase: 2 h after 4 h"),
+                        ("0,4", "--gain-h must be a list of hours (more than 0), not [0.0, "
+                                "4.0]")):
+        proc = run_cli("-m", "burstbench", "replay", "--log", log, "--gain-h", given)
+        assert (proc.returncode, proc.stderr.splitlines()[-1]) == (2, f"error: {said}")
     missing = tmp_path / "nodir" / "p.csv"
     proc = run_cli("-m", "burstbench", "replay", "--log", log, "--predictions", str(missing))
     assert (proc.returncode, proc.stderr) == (
@@ -353,14 +360,64 @@ def test_no_pick_where_no_policy_earns_one():
     best = report.pick(rows)
     assert best["p_sooner_min"] == 0.5 and not report.picked(best)
     assert report.choice_line(best).startswith(
-        "No pick: no probability policy makes at most 10% of its burst jobs later and saves "
+        "No pick: no policy on P(sooner) makes at most 10% of its burst jobs later and saves "
         "hours; keep the jobs on premise. The closest would burst a job to D96s_v5 when "
         "P(sooner) >= 0.5: 1 jobs burst, 100% of them made later")
     none = report.pick(rows.iloc[1:])
     assert report.choice_line(none) == (
-        "No pick: no probability policy bursts a job on any VM (the closest, on D96s_v5: "
+        "No pick: no policy on P(sooner) bursts a job on any VM (the closest, on D96s_v5: "
         "P(sooner) >= 0.9): keep the jobs on premise.")
     assert report.picked(best | {"share_made_later": 0.1, "hours_saved": 2.0})
+
+
+def test_the_pick_is_made_from_the_gain_policies_too():
+    """A gain policy saving more hours within 10% later is the pick, and only its row is
+    marked in the table; a threshold policy saving still more is not a candidate."""
+    import pandas as pd
+
+    base = {"vm": "D96s_v5", "threshold_h": math.nan, "p_sooner_min": math.nan,
+            "gain_h": math.nan, "jobs_burst": 10, "share_made_later": 0.1,
+            "perfect_hours_saved": 100.0, "stays_hours_saved": 0.0, "jpy_spent": 1000.0,
+            "jpy_per_hour_saved": 10.0, "share_later_if_others_left": 0.2}
+    rows = pd.DataFrame([base | {"policy": "probability", "p_sooner_min": 0.9,
+                                 "hours_saved": 50.0},
+                         base | {"policy": "gain", "gain_h": 64.0, "hours_saved": 70.0},
+                         base | {"policy": "gain", "gain_h": 16.0, "hours_saved": 90.0,
+                                 "share_made_later": 0.2},
+                         base | {"policy": "threshold", "threshold_h": 1.0,
+                                 "hours_saved": 95.0}])
+    best = report.pick(rows)
+    assert (best["policy"], best["gain_h"]) == ("gain", 64.0) and report.picked(best)
+    assert report.choice_line(best).startswith(
+        "Pick: burst a job to D96s_v5 when expected saving >= 64 h x P(later): 10 jobs burst, "
+        "10% of them made later (20% in the queue the others would have left")
+    marks = [(r["policy"], r["pick"]) for r in report.choices(rows, "D96s_v5", best, "")]
+    assert [m for m in marks if m[1]] == [("expected saving >= 64 h x P(later)", "<- pick")]
+
+
+def test_the_gain_policy_by_hand():
+    """A wait spread evenly over 0-3,600 s waits 0.5 h on average.  A VM as fast as the
+    machine, 0.25 h of deployment and staging: 0.5 - 0.25 = 0.25 h expected saved.  One
+    twice as fast on a job guessed at 1 h: 0.5 - 0.25 + 0.5 = 0.75 h.  At 4 h per chance of
+    coming back later, P(sooner) 0.95 needs 0.2 h, 0.9 needs 0.4 h, 0.8 needs 0.8 h; one sure
+    to be sooner is weighed at a chance of 0.001: 0.004 h."""
+    q = np.tile(history.LEVELS * 3600.0, (3, 1))
+    hours = np.array([[1.25] * 3, [0.75] * 3, [1.25] * 3])
+    ratio = np.array([[1.0] * 3, [0.5] * 3, [1.0] * 3])
+    c = policy.Costed(hours, hours * 100, np.array([True, True, False]), ratio)
+    saving = policy.expected_saving(q, c, np.ones(3), np.ones((3, 1)))
+    assert saving[:2] == pytest.approx([0.25, 0.75]) and math.isnan(saving[2])
+
+    def burst(p, gain_h):
+        _, mask = policy.decisions([], [], np.array(p), np.zeros(3), np.zeros(3), np.zeros(3),
+                                   policy.Costed(hours, hours, np.ones(3, bool), ratio),
+                                   [gain_h], np.array([0.25, 0.75, 0.01]))[0]
+        return mask.tolist()
+    assert burst([0.95, 0.8, 1.0], 4.0) == [True, False, True]
+    assert burst([0.9, 0.9, 1.0], 4.0) == [False, True, True]
+    assert burst([0.9, 0.8, 1.0], 1.0) == [True, True, True]
+    assert burst([0.9, 0.8, 1.0], 20.0) == [False, False, False]  # 0.01 h < 0.02 h
+    assert burst([0.95, 0.95, 0.0], 4.0) == [True, True, False]  # P 0: not priced
 
 
 def test_a_log_without_requested_times_or_shorter_than_the_window_is_said(tmp_path):
@@ -545,10 +602,10 @@ def test_five_jobs_through_the_decision_machines(tmp_path):
     jobs on premise, counted; the rows are one per VM x policy, the interface's columns
     first."""
     r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0, 2.0],
-                   p_sooner=[0.5, 0.9], draws=10)
+                   p_sooner=[0.5, 0.9], gain_h=[1.0], draws=10)
     assert r.capacity == 2 and r.capacity_how == "the log's MaxNodes"
     assert r.left_on_premise["D96s_v5"] == 2 and r.left_on_premise["HB120rs_v3"] == 0
-    per_vm = 2 + 2 * 2 + 1  # probability x 2, threshold and queue state x 2, perfect
+    per_vm = 2 + 1 + 2 * 2 + 1  # probability x 2, gain, threshold and queue state x 2, perfect
     assert len(r.rows) == len(r.left_on_premise) * per_vm
     assert list(r.rows.columns[:len(run.COLUMNS)]) == list(run.COLUMNS)
     hb = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "queue state")]
@@ -623,7 +680,7 @@ def test_the_clusters_own_jobs_through_sacct(slurm, tmp_path):
                   "--draws", "10")
     assert cli.returncode == 0, cli.stderr
     # three jobs of seconds: a pick, or (nothing saves hours) no pick, said either way
-    assert re.search(r"\d+ jobs\n(Pick: burst|No pick: no probability policy)", cli.stdout), \
+    assert re.search(r"\d+ jobs\n(Pick: burst|No pick: no policy on P\(sooner\))", cli.stdout), \
         cli.stdout
 
 

@@ -13,9 +13,14 @@ cost on each priced VM, P(the VM returns it sooner), and a verdict.
 - **The VM**: the decision's machines and prices (burstbench.replay.pricing): deployment,
   staging of the class's data, the computing at the class's speed; P(sooner) over the
   inputs' draws and the run-time guesses (burstbench.replay.policy.p_sooner).
+- **The expected saving**: the hours the VM is expected to save the job, the predicted mean
+  wait less the VM's time beyond the guessed run (burstbench.replay.policy.expected_saving).
 - **The verdict**: burst where P(sooner) >= `p_sooner` on the VM (the one asked for, else
-  the likeliest to be sooner) and its cost at the requested time stays within `max_jpy`;
-  a job its owner pinned, or one no VM takes, stays.
+  the likeliest to be sooner); with `gain_h`, where the expected saving is at least
+  `gain_h` x P(later) instead (the VM: the one asked for, else the one with the most
+  expected hours per chance of coming back later), the replay's gain policy; and where its
+  cost at the requested time stays within `max_jpy`.  A job its owner pinned, or one no VM
+  takes, stays.
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ from burstbench.replay.run import RUN_LEVELS, run_guess
 from burstbench.wait.history import LEVELS
 from burstbench.wait.predict import predict
 
-#: The P(sooner) a job bursts at by default: the KTH replay's pick (docs/replay.md;
-#: RICC's is 0.95).
+#: The P(sooner) a job bursts at by default: the KTH replay's best probability policy
+#: (figures/replay_choices.md; RICC's is 0.95).  Its pick is a gain policy (64 h), but a
+#: gain's hours follow the centre's waits (RICC's is 1,024 h): pass the one your own log's
+#: replay picks.
 P_SOONER = 0.9
 #: Fewer finished jobs than this: the scheduler's estimate alone, uncalibrated.
 MIN_HISTORY = 50
@@ -169,6 +176,12 @@ def p_sooner_problem(p_sooner: float) -> str:
         f"--p-sooner must be between 0 and 1 (not 0 or 1), not {p_sooner:g}"
 
 
+def gain_problem(gain_h: float) -> str:
+    """Why `gain_h` (hours per chance of coming back later; 0: off) is wrong, or ""."""
+    return "" if gain_h == gain_h and 0 <= gain_h < math.inf else \
+        f"--gain-h must be at least 0 and finite (0: burst by P(sooner)), not {gain_h:g}"
+
+
 def vm_problem(pr: Pricing, vm: str) -> str:
     """What is wrong with `vm` ("" where it is none or a VM priced in `pr`)."""
     vms = [v for v, _ in pr.vms()]
@@ -177,11 +190,13 @@ def vm_problem(pr: Pricing, vm: str) -> str:
 
 
 def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "",
-           vm: str = "", p_sooner: float = P_SOONER, max_jpy: float = math.inf,
-           min_history: int = MIN_HISTORY, learn: bool = True, seed: int = 2023) -> Advice:
+           vm: str = "", p_sooner: float = P_SOONER, gain_h: float = 0.0,
+           max_jpy: float = math.inf, min_history: int = MIN_HISTORY, learn: bool = True,
+           seed: int = 2023) -> Advice:
     """The advice for every pending job of `snap` outside partition `cloud` (see the module
-    docstring); ParamError, one line, for an unknown `vm` or a P(sooner) not in (0, 1)."""
-    problem = p_sooner_problem(p_sooner) or vm_problem(pr, vm)
+    docstring); ParamError, one line, for an unknown `vm`, a P(sooner) not in (0, 1) or a
+    negative `gain_h`."""
+    problem = p_sooner_problem(p_sooner) or gain_problem(gain_h) or vm_problem(pr, vm)
     if problem:
         raise ParamError(problem)
     vms = pr.vms()
@@ -213,7 +228,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     basis = {"scheduler": snap.version, "read_at": snap.now, "estimate": snap.estimate_source,
              "history": snap.history_source, "history_span": _span(hist),
              "on_premise_nodes": capacity, "cloud": cloud or "(none given)",
-             "p_sooner": p_sooner, "region": pr.region, "billing": pr.billing,
+             "p_sooner": p_sooner, "gain_h": gain_h, "region": pr.region,
+             "billing": pr.billing,
              "classes": [{"class": r.cls.name, "partition": r.partition, "account": r.account,
                           "name": r.name, "max_nodes": r.max_nodes,
                           "input_gb": r.cls.data.input_gb, "output_gb": r.cls.data.output_gb,
@@ -270,19 +286,25 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         ok = at_med.takes & ~np.isnan(med_h)
         at_med.takes = ok
         p = policy.p_sooner(q, at_med, np.nan_to_num(med_h), guess_h)
+        saving = policy.expected_saving(q, at_med, np.nan_to_num(med_h), guess_h)
+        rank = policy.gain_rank(p, saving)
         for i in range(len(pend)):
             priced.append({"job": pend[i].id, "vm": name, "takes": bool(ok[i]),
                            "p_sooner": float(p[i]) if ok[i] else math.nan,
+                           "saving_h": float(saving[i]) if ok[i] else math.nan,
+                           "gain_rank": float(rank[i]) if ok[i] else math.nan,
                            "vm_hours": float(at_med.hours[i, 0]) if ok[i] else math.nan,
                            "jpy": float(at_med.jpy[i, 0]) if ok[i] else math.nan,
                            "jpy_at_limit": float(at_limit.jpy[i, 0]) if ok[i] else math.nan,
                            "break_even_wait_h": float(at_med.hours[i, 0] - med_h[i])
                            if ok[i] else math.nan})
     per_vm = pd.DataFrame(priced)
-    # each job's VM: the one asked for, else the likeliest to be sooner, the cheaper at a tie
+    # each job's VM: the one asked for, else the best by the rule (the likeliest to be
+    # sooner; with gain_h, the most expected hours per chance of later), the cheaper at a tie
     takers = per_vm[per_vm["takes"] & ((per_vm["vm"] == vm) if vm else True)]
     best_of = {r["job"]: r for r in takers.sort_values(
-        ["p_sooner", "jpy"], ascending=[False, True]).drop_duplicates("job").to_dict("records")}
+        ["gain_rank" if gain_h else "p_sooner", "jpy"], ascending=[False, True],
+        na_position="last").drop_duplicates("job").to_dict("records")}
     table = []
     for i, j in enumerate(pend):
         best = best_of.get(j.id)
@@ -299,18 +321,25 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
             verdict, why = "stay", ("no class matches it" if cls[i] < 0 else
                                     "no VM takes it" + (f" ({vm})" if vm else "")
                                     if not np.isnan(med_h[i]) else "no run time to guess from")
-            row |= {"vm": vm, "p_sooner": math.nan, "vm_hours": math.nan, "jpy": math.nan,
-                    "jpy_at_limit": math.nan}
+            row |= {"vm": vm, "p_sooner": math.nan, "saving_h": math.nan,
+                    "vm_hours": math.nan, "jpy": math.nan, "jpy_at_limit": math.nan}
         else:
-            row |= {k: best[k] for k in ("vm", "p_sooner", "vm_hours", "jpy", "jpy_at_limit")}
+            row |= {k: best[k] for k in ("vm", "p_sooner", "saving_h", "vm_hours", "jpy",
+                                         "jpy_at_limit")}
+            p, gain = best["p_sooner"], (
+                f"expected saving {best['saving_h']:.2f} h {{}} {gain_h:g} h x P(later) "
+                f"{1 - best['p_sooner']:.2f}")
             if j.pinned:
                 verdict, why = "stay", "pinned by its owner"
-            elif best["p_sooner"] < p_sooner:
-                verdict, why = "stay", f"P(sooner) {best['p_sooner']:.2f} < {p_sooner:g}"
+            elif gain_h and not best["gain_rank"] >= gain_h:
+                verdict, why = "stay", gain.format("<")
+            elif not gain_h and p < p_sooner:
+                verdict, why = "stay", f"P(sooner) {p:.2f} < {p_sooner:g}"
             elif best["jpy_at_limit"] > max_jpy:
                 verdict, why = "stay", (f"up to {best['jpy_at_limit']:,.0f} JPY at its limit, "
                                         f"over --max-jpy {max_jpy:,.0f}")
             else:
-                verdict, why = "burst", (f"P(sooner) {best['p_sooner']:.2f} >= {p_sooner:g}")
+                verdict, why = "burst", gain.format(">=") if gain_h else \
+                    f"P(sooner) {p:.2f} >= {p_sooner:g}"
         table.append(row | {"verdict": verdict, "why": why})
     return Advice(pd.DataFrame(table), per_vm, q, basis, notes)

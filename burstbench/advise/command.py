@@ -38,7 +38,13 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--p-sooner", type=float, default=0.9,  # advice.P_SOONER (not imported:
                    # --help stays quick)
                    help="burst when P(the VM returns the job sooner) is at least this "
-                   "(default 0.9, the KTH replay's pick)")
+                   "(default 0.9, the KTH replay's best probability policy)")
+    c.add_argument("--gain-h", type=float, default=0.0, metavar="HOURS",
+                   help="burst instead when the hours the VM is expected to save the job are "
+                   "at least HOURS x its chance of coming back later: the replay's gain "
+                   "policy, which saves more hours at the same share made later; its hours "
+                   "follow the centre's waits (KTH's pick: 64, RICC's: 1024), so pass the "
+                   "one `burstbench replay` picks on your own log (default 0: off)")
     c.add_argument("--classes", default="", metavar="YAML",
                    help="job classes: a list of {partition, account, name (shell patterns), "
                    "max_nodes, class, input_gb, output_gb, speed: memory|biccg|ratio}; "
@@ -146,6 +152,11 @@ def fmt_hours(h: float) -> str:
     return f"{h:.1f} h" if h < 48 else f"{h / 24:.1f} d"
 
 
+def fmt_saving(h: float) -> str:
+    """An expected saving: fmt_hours with its sign ('-40 min'); '-' for NaN."""
+    return "-" if h != h else ("-" if h < 0 else "") + fmt_hours(abs(h))
+
+
 def table_text(advice) -> str:
     """The advice as a table, what it rests on above it."""
     b = advice.basis
@@ -155,7 +166,9 @@ def table_text(advice) -> str:
              f"  history:  {b['history']}; {b['history_span']}",
              f"  wait:     {b['wait']}",
              f"  on premise: {b['on_premise_nodes']} node(s); cloud: {b['cloud']}; "
-             f"{b['region']}, {b['billing']}; burst at P(sooner) >= {b['p_sooner']:g}"]
+             f"{b['region']}, {b['billing']}; burst at "
+             + (f"expected saving >= {b['gain_h']:g} h x P(later)" if b.get("gain_h")
+                else f"P(sooner) >= {b['p_sooner']:g}")]
     for c in b["classes"]:
         lines.append(f"  class {c['class']}: {c['input_gb']:g} GB in, {c['output_gb']:g} GB "
                      f"out, speed {c['speed']}")
@@ -163,7 +176,7 @@ def table_text(advice) -> str:
     if t.empty:
         return "\n".join(lines + ["no pending job"])
     head = ("job", "user", "nodes", "limit", "waited", "estimate", "wait q10-q50-q90", "vm",
-            "P(sooner)", "JPY", "verdict")
+            "P(sooner)", "saves", "JPY", "verdict")
     rows = [head]
     for r in t.to_dict("records"):
         est = fmt_hours(r["estimate_h"]) + ("" if r["estimate_from"] == "scheduler" else "*")
@@ -172,6 +185,7 @@ def table_text(advice) -> str:
                      f"{fmt_hours(r['wait_q10_h'])}-{fmt_hours(r['wait_q50_h'])}-"
                      f"{fmt_hours(r['wait_q90_h'])}", r["vm"] or "-",
                      "-" if r["p_sooner"] != r["p_sooner"] else f"{r['p_sooner']:.2f}",
+                     fmt_saving(r.get("saving_h", math.nan)),
                      "-" if r["jpy"] != r["jpy"] else f"{r['jpy']:,.0f}",
                      f"{r['verdict']} ({r['why']})"))
     w = [max(len(str(x[i])) for x in rows) for i in range(len(head))]
@@ -181,7 +195,8 @@ def table_text(advice) -> str:
         lines.append("* simulated: the scheduler gave no estimate for this job")
     lines.append("JPY: the whole cost on the VM at the guessed run time (deployment, staging, "
                  "node-hours, storage, egress); P(sooner) over the VM's inputs and the run "
-                 "time's guesses")
+                 "time's guesses; saves: the hours the VM is expected to save the job (its "
+                 "mean wait less the VM's time beyond the run)")
     return "\n".join(lines)
 
 
@@ -211,7 +226,7 @@ def bad_option(args: argparse.Namespace) -> str:
         number("budget-jpy", args.budget_jpy, 0, inf=True),
         number("min-history", args.min_history, 0),
         number("watch", args.watch, 0),
-        adv.p_sooner_problem(args.p_sooner)) if m), "")
+        adv.p_sooner_problem(args.p_sooner), adv.gain_problem(args.gain_h)) if m), "")
 
 
 def _pause(point: str) -> None:
@@ -329,7 +344,8 @@ def advise_command(args: argparse.Namespace) -> int:
                                  f"({', '.join(sorted(snap.partitions)) or 'none listed'}); "
                                  "nothing moved")
             a = adv.advise(snap, pr, rule_list, cloud=args.cloud, vm=args.vm,
-                           p_sooner=args.p_sooner, max_jpy=args.max_jpy,
+                           p_sooner=args.p_sooner, gain_h=args.gain_h,
+                           max_jpy=args.max_jpy,
                            min_history=args.min_history, learn=not args.no_learn)
             out = {"snapshot": snap.to_dict(), "advice": a.to_dict()}
             if args.save:

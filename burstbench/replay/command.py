@@ -30,6 +30,10 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--p-sooner", default="",
                    help="comma list of P(VM sooner) levels a job bursts at, each between 0 "
                    "and 1, increasing (default 0.5,0.8,0.9,0.95)")
+    c.add_argument("--gain-h", default="",
+                   help="comma list of hours, increasing: a gain policy bursts a job when "
+                   "the hours it is expected to save are at least this x its chance of "
+                   "coming back later (default 4,16,64,256,1024)")
     c.add_argument("--thresholds", default="",
                    help="comma list of hours, increasing, for the threshold and queue-state "
                    "policies (default 0.1667,1,4,12,24,48)")
@@ -64,15 +68,18 @@ def replay_command(args: argparse.Namespace) -> int:
     try:
         thresholds = _floats(args.thresholds, "thresholds", run.THRESHOLDS_H)
         p_sooner = _floats(args.p_sooner, "p-sooner", policy.P_SOONER)
+        gains = _floats(args.gain_h, "gain-h", policy.GAIN_H)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
     try:
         policy.check_thresholds(thresholds)
         policy.check_p_sooner(p_sooner)
+        policy.check_gain(gains, "--gain-h")
         kw = dict(system=args.system, procs_per_node=args.procs_per_node,
                   machine_nodes=args.machine_nodes, shared_nodes=args.shared_nodes,
-                  thresholds_h=thresholds, p_sooner=p_sooner, region=args.region,
+                  thresholds_h=thresholds, p_sooner=p_sooner, gain_h=gains,
+                  region=args.region,
                   billing=args.billing, draws=args.draws, learn=not args.no_learn)
         if args.predictions and not Path(args.predictions).resolve().parent.is_dir():
             raise ParamError(f"--predictions {args.predictions}: no folder "

@@ -23,8 +23,8 @@ from burstbench.report.sections import Section, figure_entry, table_entry
 
 #: The shared KTH SP2 log, relative to the project root.
 KTH_LOG = "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"
-#: The pick: the probability policy that saves the most hours with at most this share of
-#: its burst jobs made later.
+#: The pick: the probability or gain policy that saves the most hours with at most this
+#: share of its burst jobs made later.
 MAX_LATER = 0.10
 
 
@@ -35,9 +35,12 @@ def log_path(log: str) -> Path:
 
 
 def policy_label(row: dict | pd.Series) -> str:
-    """'P(sooner) >= 0.9', 'median wait > 1 h', 'queue state > 1 h', 'perfect'."""
+    """'P(sooner) >= 0.9', 'expected saving >= 64 h x P(later)', 'median wait > 1 h',
+    'queue state > 1 h', 'perfect'."""
     if row["policy"] == "probability":
         return f"P(sooner) >= {row['p_sooner_min']:g}"
+    if row["policy"] == "gain":
+        return f"expected saving >= {row['gain_h']:g} h x P(later)"
     if row["policy"] == "threshold":
         return f"predicted median wait > {run.hours_label(row['threshold_h'])}"
     if row["policy"] == "queue state":
@@ -46,11 +49,12 @@ def policy_label(row: dict | pd.Series) -> str:
 
 
 def pick(rows: pd.DataFrame) -> dict:
-    """The policy a director should pick: of the probability policies that burst jobs, make
+    """The policy a director should pick: of the probability and gain policies (those
+    decided by P(sooner), burstbench.replay.run.PICKABLE) that burst jobs, make
     at most MAX_LATER of them later and save hours (their own and the stays'), the one that
     saves the most, on the VM where it does (the cheaper at a tie); where none does, the one
     that makes the fewest later (:func:`picked` tells which)."""
-    d = rows[rows["policy"] == "probability"].copy()
+    d = rows[rows["policy"].isin(run.PICKABLE)].copy()
     d["total_h"] = d["hours_saved"] + d["stays_hours_saved"]
     ok = d[np.array([picked(r) for r in d.to_dict("records")], dtype=bool)]
     if len(ok):
@@ -181,13 +185,13 @@ def picked(best: dict) -> bool:
 def choice_line(best: dict) -> str:
     """The director's answer in one line: the pick, or that there is none and the closest."""
     if best["jobs_burst"] == 0:
-        return (f"No pick: no probability policy bursts a job on any VM (the closest, on "
+        return (f"No pick: no policy on P(sooner) bursts a job on any VM (the closest, on "
                 f"{best['vm']}: {policy_label(best)}): keep the jobs on premise.")
     later = best["share_made_later"]
     share = best["hours_saved"] / best["perfect_hours_saved"] \
         if best["perfect_hours_saved"] > 0 else math.nan
     head = "Pick: burst" if picked(best) else (
-        f"No pick: no probability policy makes at most {MAX_LATER:.0%} of its burst jobs "
+        f"No pick: no policy on P(sooner) makes at most {MAX_LATER:.0%} of its burst jobs "
         "later and saves hours; keep the jobs on premise. The closest would burst")
     cf = best.get("share_later_if_others_left", math.nan)
     return (f"{head} a job to {best['vm']} when {policy_label(best)}: "
@@ -206,8 +210,9 @@ def choices(rows: pd.DataFrame, vm: str, best: dict, source: str) -> list[dict]:
     for _, q in rows[rows["vm"] == vm].iterrows():
         share = q["hours_saved"] / q["perfect_hours_saved"] if q["perfect_hours_saved"] > 0 \
             else math.nan
-        chosen = q["policy"] == best["policy"] and (
-            q["p_sooner_min"] == best["p_sooner_min"])
+        chosen = q["policy"] == best["policy"] and all(
+            q[k] == best[k] or (q[k] != q[k] and best[k] != best[k])
+            for k in ("p_sooner_min", "gain_h"))
         out.append({"policy": policy_label(q),
                     "pick": ("<- pick" if picked(best) else "<- closest") if chosen else "",
                     "jobs_burst": int(q["jobs_burst"]),
@@ -250,25 +255,27 @@ def calibration_figure(cal: pd.DataFrame, machine: str, about: str, data: list[s
 def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str],
            fig_dir: Path, show: bool):
     """Left: on the leading VM, hours saved against JPY spent, every policy (probability
-    points labelled by p, thresholds and the queue-state baseline as lines) beside the
-    perfect policy.  Right: on every VM, the share made later against the share of the
-    perfect policy's hours, the probability policies as lines, the target region shaded."""
+    points labelled by p, gain points by their hours, thresholds and the queue-state
+    baseline as lines) beside the perfect policy.  Right: on every VM, the share made later
+    against the share of the perfect policy's hours, the probability policies as solid
+    lines and the gain policies as dashed ones, the target region shaded."""
     style.apply_style()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.0))
     d = rows[rows["vm"] == lead]
-    colors = dict(zip(("probability", "threshold", "queue state", "perfect"),
-                      style.palette(4)))
+    colors = dict(zip(("probability", "gain", "threshold", "queue state", "perfect"),
+                      style.palette(5)))
+    names = {"probability": "P(sooner) >= p", "gain": "expected saving >= h x P(later)"}
     for pol, ls, mk in (("threshold", "-", "s"), ("queue state", ":", "v"),
-                        ("probability", "-", "o"), ("perfect", "", "*")):
-        e = d[d["policy"] == pol].sort_values(["p_sooner_min", "threshold_h"])
+                        ("probability", "-", "o"), ("gain", "--", "D"), ("perfect", "", "*")):
+        e = d[d["policy"] == pol].sort_values(["p_sooner_min", "gain_h", "threshold_h"])
         ax.plot(e["jpy_spent"] / 1e6, (e["hours_saved"] + e["stays_hours_saved"]) / 1e3,
                 ls, marker=mk, ms=9 if pol == "perfect" else 5, color=colors[pol], lw=1.2,
-                label=pol if pol != "probability" else "P(sooner) >= p")
+                label=names.get(pol, pol))
         for _, q in e.iterrows():
             if pol == "perfect":
                 continue
             label = f"p={q['p_sooner_min']:g}" if pol == "probability" else \
-                run.hours_label(q["threshold_h"])
+                f"{q['gain_h']:g} h" if pol == "gain" else run.hours_label(q["threshold_h"])
             ax.annotate(label, (q["jpy_spent"] / 1e6,
                                 (q["hours_saved"] + q["stays_hours_saved"]) / 1e3),
                         fontsize=6, xytext=(3, 3), textcoords="offset points",
@@ -281,23 +288,28 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
                label=f"at most {MAX_LATER:.0%} later, at least half the perfect hours")
     vms = sorted(set(rows["vm"]))
     for vm, color in zip(vms, style.palette(len(vms))):
-        e = rows[(rows["vm"] == vm) & (rows["policy"] == "probability")].sort_values(
-            "p_sooner_min")
-        share = e["hours_saved"] / e["perfect_hours_saved"]
-        bx.plot(share, e["share_made_later"], "o-", ms=4, color=color, lw=1.2, label=vm)
-        for x, y, p in zip(share, e["share_made_later"], e["p_sooner_min"]):
-            bx.annotate(f"{p:g}", (x, y), fontsize=6, xytext=(3, 3),
-                        textcoords="offset points", color=color)
+        for pol, key, ls, fmt in (("probability", "p_sooner_min", "o-", "{:g}"),
+                                  ("gain", "gain_h", "D--", "{:g} h")):
+            e = rows[(rows["vm"] == vm) & (rows["policy"] == pol)].sort_values(key)
+            share = e["hours_saved"] / e["perfect_hours_saved"]
+            bx.plot(share, e["share_made_later"], ls, ms=4, color=color, lw=1.2,
+                    label=vm if pol == "probability" else None)
+            for x, y, p in zip(share, e["share_made_later"], e[key]):
+                bx.annotate(fmt.format(p), (x, y), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points", color=color)
     bx.set_xlim(0, 1.05)
     bx.set_ylim(0, 0.7)
     bx.set_xlabel("hours saved / the perfect policy's")
     bx.set_ylabel("share of burst jobs made later")
-    bx.set_title("P(sooner) >= p on every VM (points labelled by p)", fontsize=9)
+    bx.set_title("Every VM: P(sooner) >= p (solid, by p),\nexpected saving >= h x P(later) "
+                 "(dashed, by h)", fontsize=9)
     bx.legend(fontsize=7, loc="upper left")
     caption = (choice_line(best) + " Left: every policy on " + lead + " (the probability "
-               "policies by p, thresholds on the predicted median wait, the old queue-state "
-               "baseline, the perfect policy), the hours the burst jobs save and the stays "
-               "gain. Right: the probability policies on every VM. " + about)
+               "policies by p, the gain policies by the hours a job must be expected to "
+               "save per chance of coming back later, thresholds on the predicted median "
+               "wait, the old queue-state baseline, the perfect policy), the hours the burst "
+               "jobs save and the stays gain. Right: the probability and gain policies on "
+               "every VM. " + about)
     return figure_entry(fig, fig_dir, "replay_curve", "Replay: what each burst policy buys, "
                         "beside the perfect policy", caption, data, show)
 

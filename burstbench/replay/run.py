@@ -45,8 +45,11 @@ RUN_EDGES_S = (360.0, 3600.0, 4 * 3600.0, 12 * 3600.0)
 #: 0.31 against 0.45 in log run time on RICC's first 300,000 jobs) but more narrowly, and
 #: made more burst jobs later (P(sooner) >= 0.9 on HB120-16rs_v3: 12.9% against 11.3%).
 USER_RUNS, USER_MIN = 50, 5
+#: The policies a pick is made from, the re-simulation's later share measured for.
+PICKABLE = ("probability", "gain")
 #: The columns of replay_policies.csv, first (the interface), then the bands and details.
-COLUMNS = ("vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst", "share_made_later",
+COLUMNS = ("vm", "policy", "p_sooner_min", "threshold_h", "gain_h", "jobs_burst",
+           "share_made_later",
            "hours_saved", "perfect_hours_saved", "jpy_spent", "stays_hours_saved")
 
 
@@ -88,7 +91,8 @@ def peak_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
 def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "",
            system: str = "Flow Cloud System", procs_per_node: float = 0,
            machine_nodes: int = 0, shared_nodes: bool = False, thresholds_h=THRESHOLDS_H,
-           p_sooner=policy.P_SOONER, region: str = "East US", billing: str = "payg",
+           p_sooner=policy.P_SOONER, gain_h=policy.GAIN_H, region: str = "East US",
+           billing: str = "payg",
            storage: str = "pool per job", classes: list | None = None,
            job_input_gb: float = 10.0, job_output_gb: float = 30.0,
            deploy_minutes=(4.0, 5.0, 10.0), wan_mib_s=0, flow_fraction=0.793,
@@ -104,6 +108,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         thresholds_h, (list, tuple)) else thresholds_h)
     p_levels = policy.check_p_sooner(list(p_sooner) if isinstance(
         p_sooner, (list, tuple)) else p_sooner)
+    gains = policy.check_gain(list(gain_h) if isinstance(gain_h, (list, tuple)) else gain_h)
     cls_list = policy.job_classes(classes, job_input_gb, job_output_gb)
     pr = pricing(cls_list, runs_dir=runs_dir, reference_dir=reference_dir, system=system,
                  region=region, billing=billing, storage=storage,
@@ -171,20 +176,22 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         base = {"vm": vm, "region": region, "billing": billing, "storage": storage,
                 "price_per_node_h": float(p.jpy_per_hour), "jobs_left_on_premise": left[vm]}
         vm_rows = []
+        saving_h = policy.expected_saving(pred.q, costed, run_h, guess_h)
         decided = policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h, turnaround_h,
-                                   costed)
+                                   costed, gains, saving_h)
         stays.prepare([mask for _, mask in decided],
-                      [mask for keys, mask in decided if keys["policy"] == "probability"])
+                      [mask for keys, mask in decided if keys["policy"] in PICKABLE])
         for keys, burst_mask in decided:
             vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
                                                         flow_jpy)
                            | {"stays_hours_saved": stays.gain_h(burst_mask),
                               "share_later_if_others_left": stays.later_if_others_left(
                                   burst_mask, costed.hours[:, 0])
-                              if keys["policy"] == "probability" else math.nan})
+                              if keys["policy"] in PICKABLE else math.nan})
         saved_h = turnaround_h - costed.hours[:, 0]
-        for name, rank in (("P(sooner)", p_vm), ("predicted median wait", median_h),
-                            ("queue state", qs_h)):
+        for name, rank in (("P(sooner)", p_vm),
+                           ("expected saving / P(later)", policy.gain_rank(p_vm, saving_h)),
+                           ("predicted median wait", median_h), ("queue state", qs_h)):
             front.append({"vm": vm, "ranked_by": name} | dict(zip(
                 [f"of_perfect_at_later_{x:g}" for x in policy.FRONTIER_LATER],
                 policy.frontier(rank, saved_h, costed.takes))))

@@ -329,6 +329,9 @@ REPLAY = FOLDERS + (
     Param("replay_p_sooner", [0.5, 0.8, 0.9, 0.95], "a job bursts when P(the VM returns it "
           "sooner) is at least this (each between 0 and 1, increasing)",
           _probabilities("replay_p_sooner")),
+    Param("replay_gain_h", [4.0, 16.0, 64.0, 256.0, 1024.0], "a job bursts when the hours it "
+          "is expected to save are at least this x its chance of coming back later (hours, "
+          "increasing)", _increasing("replay_gain_h", "hours")),
     Param("replay_thresholds_h", [0.1667, 1.0, 4.0, 12.0, 24.0, 48.0],
           "predicted median waits (and queue-state waits) a job bursts above (hours, "
           "increasing)", _increasing("replay_thresholds_h", "hours")),
@@ -406,7 +409,10 @@ ADVISE = (
     Param("vm", "", "the VM the cloud partition deploys; empty: per job, the likeliest to be "
           "sooner", _text("vm")),
     Param("p_sooner", 0.9, "burst when P(the VM returns the job sooner) is at least this "
-          "(0.9: the KTH replay's pick)", _probability("p_sooner")),
+          "(0.9: the KTH replay's best probability policy)", _probability("p_sooner")),
+    Param("gain_h", 0, "burst instead when the hours the VM is expected to save are at "
+          "least this x P(later) (the replay's gain policy: the hours your log's replay "
+          "picks; KTH's 64); 0: by p_sooner", _number("gain_h", unit="hours")),
     Param("classes", [{"partition": "*", "class": "test jobs", "speed": 1.0, "input_gb": 0,
                        "output_gb": 0}],
           "job classes: [{partition, account, name (shell patterns), max_nodes, class, "
