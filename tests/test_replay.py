@@ -391,6 +391,10 @@ def test_the_pick_is_made_from_the_gain_policies_too():
     assert report.choice_line(best).startswith(
         "Pick: burst a job to D96s_v5 when expected saving >= 64 h x P(later): 10 jobs burst, "
         "10% of them made later (20% in the queue the others would have left")
+    assert report.advise_options(best) == \
+        "burstbench advise --cloud PARTITION --vm D96s_v5 --gain-h 64"
+    assert report.advise_options(rows.iloc[0].to_dict()) == \
+        "burstbench advise --cloud PARTITION --vm D96s_v5 --p-sooner 0.9"
     marks = [(r["policy"], r["pick"]) for r in report.choices(rows, "D96s_v5", best, "")]
     assert [m for m in marks if m[1]] == [("expected saving >= 64 h x P(later)", "<- pick")]
 

@@ -46,7 +46,8 @@ def curves(a: adv.Advice, max_jobs: int = 12):
     ax.set_xlabel("wait from now, hours")
     ax.set_ylabel("P(the queue's wait > t)")
     ax.set_ylim(-0.02, 1.02)
-    ax.axhline(a.basis["p_sooner"], color="grey", lw=0.8, ls="--")
+    if not a.basis.get("gain_h"):  # the gain rule has no one P(sooner) to draw
+        ax.axhline(a.basis["p_sooner"], color="grey", lw=0.8, ls="--")
     ax.set_title("Pending jobs: the wait's distribution; dot: the VM's break-even wait "
                  "(at the inputs' modes)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")

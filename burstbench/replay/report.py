@@ -320,9 +320,18 @@ def summary_text(r: run.Replayed) -> str:
     t = pd.DataFrame(choices(r.rows, str(best["vm"]), best, "")).drop(columns="data")
     cal = r.calibration.set_index("quantile")["coverage"]
     return (f"{r.log.machine}: {len(r.log.jobs):,} jobs\n" + choice_line(best) + "\n"
+            + (f"The live queue by this pick: {advise_options(best)}\n" if picked(best)
+               else "")
             + t.to_string(index=False) + "\n"
             f"predicted wait: 50% quantile covered {_share(cal.get(0.5, math.nan))}, 90% "
             f"{_share(cal.get(0.9, math.nan))}")
+
+
+def advise_options(best: dict) -> str:
+    """The `burstbench advise` options that decide as the pick does."""
+    rule = (f"--gain-h {best['gain_h']:g}" if best["policy"] == "gain"
+            else f"--p-sooner {best['p_sooner_min']:g}")
+    return f"burstbench advise --cloud PARTITION --vm {best['vm']} {rule}"
 
 
 def _share(x: float) -> str:
