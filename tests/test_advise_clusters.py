@@ -115,6 +115,18 @@ def test_slurm_advice_bursts_the_job_behind_a_long_one_on_the_schedulers_estimat
     assert p.returncode == 0, p.stderr
     assert {r["job"]: r["verdict"] for r in json.loads(p.stdout)["jobs"]} == \
         {r["job"]: r["verdict"] for r in out["jobs"]}
+    # the gain rule on the same queue: the job behind the 2-hour one is expected to save
+    # hours (at P(later) <= 0.2, 4 h x P(later) asks under an hour); the backfilled one
+    # saves nothing, whatever its odds
+    p = advise({}, "--snapshot", str(folder / "snapshot.json"), "--classes", base[5],
+               "--cloud", "cloud", "--min-history", "3", "--json", "--gain-h", "4")
+    assert p.returncode == 0, p.stderr
+    g = {r["job"]: r for r in json.loads(p.stdout)["jobs"]}
+    gb, gs = g[jobs["burst"]], g[jobs["soon"]]
+    assert gb["verdict"] == "burst" and gb["why"].startswith("expected saving ") and \
+        gb["saving_h"] > 1.0, gb
+    assert gs["verdict"] == "stay" and gs["saving_h"] < 0.5 and \
+        gs["why"].endswith(f"< 4 h x P(later) {1 - gs['p_sooner']:.2f}"), gs
 
 
 def test_slurm_formatted_listing_reads_as_its_json(slurm_queue):
