@@ -5,10 +5,11 @@ beside the old queue-state one, the scheduler's estimate alone and the history a
 correlation of its median with the real wait and its coverage at 10, 50 and 90% (the
 calibration, by the randomized probability integral transform).  Then the re-simulation
 against the log (the textbook's EASY rules and AccaSim's, replicated, without bursting: rank
-correlation, mean ratio), and the policies at P(sooner) >= p and on thresholds beside the
-perfect policy, per VM: jobs burst, the share made later, the share of the perfect policy's
-hours, JPY; and each ranking's frontier (burstbench.replay.policy.frontier), the measure to
-compare predictors by: at one p, two can differ only in how their P(sooner) is scaled.
+correlation, mean ratio), and the policies at P(sooner) >= p, at an expected saving >= h x
+P(later) and on thresholds beside the perfect policy, per VM: jobs burst, the share made
+later, the share of the perfect policy's hours, JPY; and each ranking's frontier
+(burstbench.replay.policy.frontier), the measure to compare predictors by: at one p, two
+can differ only in how their P(sooner) is scaled.
 
     .venv/bin/python comparisons/wait_predictors.py
     .venv/bin/python comparisons/wait_predictors.py --log ../shared/workloads/RICC-2010-2.swf.gz \\
@@ -70,7 +71,8 @@ def main() -> int:
               f"{sim.mean() / w.mean():.2f}x the log's ({time.perf_counter() - t:.2f} s)")
     rows = r.rows.copy()
     rows["of_perfect"] = rows["hours_saved"] / rows["perfect_hours_saved"]
-    keep = ["vm", "policy", "p_sooner_min", "threshold_h", "jobs_burst", "share_made_later",
+    keep = ["vm", "policy", "p_sooner_min", "gain_h", "threshold_h", "jobs_burst",
+            "share_made_later",
             "of_perfect", "hours_saved", "stays_hours_saved", "jpy_spent"]
     print("\nThe policies:")
     print(rows[keep].round(3).to_string(index=False))

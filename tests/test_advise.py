@@ -440,10 +440,11 @@ def test_the_gain_rule_weighs_the_hours_a_job_is_expected_to_save(prices):
     t = a.table.set_index("job")
     s1, s2 = t.loc["1", "saving_h"], t.loc["2", "saving_h"]
     assert 2 - 10 / 60 <= s1 <= 2 - 4 / 60 and 1 / 60 - 10 / 60 <= s2 <= 1 / 60 - 4 / 60
+    # P(sooner) 1 is weighed at P(later) 0.001: 64 h x 0.001 = 0.06 h asked
     assert (t.loc["1", "verdict"], t.loc["1", "why"]) == (
-        "burst", f"expected saving {s1:.2f} h >= 64 h x P(later) 0.00")
+        "burst", f"expected saving {s1:.2f} h >= 0.06 h (64 h x P(later) 0.001)")
     assert (t.loc["2", "verdict"], t.loc["2", "why"]) == (
-        "stay", f"expected saving {s2:.2f} h < 64 h x P(later) 1.00")
+        "stay", f"expected saving {s2:.2f} h < 64.00 h (64 h x P(later) 1.000)")
     assert a.basis["gain_h"] == 64.0
     assert "burst at expected saving >= 64 h x P(later)" in command.table_text(a)
     by_p = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3").table
@@ -504,7 +505,7 @@ def test_the_defaults_are_the_committed_kth_replays_choices():
     choices = (Path(__file__).resolve().parents[1] / "figures" / "replay_choices.md").read_text()
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in choices.splitlines()
             if line.startswith("| P(sooner) >= ")]
-    ok = [(float(r[4].replace(",", "")) + float(r[6].replace(",", "")), float(r[0][14:]))
+    ok = [(float(r[4].replace(",", "")) + float(r[6].replace(",", "")), float(r[0][13:]))
           for r in rows if float(r[3]) <= 0.10]
     assert parser.parse_args([]).p_sooner == adv.P_SOONER == max(ok)[1]
     gain = re.search(r"^Pick: .* when expected saving >= ([0-9.]+) h x P\(later\):", choices,
@@ -576,6 +577,31 @@ def test_apply_moves_each_job_once_within_the_budget(tmp_path, prices):
     assert events == [("intent", first), ("done", first), ("intent", str(3 - int(first))),
                       ("done", str(3 - int(first)))]
     led.close()
+
+
+def test_apply_under_the_gain_rule_moves_the_most_valuable_first(tmp_path, prices):
+    """Two jobs both sure to be sooner (P(sooner) 1), one expected to save 2 h, the other
+    2.5 h, and a budget for one: by P(sooner) the first in the queue goes; by the gain rule
+    the one that saves more, its saving in the ledger and in the line said."""
+    pr, rules = prices
+    snap = snapshot([pend("1", 7200), pend("2", 9000)])
+    by_p = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
+    by_gain = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3", gain_h=4.0)
+    assert by_p.table["p_sooner"].tolist() == [1.0, 1.0]
+    cost = by_gain.table["jpy_at_limit"].max()
+    first = []
+    for name, a in (("p", by_p), ("gain", by_gain)):
+        moved = runner({("scontrol", "update"): (0, "", "")})
+        led = ledger.Ledger(tmp_path / f"{name}.jsonl")
+        said = command.apply(args(tmp_path, budget_jpy=cost * 1.5), snap, a, led, Stop, moved)
+        first.append(moved.calls[0][2])
+        led.close()
+    assert first == ["JobId=1", "JobId=2"]
+    saving = by_gain.table.set_index("job").loc["2", "saving_h"]
+    assert said[0].startswith(f"job 2: moved to cloud (HB120-16rs_v3, P(sooner) 1.00, "
+                              f"expected to save {command.fmt_saving(saving)}, up to ")
+    intent = json.loads((tmp_path / "gain.jsonl").read_text().splitlines()[0])
+    assert intent["saving_h"] == pytest.approx(saving, abs=1e-3)
 
 
 def test_a_refused_move_is_one_line_and_changes_nothing_else(tmp_path, prices):

@@ -411,6 +411,15 @@ def test_the_gain_policy_by_hand():
     c = policy.Costed(hours, hours * 100, np.array([True, True, False]), ratio)
     saving = policy.expected_saving(q, c, np.ones(3), np.ones((3, 1)))
     assert saving[:2] == pytest.approx([0.25, 0.75]) and math.isnan(saving[2])
+    # against the mean over every draw and guess P(sooner) reads (the modes, column 0, not
+    # among them; a guess not made left out): draws of 0.5 h and 1 h extra at 0.5 and 1.5
+    # of the run, guesses of 1 h and 3 h
+    one = policy.Costed(np.array([[9.0, 1.0, 2.5]]), np.ones((1, 3)), np.array([True]),
+                        np.array([[9.0, 0.5, 1.5]]))  # hours at the logged run of 1 h
+    brute = np.mean([0.5 - (f + g * (r - 1)) for f, r in ((0.5, 0.5), (1.0, 1.5))
+                     for g in (1.0, 3.0)])
+    assert policy.expected_saving(q[:1], one, np.ones(1), np.array([[1.0, np.nan, 3.0]])) \
+        == pytest.approx([brute])
 
     def burst(p, gain_h):
         _, mask = policy.decisions([], [], np.array(p), np.zeros(3), np.zeros(3), np.zeros(3),
@@ -421,7 +430,13 @@ def test_the_gain_policy_by_hand():
     assert burst([0.9, 0.9, 1.0], 4.0) == [False, True, True]
     assert burst([0.9, 0.8, 1.0], 1.0) == [True, True, True]
     assert burst([0.9, 0.8, 1.0], 20.0) == [False, False, False]  # 0.01 h < 0.02 h
-    assert burst([0.95, 0.95, 0.0], 4.0) == [True, True, False]  # P 0: not priced
+    # P 0 is a job not priced (no prediction, or a VM that does not take it): never burst,
+    # whatever its saving
+    _, mask = policy.decisions([], [], np.array([0.95, 0.0]), np.zeros(2), np.zeros(2),
+                               np.zeros(2), policy.Costed(hours[:2], hours[:2],
+                                                          np.ones(2, bool), ratio[:2]),
+                               [4.0], np.array([0.25, 100.0]))[0]
+    assert mask.tolist() == [True, False]
 
 
 def test_a_log_without_requested_times_or_shorter_than_the_window_is_said(tmp_path):
@@ -585,19 +600,20 @@ def test_p_sooner_by_hand():
 
 
 def test_a_rankings_frontier_by_hand():
-    """Five jobs ranked 0.9, 0.8, 0.8, 0.5, 0.3, saving 5, 4, -10, 2, -4 h; the perfect policy
-    saves 11 h.  At no job later only the first goes: the second, tied with the third, goes
-    with it (5 - 6 = -1 h at 1 in 3 later).  At a third later: 5 + 4 - 10 + 2 = 1 h (1 in
-    4) against 5 h.  Jobs the VM does not take or that have no score are not ranked; fewer
-    than `least` jobs are not a policy."""
+    """Five jobs ranked 0.9, 0.8, 0.8, 0.5, 0.3, saving 5, 4, -10, 2, -4 h, and one the VM
+    takes with no score, saving 4 h: the perfect policy saves 15 h.  At no job later only
+    the first goes: the second, tied with the third, goes with it (5 - 6 = -1 h at 1 in 3
+    later).  At a third later: 5 + 4 - 10 + 2 = 1 h (1 in 4) against 5 h.  A job the VM
+    does not take is not counted; one without a score is never burst; fewer than `least`
+    jobs are not a policy."""
     score = np.array([0.9, 0.8, 0.8, 0.5, 0.3, 0.99, np.nan])
-    saved = np.array([5.0, 4.0, -10.0, 2.0, -4.0, 100.0, 100.0])
+    saved = np.array([5.0, 4.0, -10.0, 2.0, -4.0, 100.0, 4.0])
     takes = np.array([True] * 5 + [False, True])
     got = policy.frontier(score, saved, takes, later_at=(0.0, 1 / 3, 0.4), least=1)
-    assert got == pytest.approx([5 / 11, 5 / 11, 5 / 11])
+    assert got == pytest.approx([5 / 15, 5 / 15, 5 / 15])
     saved[2] = 1.0  # now nothing is later but the last: every prefix but the whole is a policy
     assert policy.frontier(score, saved, takes, later_at=(0.0, 0.2), least=1) == \
-        pytest.approx([12 / 12, 12 / 12])
+        pytest.approx([12 / 16, 12 / 16])
     assert math.isnan(policy.frontier(score, saved, takes, later_at=(0.0,), least=6)[0])
 
 
@@ -617,6 +633,14 @@ def test_five_jobs_through_the_decision_machines(tmp_path):
     assert (hb["hours_saved_p10"] <= hb["hours_saved_p90"]).all()
     assert (r.rows["perfect_hours_saved"] >= r.rows["hours_saved"] - 1e-9).all()
     assert r.rows.loc[r.rows["policy"] != "probability", "p_sooner_min"].isna().all()
+    f = r.frontier
+    assert list(f.columns) == ["vm", "ranked_by"] + [
+        f"of_perfect_at_later_{x:g}" for x in policy.FRONTIER_LATER]
+    assert f.groupby("vm", sort=False)["ranked_by"].apply(list).tolist() == [
+        ["P(sooner)", "expected saving / P(later)", "predicted median wait",
+         "queue state"]] * len(r.left_on_premise)
+    shares = f.iloc[:, 2:].to_numpy(dtype=float)
+    assert np.all(np.isnan(shares) | ((shares >= -1) & (shares <= 1 + 1e-9)))
 
 
 def test_the_replay_says_which_run_each_vms_figures_come_from(tmp_path):

@@ -322,13 +322,15 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                                     "no VM takes it" + (f" ({vm})" if vm else "")
                                     if not np.isnan(med_h[i]) else "no run time to guess from")
             row |= {"vm": vm, "p_sooner": math.nan, "saving_h": math.nan,
-                    "vm_hours": math.nan, "jpy": math.nan, "jpy_at_limit": math.nan}
+                    "gain_rank": math.nan, "vm_hours": math.nan, "jpy": math.nan,
+                    "jpy_at_limit": math.nan}
         else:
-            row |= {k: best[k] for k in ("vm", "p_sooner", "saving_h", "vm_hours", "jpy",
-                                         "jpy_at_limit")}
-            p, gain = best["p_sooner"], (
-                f"expected saving {best['saving_h']:.2f} h {{}} {gain_h:g} h x P(later) "
-                f"{1 - best['p_sooner']:.2f}")
+            row |= {k: best[k] for k in ("vm", "p_sooner", "saving_h", "gain_rank",
+                                         "vm_hours", "jpy", "jpy_at_limit")}
+            p = best["p_sooner"]
+            later = max(1 - p, policy.LEAST_LATER)
+            gain = (f"expected saving {best['saving_h']:.2f} h {{}} {gain_h * later:.2f} h "
+                    f"({gain_h:g} h x P(later) {later:.3f})")
             if j.pinned:
                 verdict, why = "stay", "pinned by its owner"
             elif gain_h and not best["gain_rank"] >= gain_h:

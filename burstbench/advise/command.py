@@ -34,7 +34,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "moves jobs there")
     c.add_argument("--vm", default="",
                    help="the VM the cloud partition deploys (default: per job, the VM "
-                   "likeliest to be sooner); --apply needs it")
+                   "likeliest to be sooner; with --gain-h, the one with the most expected "
+                   "hours per chance of later); --apply needs it")
     c.add_argument("--p-sooner", type=float, default=0.9,  # advice.P_SOONER (not imported:
                    # --help stays quick)
                    help="burst when P(the VM returns the job sooner) is at least this "
@@ -248,7 +249,10 @@ def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
     day = time.strftime("%Y-%m-%d")
     spent = ledger.spent(day)
     listed = {j.id: j for j in snap.pending()}
-    for r in advice.table.sort_values("p_sooner", ascending=False).to_dict("records"):
+    # the rule's own order: the likeliest sooner first, or with --gain-h the most expected
+    # hours per chance of later (a budget then stops at the jobs the rule values least)
+    key = "gain_rank" if advice.basis.get("gain_h") else "p_sooner"
+    for r in advice.table.sort_values(key, ascending=False).to_dict("records"):
         if r["verdict"] != "burst" or stop.event.is_set():
             continue
         job = listed.get(r["job"])
@@ -266,7 +270,8 @@ def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
             break
         ledger.append({"event": "intent", "job": job.id, "scheduler": snap.scheduler,
                        "from": job.partition, "to": args.cloud, "vm": r["vm"],
-                       "jpy": round(float(cost), 1), "p_sooner": round(float(r["p_sooner"]), 4)})
+                       "jpy": round(float(cost), 1), "p_sooner": round(float(r["p_sooner"]), 4),
+                       "saving_h": round(float(r["saving_h"]), 3)})
         _pause("intent")
         ok, msg = backend.move(run, job.id, args.cloud)
         _pause("moved")
@@ -280,7 +285,8 @@ def apply(args, snap, advice, ledger, stop, run=None) -> list[str]:
         if ok:
             spent += cost
             said.append(f"job {job.id}: moved to {args.cloud} ({r['vm']}, P(sooner) "
-                        f"{r['p_sooner']:.2f}, up to {cost:,.0f} JPY)")
+                        f"{r['p_sooner']:.2f}, expected to save {fmt_saving(r['saving_h'])}, "
+                        f"up to {cost:,.0f} JPY)")
         else:
             said.append(f"job {job.id}: the scheduler refused the move: {msg}")
     return said

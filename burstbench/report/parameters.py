@@ -407,7 +407,7 @@ ADVISE = (
     Param("cloud", "cloud", "the cloud partition (Slurm) or queue (PBS): not the on-premise "
           "queue's", _text("cloud")),
     Param("vm", "", "the VM the cloud partition deploys; empty: per job, the likeliest to be "
-          "sooner", _text("vm")),
+          "sooner (with gain_h, the most expected hours per chance of later)", _text("vm")),
     Param("p_sooner", 0.9, "burst when P(the VM returns the job sooner) is at least this "
           "(0.9: the KTH replay's best probability policy)", _probability("p_sooner")),
     Param("gain_h", 0, "burst instead when the hours the VM is expected to save are at "
