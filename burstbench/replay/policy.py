@@ -299,8 +299,8 @@ def frontier(score: np.ndarray, saved_h: np.ndarray, takes: np.ndarray,
     each share in `later_at`, the most of the perfect policy's hours (the sum of the
     positive `saved_h`, turnaround saved per job, among `takes`, scored or not) that "burst
     where score >= t" saves over every t, among those that burst at least `least` jobs and
-    make at most that share of them later; NaN where none does.  Two predictors compared at one p can
-    differ only in how their P(sooner) is scaled; on this frontier they cannot."""
+    make at most that share of them later; NaN where none does.  Two predictors compared at
+    one p can differ only in how their P(sooner) is scaled; on this frontier they cannot."""
     perfect = float(saved_h[takes & (saved_h > 0)].sum())
     ok = takes & ~np.isnan(score)  # a job without a score is never burst by it
     s, v = score[ok], saved_h[ok]
