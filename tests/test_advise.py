@@ -444,7 +444,7 @@ def test_the_gain_rule_weighs_the_hours_a_job_is_expected_to_save(prices):
     assert (t.loc["1", "verdict"], t.loc["1", "why"]) == (
         "burst", f"expected saving {s1:.2f} h >= 0.06 h (64 h x P(later) 0.001)")
     assert (t.loc["2", "verdict"], t.loc["2", "why"]) == (
-        "stay", f"expected saving {s2:.2f} h < 64.00 h (64 h x P(later) 1.000)")
+        "stay", f"expected saving {s2:.2f} h < 64.00 h (64 h x P(later) 1)")
     assert a.basis["gain_h"] == 64.0
     assert "burst at expected saving >= 64 h x P(later)" in command.table_text(a)
     by_p = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3").table

@@ -127,7 +127,7 @@ def test_slurm_advice_bursts_the_job_behind_a_long_one_on_the_schedulers_estimat
         gb["saving_h"] > 1.0, gb
     need = 4 * max(1 - gs["p_sooner"], 0.001)
     assert gs["verdict"] == "stay" and gs["saving_h"] < 0.5 and gs["why"].endswith(
-        f"< {need:.2f} h (4 h x P(later) {need / 4:.3f})"), gs
+        f"< {need:.2f} h (4 h x P(later) {need / 4:.3g})"), gs
 
 
 def test_slurm_formatted_listing_reads_as_its_json(slurm_queue):

@@ -330,7 +330,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
             p = best["p_sooner"]
             later = max(1 - p, policy.LEAST_LATER)
             gain = (f"expected saving {best['saving_h']:.2f} h {{}} {gain_h * later:.2f} h "
-                    f"({gain_h:g} h x P(later) {later:.3f})")
+                    f"({gain_h:g} h x P(later) {later:.3g})")
             if j.pinned:
                 verdict, why = "stay", "pinned by its owner"
             elif gain_h and not best["gain_rank"] >= gain_h:
