@@ -328,7 +328,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
             row |= {k: best[k] for k in ("vm", "p_sooner", "saving_h", "gain_rank",
                                          "vm_hours", "jpy", "jpy_at_limit")}
             p = best["p_sooner"]
-            later = max(1 - p, policy.LEAST_LATER)
+            later = float(policy.later_weight(p))
             gain = (f"expected saving {best['saving_h']:.2f} h {{}} {gain_h * later:.2f} h "
                     f"({gain_h:g} h x P(later) {later:.3g})")
             if j.pinned:

@@ -173,7 +173,8 @@ def _increasing(values, name: str, ok, takes: str, unit: str = "") -> list[float
     t = list(values) if isinstance(values, (list, tuple)) else None
     if not t or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                         and math.isfinite(v) and ok(v) for v in t):
-        raise ParamError(f"{name} must be a list of {takes}, not {values!r}")
+        raise ParamError(f"{name} must be a list of {takes}, not "
+                         f"{t if t is not None else values!r}")
     bad = next((i for i in range(1, len(t)) if not t[i] > t[i - 1]), None)
     if bad is not None:
         raise ParamError(f"{name} must increase: {t[bad]:g}{unit} after {t[bad - 1]:g}{unit}")
@@ -221,6 +222,15 @@ def _p_sooner(q, levels, fixed, ratio, guess, takes):
     return out
 
 
+def decision_draws(c: Costed, run_h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The option's draws a decision is taken over (its columns after the modes, at most
+    DECISION_DRAWS of them, evenly spaced): the VM's hours beyond its computing, and its
+    speed ratio (jobs x draws each)."""
+    d = c.hours.shape[1] - 1
+    draws = slice(1, None, max(1, d // DECISION_DRAWS)) if d > 0 else slice(None)
+    return c.hours[:, draws] - run_h[:, None] * c.ratio[:, draws], c.ratio[:, draws]
+
+
 def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray
              ) -> np.ndarray:
     """P(the VM returns each job sooner than the queue): over the option's draws (its
@@ -228,11 +238,9 @@ def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarra
     guessed run times (jobs x k, hours, equally likely), P(wait > VM hours - guessed run)
     under the job's predicted wait `q` (jobs x LEVELS, seconds); 0 where the VM does not
     take the job or nothing is predicted."""
-    d = c.hours.shape[1] - 1
-    draws = slice(1, None, max(1, d // DECISION_DRAWS)) if d > 0 else slice(None)
-    fixed = c.hours[:, draws] - run_h[:, None] * c.ratio[:, draws]
+    fixed, ratio = decision_draws(c, run_h)
     return _p_sooner(np.ascontiguousarray(q, dtype=np.float64), LEVELS.astype(np.float64),
-                     np.ascontiguousarray(fixed), np.ascontiguousarray(c.ratio[:, draws]),
+                     np.ascontiguousarray(fixed), np.ascontiguousarray(ratio),
                      np.ascontiguousarray(run_guess_h, dtype=np.float64),
                      np.ascontiguousarray(c.takes))
 
@@ -240,19 +248,16 @@ def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarra
 def expected_saving(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray
                     ) -> np.ndarray:
     """The hours the VM is expected to save each job, over the draws and guesses P(sooner)
-    is taken over (:func:`p_sooner`): its predicted mean wait (`q`, seconds, the quantile
-    function's integral) less the VM's time beyond the guessed run; NaN where the VM does not
-    take the job or nothing is predicted."""
-    d = c.hours.shape[1] - 1
-    draws = slice(1, None, max(1, d // DECISION_DRAWS)) if d > 0 else slice(None)
-    fixed = (c.hours[:, draws] - run_h[:, None] * c.ratio[:, draws]).mean(axis=1)
-    speed = c.ratio[:, draws].mean(axis=1)
+    is taken over (:func:`decision_draws`): its predicted mean wait (`q`, seconds, the
+    quantile function's integral) less the VM's time beyond the guessed run; NaN where the
+    VM does not take the job or nothing is predicted."""
+    fixed, ratio = (a.mean(axis=1) for a in decision_draws(c, run_h))
     with np.errstate(invalid="ignore"):
         guess = np.nanmean(np.where(np.isnan(run_guess_h).all(axis=1)[:, None], 0.0,
                                     run_guess_h), axis=1)
     lv = LEVELS.astype(np.float64)
     mean_wait = ((q[:, 1:] + q[:, :-1]) / 2 * np.diff(lv)).sum(axis=1) / 3600
-    out = mean_wait - fixed - guess * (speed - 1)
+    out = mean_wait - fixed - guess * (ratio - 1)
     return np.where(c.takes & ~np.isnan(run_guess_h).all(axis=1), out, np.nan)
 
 
@@ -324,11 +329,17 @@ def frontier(score: np.ndarray, saved_h: np.ndarray, takes: np.ndarray,
 LEAST_LATER = 1e-3
 
 
+def later_weight(p):
+    """The chance of coming back later a gain is weighed against: 1 - P(sooner), at least
+    LEAST_LATER (arrays or a number)."""
+    return np.maximum(1 - p, LEAST_LATER)
+
+
 def gain_rank(p: np.ndarray, saving_h: np.ndarray) -> np.ndarray:
-    """The hours each job is expected to save per unit of its chance of coming back later,
-    that chance taken as at least LEAST_LATER (the gain policy bursts where this passes its
-    `gain_h`); NaN where nothing is expected."""
-    return saving_h / np.maximum(1 - p, LEAST_LATER)
+    """The hours each job is expected to save per unit of its chance of coming back later
+    (:func:`later_weight`; the gain policy bursts where this passes its `gain_h`); NaN where
+    nothing is expected."""
+    return saving_h / later_weight(p)
 
 
 def decisions(p_levels: list[float], thresholds_h: list[float], p: np.ndarray,

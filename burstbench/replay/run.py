@@ -104,11 +104,9 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     wrong.  `merits`: the benchmarks' figures of merit, read from `runs_dir` where None.
     `progress`, where given, is called with a line at each step."""
     say = progress or (lambda line: None)
-    thresholds = policy.check_thresholds(list(thresholds_h) if isinstance(
-        thresholds_h, (list, tuple)) else thresholds_h)
-    p_levels = policy.check_p_sooner(list(p_sooner) if isinstance(
-        p_sooner, (list, tuple)) else p_sooner)
-    gains = policy.check_gain(list(gain_h) if isinstance(gain_h, (list, tuple)) else gain_h)
+    thresholds = policy.check_thresholds(thresholds_h)
+    p_levels = policy.check_p_sooner(p_sooner)
+    gains = policy.check_gain(gain_h)
     cls_list = policy.job_classes(classes, job_input_gb, job_output_gb)
     pr = pricing(cls_list, runs_dir=runs_dir, reference_dir=reference_dir, system=system,
                  region=region, billing=billing, storage=storage,
