@@ -399,6 +399,25 @@ def test_the_pick_is_made_from_the_gain_policies_too():
     assert [m for m in marks if m[1]] == [("expected saving >= 64 h x P(later)", "<- pick")]
 
 
+def test_the_sweeps_defaults_are_one_list_wherever_they_are_named():
+    """P(sooner)'s levels and the gain's hours: the replay's constants, the report's
+    parameters (notebook 150 reads them) and the CLI's help say the same lists."""
+    import argparse
+
+    from burstbench.replay.command import add_arguments
+    from burstbench.report.parameters import REPLAY
+
+    defaults = {p.name: p.default for p in REPLAY}
+    assert defaults["replay_p_sooner"] == list(policy.P_SOONER)
+    assert defaults["replay_gain_h"] == list(policy.GAIN_H)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    helps = {a.dest: a.help for a in parser._actions}
+    for dest, values in (("p_sooner", policy.P_SOONER), ("gain_h", policy.GAIN_H)):
+        said = re.search(r"\(default ([0-9.,]+)\)", helps[dest]).group(1)
+        assert [float(v) for v in said.split(",")] == list(values), dest
+
+
 def test_the_gain_policy_by_hand():
     """A wait spread evenly over 0-3,600 s waits 0.5 h on average.  A VM as fast as the
     machine, 0.25 h of deployment and staging: 0.5 - 0.25 = 0.25 h expected saved.  One

@@ -29,11 +29,11 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "--procs-per-node) VM nodes")
     c.add_argument("--p-sooner", default="",
                    help="comma list of P(VM sooner) levels a job bursts at, each between 0 "
-                   "and 1, increasing (default 0.5,0.8,0.9,0.95)")
+                   "and 1, increasing (default 0.5,0.8,0.9,0.95,0.98)")
     c.add_argument("--gain-h", default="",
                    help="comma list of hours, increasing: a gain policy bursts a job when "
                    "the hours it is expected to save are at least this x its chance of "
-                   "coming back later (default 4,16,64,256,1024)")
+                   "coming back later (default 4,16,64,256,1024,4096)")
     c.add_argument("--thresholds", default="",
                    help="comma list of hours, increasing, for the threshold and queue-state "
                    "policies (default 0.1667,1,4,12,24,48)")

@@ -258,7 +258,8 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
     points labelled by p, gain points by their hours, thresholds and the queue-state
     baseline as lines) beside the perfect policy.  Right: on every VM, the share made later
     against the share of the perfect policy's hours, the probability policies as solid
-    lines and the gain policies as dashed ones, the target region shaded."""
+    lines and the gain policies as dashed ones (labelled on the leading VM), the target
+    region shaded."""
     style.apply_style()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.0))
     d = rows[rows["vm"] == lead]
@@ -294,7 +295,7 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
             share = e["hours_saved"] / e["perfect_hours_saved"]
             bx.plot(share, e["share_made_later"], ls, ms=4, color=color, lw=1.2,
                     label=vm if pol == "probability" else None)
-            for x, y, p in zip(share, e["share_made_later"], e[key]):
+            for x, y, p in zip(share, e["share_made_later"], e[key]) if vm == lead else ():
                 bx.annotate(fmt.format(p), (x, y), fontsize=6, xytext=(3, 3),
                             textcoords="offset points", color=color)
     bx.set_xlim(0, 1.05)
@@ -309,7 +310,7 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
                "save per chance of coming back later, thresholds on the predicted median "
                "wait, the old queue-state baseline, the perfect policy), the hours the burst "
                "jobs save and the stays gain. Right: the probability and gain policies on "
-               "every VM. " + about)
+               f"every VM, labelled on {lead}. " + about)
     return figure_entry(fig, fig_dir, "replay_curve", "Replay: what each burst policy buys, "
                         "beside the perfect policy", caption, data, show)
 

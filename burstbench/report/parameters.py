@@ -326,12 +326,12 @@ REPLAY = FOLDERS + (
           "else the most its jobs held at once", _integer("replay_machine_nodes", 0)),
     Param("replay_shared_nodes", False, "jobs shared nodes: the queue counts processors, a "
           "burst job takes whole VM nodes", _flag("replay_shared_nodes")),
-    Param("replay_p_sooner", [0.5, 0.8, 0.9, 0.95], "a job bursts when P(the VM returns it "
+    Param("replay_p_sooner", [0.5, 0.8, 0.9, 0.95, 0.98], "a job bursts when P(the VM returns it "
           "sooner) is at least this (each between 0 and 1, increasing)",
           _probabilities("replay_p_sooner")),
-    Param("replay_gain_h", [4.0, 16.0, 64.0, 256.0, 1024.0], "a job bursts when the hours it "
-          "is expected to save are at least this x its chance of coming back later (hours, "
-          "increasing)", _increasing("replay_gain_h", "hours")),
+    Param("replay_gain_h", [4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0], "a job bursts when "
+          "the hours it is expected to save are at least this x its chance of coming back "
+          "later (hours, increasing)", _increasing("replay_gain_h", "hours")),
     Param("replay_thresholds_h", [0.1667, 1.0, 4.0, 12.0, 24.0, 48.0],
           "predicted median waits (and queue-state waits) a job bursts above (hours, "
           "increasing)", _increasing("replay_thresholds_h", "hours")),
