@@ -370,9 +370,11 @@ def test_no_pick_where_no_policy_earns_one():
     assert report.picked(best | {"share_made_later": 0.1, "hours_saved": 2.0})
 
 
-def test_the_pick_is_made_from_the_gain_policies_too():
-    """A gain policy saving more hours within 10% later is the pick, and only its row is
-    marked in the table; a threshold policy saving still more is not a candidate."""
+def test_the_pick_is_made_from_the_probability_policies_alone():
+    """A gain policy or a threshold policy saving more hours within 10% later is not a
+    candidate (burstbench.replay.run.PICKABLE): the probability policy is the pick, and only
+    its row is marked in the table; a gain row the pick were handed would still read as
+    one."""
     import pandas as pd
 
     base = {"vm": "D96s_v5", "threshold_h": math.nan, "p_sooner_min": math.nan,
@@ -387,16 +389,19 @@ def test_the_pick_is_made_from_the_gain_policies_too():
                          base | {"policy": "threshold", "threshold_h": 1.0,
                                  "hours_saved": 95.0}])
     best = report.pick(rows)
-    assert (best["policy"], best["gain_h"]) == ("gain", 64.0) and report.picked(best)
+    assert (best["policy"], best["p_sooner_min"]) == ("probability", 0.9) and report.picked(best)
     assert report.choice_line(best).startswith(
-        "Pick: burst a job to D96s_v5 when expected saving >= 64 h x P(later): 10 jobs burst, "
+        "Pick: burst a job to D96s_v5 when P(sooner) >= 0.9: 10 jobs burst, "
         "10% of them made later (20% in the queue the others would have left")
     assert report.advise_options(best) == \
-        "burstbench advise --cloud PARTITION --vm D96s_v5 --gain-h 64"
-    assert report.advise_options(rows.iloc[0].to_dict()) == \
         "burstbench advise --cloud PARTITION --vm D96s_v5 --p-sooner 0.9"
+    gain = rows.iloc[1].to_dict()
+    assert report.advise_options(gain) == \
+        "burstbench advise --cloud PARTITION --vm D96s_v5 --gain-h 64"
+    assert report.choice_line(gain).startswith(
+        "Pick: burst a job to D96s_v5 when expected saving >= 64 h x P(later): 10 jobs")
     marks = [(r["policy"], r["pick"]) for r in report.choices(rows, "D96s_v5", best, "")]
-    assert [m for m in marks if m[1]] == [("expected saving >= 64 h x P(later)", "<- pick")]
+    assert [m for m in marks if m[1]] == [("P(sooner) >= 0.9", "<- pick")]
 
 
 def test_the_sweeps_defaults_are_one_list_wherever_they_are_named():

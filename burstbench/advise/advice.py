@@ -42,10 +42,10 @@ from burstbench.replay.run import RUN_LEVELS, run_guess
 from burstbench.wait.history import LEVELS
 from burstbench.wait.predict import predict
 
-#: The P(sooner) a job bursts at by default: the KTH replay's best probability policy
-#: (figures/replay_choices.md; RICC's is 0.95).  Its pick is a gain policy (64 h), but a
-#: gain's hours follow the centre's waits (RICC's is 1,024 h): pass the one your own log's
-#: replay picks.
+#: The P(sooner) a job bursts at by default: the KTH replay's pick (figures/
+#: replay_choices.md; RICC's is 0.95).  The gain rule (--gain-h) saves more hours on a
+#: replayed log, but decided in the queue it thins, as a live queue is, it makes more of its
+#: jobs later (burstbench.replay.run.PICKABLE).
 P_SOONER = 0.9
 #: Fewer finished jobs than this: the scheduler's estimate alone, uncalibrated.
 MIN_HISTORY = 50

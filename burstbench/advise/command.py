@@ -43,9 +43,11 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--gain-h", type=float, default=0.0, metavar="HOURS",
                    help="burst instead when the hours the VM is expected to save the job are "
                    "at least HOURS x its chance of coming back later: the replay's gain "
-                   "policy, which saves more hours at the same share made later; its hours "
-                   "follow the centre's waits (KTH's pick: 64, RICC's: 1024), so pass the "
-                   "one `burstbench replay` picks on your own log (default 0: off)")
+                   "policy, which saves more hours at the same share made later on a "
+                   "replayed log, but in a queue it thins itself makes more later than "
+                   "--p-sooner does (comparisons/README.md, the closed loop); its hours "
+                   "follow the centre's waits (KTH's best: 64, RICC's: 1024), so take "
+                   "them from `burstbench replay` on your own log (default 0: off)")
     c.add_argument("--classes", default="", metavar="YAML",
                    help="job classes: a list of {partition, account, name (shell patterns), "
                    "max_nodes, class, input_gb, output_gb, speed: memory|biccg|ratio}; "

@@ -23,8 +23,8 @@ from burstbench.report.sections import Section, figure_entry, table_entry
 
 #: The shared KTH SP2 log, relative to the project root.
 KTH_LOG = "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"
-#: The pick: the probability or gain policy that saves the most hours with at most this
-#: share of its burst jobs made later.
+#: The pick: the probability policy that saves the most hours with at most this share of
+#: its burst jobs made later.
 MAX_LATER = 0.10
 
 
@@ -49,8 +49,8 @@ def policy_label(row: dict | pd.Series) -> str:
 
 
 def pick(rows: pd.DataFrame) -> dict:
-    """The policy a director should pick: of the probability and gain policies (those
-    decided by P(sooner), burstbench.replay.run.PICKABLE) that burst jobs, make
+    """The policy a director should pick: of the probability policies
+    (burstbench.replay.run.PICKABLE says why not the gain ones) that burst jobs, make
     at most MAX_LATER of them later and save hours (their own and the stays'), the one that
     saves the most, on the VM where it does (the cheaper at a tie); where none does, the one
     that makes the fewest later (:func:`picked` tells which)."""

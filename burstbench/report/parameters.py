@@ -409,10 +409,10 @@ ADVISE = (
     Param("vm", "", "the VM the cloud partition deploys; empty: per job, the likeliest to be "
           "sooner (with gain_h, the most expected hours per chance of later)", _text("vm")),
     Param("p_sooner", 0.9, "burst when P(the VM returns the job sooner) is at least this "
-          "(0.9: the KTH replay's best probability policy)", _probability("p_sooner")),
+          "(0.9: the KTH replay's pick)", _probability("p_sooner")),
     Param("gain_h", 0, "burst instead when the hours the VM is expected to save are at "
-          "least this x P(later) (the replay's gain policy: the hours your log's replay "
-          "picks; KTH's 64); 0: by p_sooner", _number("gain_h", unit="hours")),
+          "least this x P(later) (the replay's gain policy, to compare: in a queue it thins "
+          "it makes more later than p_sooner; KTH's best 64); 0: by p_sooner", _number("gain_h", unit="hours")),
     Param("classes", [{"partition": "*", "class": "test jobs", "speed": 1.0, "input_gb": 0,
                        "output_gb": 0}],
           "job classes: [{partition, account, name (shell patterns), max_nodes, class, "

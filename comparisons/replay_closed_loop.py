@@ -1,0 +1,146 @@
+"""The replay's policies decided in the queue their own decisions thin (a closed loop),
+against the replay as it is (open: every job decided on the log's queue).
+
+`burstbench replay` predicts each job's wait from the log as it was, so a policy's burst
+jobs are judged against waits that bursting would have shortened (docs/replay.md, "the
+thinned queue").  Here the log is decided in chunks of `--chunk` submits: each chunk's jobs
+on waits predicted (burstbench.wait.predict, as the replay does) from a world where the
+earlier chunks' burst jobs are gone, from the queue and from the history, and every job
+left waits its logged wait less what the re-simulation (EASY, as the thinned queue's)
+says it waits less without them.  A chunk's own decisions do not reach its predictions.
+
+Judged for both, on one VM:
+- jobs burst, the share made later against the logged waits, the hours saved (their own
+  against the log, and the stays' gain, as the replay counts them), JPY;
+- **later in its world**: every burst job's wait had it stayed while the others left, the
+  burst jobs put back in groups of 5% (each group one re-simulation), the share of them the
+  VM returns later than that.  It is the replay's `share_later_if_others_left`, over every
+  burst job rather than a sample.
+
+    .venv/bin/python comparisons/replay_closed_loop.py \
+        --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz
+    .venv/bin/python comparisons/replay_closed_loop.py \
+        --log ../shared/workloads/RICC-2010-2.swf.gz --jobs 60000 \
+        --machine-nodes 1024 --procs-per-node 8 --shared-nodes
+
+Results: comparisons/README.md, "Decided in the queue it thins".
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from burstbench.replay import logs, policy, run
+from burstbench.replay.pricing import pricing
+from burstbench.replay.stays import THINNED_RULES, Stays
+from burstbench.wait import easy
+from burstbench.wait.predict import predict
+
+RULES = "probability:0.9,probability:0.95,gain:64,gain:256,gain:1024"
+GROUP = 0.05  # the share of the burst jobs put back in the queue at once
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
+    ap.add_argument("--chunk", type=int, default=1000, help="submits decided together")
+    ap.add_argument("--vm", default="HB120-16rs_v3")
+    ap.add_argument("--rules", default=RULES, help=f"policy:level, comma list ({RULES})")
+    ap.add_argument("--machine-nodes", type=int, default=0)
+    ap.add_argument("--procs-per-node", type=float, default=0)
+    ap.add_argument("--shared-nodes", action="store_true")
+    a = ap.parse_args()
+
+    t0 = time.perf_counter()
+    lg = logs.read_log(a.log)
+    if a.jobs:
+        lg.jobs = lg.jobs.iloc[:a.jobs].reset_index(drop=True)
+    j = lg.jobs
+    ppn = float(a.procs_per_node or lg.procs_per_node or 1)
+    procs = j["procs"].to_numpy(float)
+    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
+    submit, wait, runs = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
+    req = j["req_time"].to_numpy(float)
+    user = j["user"].to_numpy(np.int64)
+    queue = np.maximum(np.ceil(procs), 1).astype(np.int64) if a.shared_nodes else nodes
+    capacity = (int(round(a.machine_nodes * ppn)) if a.shared_nodes else a.machine_nodes) \
+        if a.machine_nodes else int(lg.max_nodes or run.peak_nodes(
+            submit + wait, submit + wait + runs, queue))
+    plan = np.where(np.isnan(req), runs, req)
+    run_h, turn_h = runs / 3600, (wait + runs) / 3600
+    guess_h = run.run_guess(submit, submit + wait, runs, req, queue / capacity, user) / 3600
+    classes = policy.job_classes(None, 10.0, 30.0)
+    pr = pricing(classes)
+    vm, option = next((v, o) for v, o in pr.vms() if v == a.vm)
+    costed = pr.costed(vm, option, nodes, run_h, policy.assign(
+        nodes, j["queue"].to_numpy(), classes), classes)
+    stays = Stays(submit, queue, runs, plan, capacity, wait)
+    rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
+    n = len(j)
+
+    def world_wait(active: np.ndarray) -> np.ndarray:
+        """Every active job's wait in the queue of the active jobs: its logged wait less
+        what the re-simulation says it waits less there."""
+        sim = easy.simulate(submit, queue, runs, plan, capacity, THINNED_RULES, active)
+        return np.maximum(wait - (stays.thinned_base - (sim - submit)), 0.0)
+
+    def decide(q: np.ndarray, ix: np.ndarray, rule: str, level: float) -> np.ndarray:
+        c = policy.Costed(costed.hours[ix], costed.jpy[ix], costed.takes[ix], costed.ratio[ix])
+        p = policy.p_sooner(q, c, run_h[ix], guess_h[ix])
+        if rule == "probability":
+            return p >= level
+        return (p > 0) & (policy.gain_rank(p, policy.expected_saving(
+            q, c, run_h[ix], guess_h[ix])) >= level)
+
+    def later_in_its_world(burst: np.ndarray) -> float:
+        idx = np.flatnonzero(burst)
+        groups = np.random.default_rng(1).permutation(len(idx)) % max(1, round(1 / GROUP))
+        later = np.zeros(len(idx), bool)
+        for g in np.unique(groups):
+            mine = idx[groups == g]
+            active = ~burst
+            active[mine] = True
+            later[groups == g] = costed.hours[mine, 0] > (world_wait(active)[mine]
+                                                          + runs[mine]) / 3600
+        return float(np.mean(later)) if len(idx) else float("nan")
+
+    def judge(burst: np.ndarray) -> str:
+        b = burst & costed.takes
+        per = turn_h[b] - costed.hours[b, 0]
+        own, gain = per.sum(), stays.gain_h(b)
+        return (f"{int(b.sum()):6,d} | {np.mean(per < 0):.3f} | {later_in_its_world(b):.3f} | "
+                f"{own:,.0f} + {gain:,.0f} = {own + gain:,.0f} | "
+                f"{costed.jpy[b, 0].sum() / 1e6:.1f}")
+
+    opened = predict(submit, queue, wait, runs, req, user, capacity)
+    print(f"{a.log}: {n:,} jobs, {capacity:,} {'processors' if a.shared_nodes else 'nodes'}, "
+          f"{vm}, chunks of {a.chunk:,} submits; prepared in {time.perf_counter() - t0:.0f} s\n")
+    print("| policy | replay | jobs burst | later (log) | later in its world | hours: own + "
+          "stays' = total | MJPY |\n|---|---|---:|---:|---:|---:|---:|")
+    everyone = np.arange(n)
+    for rule, level in rules:
+        t1 = time.perf_counter()
+        burst = np.zeros(n, bool)
+        for lo in range(0, n, a.chunk):
+            hi = min(lo + a.chunk, n)
+            active = ~burst
+            active[hi:] = False
+            ix = np.flatnonzero(active)
+            q = opened.q[ix] if lo == 0 else predict(
+                submit[ix], queue[ix], world_wait(active)[ix], runs[ix], req[ix], user[ix],
+                capacity).q
+            mine = ix >= lo
+            burst[ix[mine]] = decide(q[mine], ix[mine], rule, level)
+        name = f"{rule} {level:g}"
+        print(f"| {name} | open | {judge(decide(opened.q, everyone, rule, level))} |")
+        print(f"| {name} | closed | {judge(burst)} |  ({time.perf_counter() - t1:.0f} s)",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
