@@ -477,6 +477,22 @@ def test_a_log_without_requested_times_or_shorter_than_the_window_is_said(tmp_pa
     assert np.isnan(r.predicted.estimate).all() and len(r.rows)
 
 
+def test_the_gain_policies_keep_their_thinned_share(tmp_path):
+    """Every job waited 10 h, so the probability and gain policies burst: both have the
+    share made later in the queue the others left (run.THINNED_FOR), though the pick is
+    made from the probability policies alone; a threshold policy has none."""
+    lines = [swf_line(i + 1, 3600 * i, 36000, 1800, 1, 3600) for i in range(80)]
+    path = tmp_path / "long.swf"
+    path.write_text(SWF_HEAD + "\n".join(lines) + "\n")
+    r = run.replay(logs.read_log(path), thresholds_h=[1.0], p_sooner=[0.5], gain_h=[0.01],
+                   draws=10)
+    t = r.rows
+    burst = t[t["policy"].isin(["probability", "gain"]) & (t["jobs_burst"] > 0)]
+    assert set(burst["policy"]) == {"probability", "gain"}
+    assert burst["share_later_if_others_left"].notna().all()
+    assert t.loc[t["policy"] == "threshold", "share_later_if_others_left"].isna().all()
+
+
 def test_the_command_says_bad_input_in_one_line(tmp_path):
     (tmp_path / "x.txt").write_text("hello\n")
     proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "x.txt"))

@@ -39,7 +39,7 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--p-sooner", type=float, default=0.9,  # advice.P_SOONER (not imported:
                    # --help stays quick)
                    help="burst when P(the VM returns the job sooner) is at least this "
-                   "(default 0.9, the KTH replay's best probability policy)")
+                   "(default 0.9, the KTH replay's pick)")
     c.add_argument("--gain-h", type=float, default=0.0, metavar="HOURS",
                    help="burst instead when the hours the VM is expected to save the job are "
                    "at least HOURS x its chance of coming back later: the replay's gain "

@@ -13,7 +13,9 @@ The policies (a job the VM cannot take always stays):
   likely sooner, the one that would save more goes first.  To save the most hours while
   making at most a share of the burst jobs later, this is the order to burst in (a
   Lagrangian's: each later job priced at `gain_h` hours); at 10% later it keeps more of the
-  perfect policy's hours than P(sooner) on every VM of KTH and RICC (comparisons/README.md);
+  perfect policy's hours than P(sooner) on every VM of KTH and RICC (comparisons/README.md),
+  on the log as it was; decided in the queue its own bursting thins it makes more of its
+  jobs later than P(sooner), and the pick is not made from it (burstbench.replay.run);
 - ``threshold``: burst when the predicted median wait passes a threshold;
 - ``queue state``: the old baseline, the node-seconds ahead / the machine's nodes
   (burstbench.wait.state) past a threshold;
@@ -161,7 +163,7 @@ def cost_option(nodes: np.ndarray, run_h: np.ndarray, cls: np.ndarray,
 #: 7.3% at 0.98, 7.1% at 0.99; KTH 4.1%, 1.8%, 1.5%).
 P_SOONER = (0.5, 0.8, 0.9, 0.95, 0.98)
 #: Hours of expected saving a job must bring per unit of its chance of coming back later,
-#: swept by default, a factor of 4 apart.  KTH's pick is at 64 h; on the whole RICC log at
+#: swept by default, a factor of 4 apart.  KTH's best gain is at 64 h; the whole RICC log's at
 #: 1,024 h, where 10% later lies between 256 h (12.8%) and 1,024 h (8.9%); 4,096 h (7.0%) is
 #: there for a log harder still.  Both logs' mean waits are about 4.3 h: the hours follow how
 #: the savings spread, not the mean wait.

@@ -49,9 +49,9 @@ USER_RUNS, USER_MIN = 50, 5
 THINNED_FOR = ("probability", "gain")
 #: The policies a pick is made from.  Not the gain policies, though they rank better on the
 #: replayed log: decided in the queue their own decisions thin (comparisons/
-#: replay_closed_loop.py), the gain at KTH's best 64 h made 28-33% of its burst jobs later
-#: there, P(sooner) >= 0.9 10-12%; on RICC's first 60,000 jobs the gain policies 28-41%,
-#: the probability ones 17-20%.  A live queue is that loop.
+#: replay_closed_loop.py), the gain at KTH's best 64 h made 28.6% of its burst jobs later
+#: there, P(sooner) >= 0.9 9.1%; on RICC's first 60,000 jobs the gain policies 32-41%, the
+#: probability ones 16.5-29%.  A live queue is that loop.
 PICKABLE = ("probability",)
 #: The columns of replay_policies.csv, first (the interface), then the bands and details.
 COLUMNS = ("vm", "policy", "p_sooner_min", "threshold_h", "gain_h", "jobs_burst",

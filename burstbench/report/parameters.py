@@ -412,7 +412,8 @@ ADVISE = (
           "(0.9: the KTH replay's pick)", _probability("p_sooner")),
     Param("gain_h", 0, "burst instead when the hours the VM is expected to save are at "
           "least this x P(later) (the replay's gain policy, to compare: in a queue it thins "
-          "it makes more later than p_sooner; KTH's best 64); 0: by p_sooner", _number("gain_h", unit="hours")),
+          "it makes more later than p_sooner; KTH's best 64); 0: by p_sooner",
+          _number("gain_h", unit="hours")),
     Param("classes", [{"partition": "*", "class": "test jobs", "speed": 1.0, "input_gb": 0,
                        "output_gb": 0}],
           "job classes: [{partition, account, name (shell patterns), max_nodes, class, "
