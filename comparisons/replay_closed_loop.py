@@ -69,9 +69,8 @@ def main() -> None:
     req = j["req_time"].to_numpy(float)
     user = j["user"].to_numpy(np.int64)
     queue = np.maximum(np.ceil(procs), 1).astype(np.int64) if a.shared_nodes else nodes
-    capacity = (int(round(a.machine_nodes * ppn)) if a.shared_nodes else a.machine_nodes) \
-        if a.machine_nodes else int(lg.max_nodes or run.peak_nodes(
-            submit + wait, submit + wait + runs, queue))
+    capacity, _ = run._capacity(lg, a.machine_nodes, ppn, a.shared_nodes, run.peak_nodes(
+        submit + wait, submit + wait + runs, queue))
     plan = np.where(np.isnan(req), runs, req)
     run_h, turn_h = runs / 3600, (wait + runs) / 3600
     guess_h = run.run_guess(submit, submit + wait, runs, req, queue / capacity, user) / 3600
@@ -84,15 +83,6 @@ def main() -> None:
     rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
     n = len(j)
 
-    def simulated(active: np.ndarray) -> np.ndarray:
-        return easy.simulate(submit, queue, runs, plan, capacity, THINNED_RULES,
-                             active) - submit
-
-    def world_wait(active: np.ndarray, base: np.ndarray = stays.thinned_base) -> np.ndarray:
-        """Every active job's wait in the queue of the active jobs: its logged wait less
-        what the re-simulation says it waits less there than in `base` (every job)."""
-        return np.maximum(wait - (base - simulated(active)), 0.0)
-
     bases: dict[int, np.ndarray] = {}
 
     def base_before(hi: int) -> np.ndarray:
@@ -102,7 +92,8 @@ def main() -> None:
         if hi not in bases:
             before = np.zeros(n, bool)
             before[:hi] = True
-            bases[hi] = simulated(before)
+            bases[hi] = easy.simulate(submit, queue, runs, plan, capacity, THINNED_RULES,
+                                      before) - submit
         return bases[hi]
 
     def decide(q: np.ndarray, ix: np.ndarray, rule: str, level: float) -> np.ndarray:
@@ -121,7 +112,7 @@ def main() -> None:
             mine = idx[groups == g]
             active = ~burst
             active[mine] = True
-            later[groups == g] = costed.hours[mine, 0] > (world_wait(active)[mine]
+            later[groups == g] = costed.hours[mine, 0] > (stays.wait_among(active)[mine]
                                                           + runs[mine]) / 3600
         return float(np.mean(later)) if len(idx) else float("nan")
 
@@ -139,7 +130,6 @@ def main() -> None:
     print("| policy | replay | jobs burst | later (log) | later in its world | hours: own + "
           "stays' = total | MJPY |\n|---|---|---:|---:|---:|---:|---:|")
     everyone = np.arange(n)
-    check = any(r == "none" for r, _ in rules)
     for rule, level in rules:
         t1 = time.perf_counter()
         burst = np.zeros(n, bool)
@@ -149,9 +139,9 @@ def main() -> None:
             active = ~burst
             active[hi:] = False
             ix = np.flatnonzero(active)
-            q = opened.q[ix] if lo == 0 or rule == "none" and not check else predict(
-                submit[ix], queue[ix], world_wait(active, base_before(hi))[ix], runs[ix],
-                req[ix], user[ix], capacity).q
+            q = opened.q[ix] if lo == 0 else predict(
+                submit[ix], queue[ix], stays.wait_among(active, base_before(hi))[ix],
+                runs[ix], req[ix], user[ix], capacity).q
             mine = ix >= lo
             if rule == "none":
                 moved = max(moved, float(np.nanmax(np.abs(q[mine] - opened.q[ix[mine]]),

@@ -97,15 +97,23 @@ class Stays:
         u = np.random.default_rng(int.from_bytes(key[:8], "little")).uniform(size=len(idx))
         return idx[u < max(SAMPLE, SAMPLE_MIN / max(len(idx), 1))]
 
+    def wait_among(self, active: np.ndarray, base: np.ndarray | None = None) -> np.ndarray:
+        """Each `active` job's wait (s) in the queue of the active jobs alone: its logged
+        wait less what the re-simulation (THINNED_RULES) says it waits less there than in
+        `base` (simulated waits; default `thinned_base`, every job's), never below 0; NaN
+        for the others."""
+        w = easy.simulate(self.submit, self.nodes, self.run, self.plan, self.capacity,
+                          THINNED_RULES, active) - self.submit
+        return np.maximum(self.wait - ((self.thinned_base if base is None else base) - w),
+                          0.0)
+
     def _thinned(self, key: bytes, burst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A sample of the burst jobs (indices) and their waits (s) had each stayed while
         the others left."""
         sample = self._sample(key, np.flatnonzero(burst))
         active = ~burst
         active[sample] = True
-        w = easy.simulate(self.submit, self.nodes, self.run, self.plan, self.capacity,
-                          THINNED_RULES, active)[sample] - self.submit[sample]
-        return sample, np.maximum(self.wait[sample] - (self.thinned_base[sample] - w), 0.0)
+        return sample, self.wait_among(active)[sample]
 
     def gain_h(self, burst: np.ndarray) -> float:
         """The hours the jobs that stay wait less when `burst` leave: the sum over them of
