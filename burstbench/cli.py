@@ -447,8 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
         "to save per chance of coming back later (the gain), by its predicted median wait "
         "past a threshold, by the old queue-state rule, and as the perfect policy would; "
         "print the pick (the P(sooner) policy that saves the most hours with at most 10% of "
-        "its burst jobs made later; not a gain policy: decided in the queue it thins, the "
-        "gain makes more later, comparisons/README.md) and the leading VM's table.",
+        "its burst jobs made later, of 10 or more; not a gain policy: decided in the queue "
+        "it thins, the gain makes more later, comparisons/README.md) and the leading VM's "
+        "table.",
         "burstbench replay --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"))
 
     from burstbench.advise.command import add_arguments as _advise_arguments

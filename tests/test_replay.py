@@ -360,14 +360,45 @@ def test_no_pick_where_no_policy_earns_one():
     best = report.pick(rows)
     assert best["p_sooner_min"] == 0.5 and not report.picked(best)
     assert report.choice_line(best).startswith(
-        "No pick: no policy on P(sooner) makes at most 10% of its burst jobs later and saves "
-        "hours; keep the jobs on premise. The closest would burst a job to D96s_v5 when "
-        "P(sooner) >= 0.5: 1 jobs burst, 100% of them made later")
+        "No pick: no policy on P(sooner) bursts at least 10 jobs, makes at most 10% of them "
+        "later and saves hours; keep the jobs on premise. The closest would burst a job to "
+        "D96s_v5 when P(sooner) >= 0.5: 1 job burst, 100% of it made later")
     none = report.pick(rows.iloc[1:])
     assert report.choice_line(none) == (
         "No pick: no policy on P(sooner) bursts a job on any VM (the closest, on D96s_v5: "
         "P(sooner) >= 0.9): keep the jobs on premise.")
-    assert report.picked(best | {"share_made_later": 0.1, "hours_saved": 2.0})
+    good = best | {"share_made_later": 0.1, "hours_saved": 2.0, "jobs_burst": 10}
+    assert report.picked(good) and not report.picked(good | {"jobs_burst": 9})
+
+
+def test_a_pick_is_read_on_ten_burst_jobs_at_least():
+    """A share made later of 0% on a few burst jobs is no evidence of at most 10%: such a
+    row is no pick, and where no row is one, the closest is one that bursts ten or more."""
+    import pandas as pd
+
+    base = {"vm": "D96s_v5", "policy": "probability", "threshold_h": math.nan,
+            "gain_h": math.nan, "perfect_hours_saved": 100.0, "stays_hours_saved": 0.0,
+            "jpy_spent": 1000.0, "jpy_per_hour_saved": 10.0}
+    few = base | {"p_sooner_min": 0.98, "jobs_burst": 3, "share_made_later": 0.0,
+                  "hours_saved": 9.0}
+    many = base | {"p_sooner_min": 0.9, "jobs_burst": 40, "share_made_later": 0.15,
+                   "hours_saved": 60.0}
+    best = report.pick(pd.DataFrame([many, few]))
+    assert best["p_sooner_min"] == 0.9 and not report.picked(best)
+    assert report.choice_line(best).startswith(
+        "No pick: no policy on P(sooner) bursts at least 10 jobs, makes at most 10% of them "
+        "later and saves hours; keep the jobs on premise. The closest would burst a job to "
+        "D96s_v5 when P(sooner) >= 0.9: 40 jobs burst, 15% of them made later")
+    assert "few" not in best
+    # with ten burst jobs at 10% later, it is the pick
+    best = report.pick(pd.DataFrame([few, many | {"jobs_burst": 10, "share_made_later": 0.1}]))
+    assert best["p_sooner_min"] == 0.9 and report.picked(best)
+    assert report.choice_line(best).startswith(
+        "Pick: burst a job to D96s_v5 when P(sooner) >= 0.9: 10 jobs burst, 10% of them")
+    # only few-job rows: the closest is the one that makes the fewest later
+    best = report.pick(pd.DataFrame([few, few | {"p_sooner_min": 0.5, "jobs_burst": 5,
+                                                 "share_made_later": 0.2}]))
+    assert best["p_sooner_min"] == 0.98 and not report.picked(best)
 
 
 def test_the_pick_is_made_from_the_probability_policies_alone():
@@ -714,7 +745,10 @@ def test_the_section_says_a_missing_log_and_draws_a_present_one(tmp_path):
                      "replay_policies.csv", "replay_policies.md", "replay_predictors.csv",
                      "replay_predictors.md"]
     assert all("Hand-written centre" in e.caption for e in s.entries)
-    assert (tmp_path / "f" / "replay_choices.md").read_text().startswith("Pick: burst a job")
+    # five jobs are too few to read a share made later on: the closest, and no pick
+    assert (tmp_path / "f" / "replay_choices.md").read_text().startswith(
+        "No pick: no policy on P(sooner) bursts at least 10 jobs, makes at most 10% of them "
+        "later and saves hours; keep the jobs on premise. The closest would burst a job to ")
 
 
 # -- the real Slurm cluster's own jobs through sacct ---------------------------------------

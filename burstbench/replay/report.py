@@ -26,6 +26,10 @@ KTH_LOG = "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"
 #: The pick: the probability policy that saves the most hours with at most this share of
 #: its burst jobs made later.
 MAX_LATER = 0.10
+#: A pick's share made later is read on at least this many burst jobs: 10% later is one
+#: job in ten, so on fewer a share of 0% says nothing (a 50-job log's only burst job
+#: was its pick).
+MIN_PICK_JOBS = 10
 
 
 def log_path(log: str) -> Path:
@@ -50,10 +54,11 @@ def policy_label(row: dict | pd.Series) -> str:
 
 def pick(rows: pd.DataFrame) -> dict:
     """The policy a director should pick: of the probability policies
-    (burstbench.replay.run.PICKABLE says why not the gain ones) that burst jobs, make
-    at most MAX_LATER of them later and save hours (their own and the stays'), the one that
-    saves the most, on the VM where it does (the cheaper at a tie); where none does, the one
-    that makes the fewest later (:func:`picked` tells which)."""
+    (burstbench.replay.run.PICKABLE says why not the gain ones) that burst at least
+    MIN_PICK_JOBS jobs, make at most MAX_LATER of them later and save hours (their own and
+    the stays'), the one that saves the most, on the VM where it does (the cheaper at a
+    tie); where none does, the one that makes the fewest later, of those that burst
+    MIN_PICK_JOBS where any does (:func:`picked` tells which)."""
     d = rows[rows["policy"].isin(run.PICKABLE)].copy()
     d["total_h"] = d["hours_saved"] + d["stays_hours_saved"]
     ok = d[np.array([picked(r) for r in d.to_dict("records")], dtype=bool)]
@@ -61,8 +66,10 @@ def pick(rows: pd.DataFrame) -> dict:
         best = ok.sort_values(["total_h", "jpy_spent"], ascending=[False, True],
                               kind="stable").iloc[0]
     else:
-        best = d.sort_values(["share_made_later", "total_h"], ascending=[True, False],
-                             kind="stable", na_position="last").iloc[0]
+        d["few"] = d["jobs_burst"] < MIN_PICK_JOBS
+        best = d.sort_values(["few", "share_made_later", "total_h"],
+                             ascending=[True, True, False], kind="stable",
+                             na_position="last").iloc[0].drop("few")
     return best.to_dict()
 
 
@@ -176,9 +183,9 @@ def write(section: Section, r: run.Replayed, source: str, fig_dir: Path,
 
 
 def picked(best: dict) -> bool:
-    """Whether :func:`pick`'s row is a pick (bursts jobs, makes at most MAX_LATER of them
-    later, saves hours), not only the closest to one."""
-    return bool(best["jobs_burst"] > 0 and best["share_made_later"] <= MAX_LATER
+    """Whether :func:`pick`'s row is a pick (bursts at least MIN_PICK_JOBS jobs, makes at
+    most MAX_LATER of them later, saves hours), not only the closest to one."""
+    return bool(best["jobs_burst"] >= MIN_PICK_JOBS and best["share_made_later"] <= MAX_LATER
                 and best["hours_saved"] + best["stays_hours_saved"] > 0)
 
 
@@ -191,11 +198,14 @@ def choice_line(best: dict) -> str:
     share = best["hours_saved"] / best["perfect_hours_saved"] \
         if best["perfect_hours_saved"] > 0 else math.nan
     head = "Pick: burst" if picked(best) else (
-        f"No pick: no policy on P(sooner) makes at most {MAX_LATER:.0%} of its burst jobs "
-        "later and saves hours; keep the jobs on premise. The closest would burst")
+        f"No pick: no policy on P(sooner) bursts at least {MIN_PICK_JOBS} jobs, makes at most "
+        f"{MAX_LATER:.0%} of them later and saves hours; keep the jobs on premise. The "
+        "closest would burst")
+    n = int(best["jobs_burst"])
     cf = best.get("share_later_if_others_left", math.nan)
     return (f"{head} a job to {best['vm']} when {policy_label(best)}: "
-            f"{int(best['jobs_burst']):,} jobs burst, {later:.0%} of them made later"
+            f"{n:,} job{'s' if n != 1 else ''} burst, {later:.0%} of "
+            f"{'them' if n != 1 else 'it'} made later"
             + (f" ({cf:.0%} in the queue the others would have left, re-simulated)"
                if cf == cf else "") + ", "
             f"{best['hours_saved']:,.0f} hours of turnaround saved ({share:.0%} of what the "
