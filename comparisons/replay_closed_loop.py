@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,6 +42,54 @@ from burstbench.wait.predict import predict
 
 RULES = "probability:0.9,probability:0.95,gain:64,gain:256,gain:1024"
 GROUP = 0.05  # the share of the burst jobs put back in the queue at once
+
+
+@dataclass
+class Prepared:
+    """A log's jobs as the replay prices them on one VM: its arrays (s, in submit order),
+    the machine's size, each job's run guessed at its submit (h, jobs x levels) and the
+    VM's costed option."""
+
+    log: logs.Log
+    submit: np.ndarray
+    wait: np.ndarray
+    runs: np.ndarray
+    req: np.ndarray
+    user: np.ndarray
+    queue: np.ndarray
+    capacity: int
+    plan: np.ndarray
+    guess_h: np.ndarray
+    vm: str
+    costed: policy.Costed
+
+
+def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
+            procs_per_node: float = 0, shared_nodes: bool = False) -> Prepared:
+    """The log at `path` (its first `jobs`, 0: all) as burstbench.replay.run.replay reads
+    it, priced on `vm` with the replay's default job classes (10 GB in, 30 GB out)."""
+    lg = logs.read_log(path)
+    if jobs:
+        lg.jobs = lg.jobs.iloc[:jobs].reset_index(drop=True)
+    j = lg.jobs
+    ppn = float(procs_per_node or lg.procs_per_node or 1)
+    procs = j["procs"].to_numpy(float)
+    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
+    submit, wait, runs = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
+    req = j["req_time"].to_numpy(float)
+    user = j["user"].to_numpy(np.int64)
+    queue = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
+    capacity, _ = run._capacity(lg, machine_nodes, ppn, shared_nodes, run.peak_nodes(
+        submit + wait, submit + wait + runs, queue))
+    plan = np.where(np.isnan(req), runs, req)
+    guess_h = run.run_guess(submit, submit + wait, runs, req, queue / capacity, user) / 3600
+    classes = policy.job_classes(None, 10.0, 30.0)
+    pr = pricing(classes)
+    name, option = next((v, o) for v, o in pr.vms() if v == vm)
+    costed = pr.costed(name, option, nodes, runs / 3600, policy.assign(
+        nodes, j["queue"].to_numpy(), classes), classes)
+    return Prepared(lg, submit, wait, runs, req, user, queue, capacity, plan, guess_h, name,
+                    costed)
 
 
 def main() -> None:
@@ -58,27 +107,11 @@ def main() -> None:
     a = ap.parse_args()
 
     t0 = time.perf_counter()
-    lg = logs.read_log(a.log)
-    if a.jobs:
-        lg.jobs = lg.jobs.iloc[:a.jobs].reset_index(drop=True)
-    j = lg.jobs
-    ppn = float(a.procs_per_node or lg.procs_per_node or 1)
-    procs = j["procs"].to_numpy(float)
-    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
-    submit, wait, runs = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
-    req = j["req_time"].to_numpy(float)
-    user = j["user"].to_numpy(np.int64)
-    queue = np.maximum(np.ceil(procs), 1).astype(np.int64) if a.shared_nodes else nodes
-    capacity, _ = run._capacity(lg, a.machine_nodes, ppn, a.shared_nodes, run.peak_nodes(
-        submit + wait, submit + wait + runs, queue))
-    plan = np.where(np.isnan(req), runs, req)
+    pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
+    j, vm, costed, guess_h, capacity = pp.log.jobs, pp.vm, pp.costed, pp.guess_h, pp.capacity
+    submit, wait, runs, req, user, queue, plan = (pp.submit, pp.wait, pp.runs, pp.req,
+                                                  pp.user, pp.queue, pp.plan)
     run_h, turn_h = runs / 3600, (wait + runs) / 3600
-    guess_h = run.run_guess(submit, submit + wait, runs, req, queue / capacity, user) / 3600
-    classes = policy.job_classes(None, 10.0, 30.0)
-    pr = pricing(classes)
-    vm, option = next((v, o) for v, o in pr.vms() if v == a.vm)
-    costed = pr.costed(vm, option, nodes, run_h, policy.assign(
-        nodes, j["queue"].to_numpy(), classes), classes)
     stays = Stays(submit, queue, runs, plan, capacity, wait)
     rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
     n = len(j)
