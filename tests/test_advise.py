@@ -494,9 +494,10 @@ def test_bad_option_values_are_one_line_before_the_queue_is_read(cli):
 
 def test_the_defaults_are_the_committed_kth_replays_choices():
     """--p-sooner's default, the library's and the committed KTH replay's best probability
-    policy (the most hours, its own and the stays', at most 10% later of 10 or more) are one number (the
-    pick moved from 0.8 to 0.9 once and the default stayed behind), which is the pick; the
-    gain hours --help names as KTH's best are its best gain policy's by the same rule."""
+    policy (the most hours, its own and the stays', at most 10% later of 10 or more) are
+    one number (the pick moved from 0.8 to 0.9 once and the default stayed behind), which
+    is the pick; the gain hours --help names as KTH's best are its best gain policy's by
+    the same rule."""
     import argparse
     import re
 
