@@ -533,6 +533,25 @@ def test_a_calibrated_wait_reads_the_history(prices):
     assert 0 < r["wait_q10_h"] <= r["wait_q50_h"] <= r["wait_q90_h"]
 
 
+def test_the_learned_wait_reads_each_jobs_partition(prices):
+    """2,400 finished jobs alike but for their partition: those of 'debug' started at once,
+    those of 'long' after 2 h.  Two pending jobs alike but for theirs, the scheduler
+    expecting both in 30 min: the learned model tells them apart by the partition alone."""
+    pr, rules = prices
+    t0 = NOW - 2400 * 900 - 86400
+    hist = [queue.Job(str(1000 + i), "finished", "u", p, 1, 2, 1800.0, t0 + i * 900,
+                      t0 + i * 900 + w, t0 + i * 900 + w + 600)
+            for i in range(2400) for p, w in [(("debug", 0.0), ("long", 7200.0))[i % 2]]]
+    snap = snapshot([])
+    snap.history = hist
+    snap.jobs += [queue.Job(j, "pending", "u", p, 1, 2, 1800.0, NOW - 60,
+                            estimate=NOW + 1800) for j, p in (("1", "debug"), ("2", "long"))]
+    a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50)
+    assert "partition)" in a.basis["wait"]
+    t = a.table.set_index("job")
+    assert t.loc["1", "wait_q50_h"] < 0.25 and t.loc["2", "wait_q50_h"] > 1.0
+
+
 def test_a_snapshot_saved_reads_back_whole(tmp_path, prices):
     pr, rules = prices
     snap = snapshot([pend("1", 7200)])

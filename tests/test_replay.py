@@ -30,9 +30,10 @@ SWF_HEAD = """; Version: 2.2
 """
 
 
-def swf_line(job, submit, wait, run_s, procs, req_time=-1, status=1, queue=1) -> str:
+def swf_line(job, submit, wait, run_s, procs, req_time=-1, status=1, queue=1,
+             partition=-1) -> str:
     f = [job, submit, wait, run_s, procs, -1, -1, procs, req_time, -1, status, 1, 1, -1,
-         queue, -1, -1, -1]
+         queue, partition, -1, -1]
     return " ".join(str(v) for v in f)
 
 
@@ -59,7 +60,7 @@ def test_swf_every_field_and_the_header(tmp_path):
         swf_line(4, 20, 5, -7, 1),           # negative run time
         swf_line(5, 30, -3, 10, 1),          # start before submit
         swf_line(6, 40, 0, 10, 4),           # more processors than MaxProcs
-        swf_line(7, 50, 0, 10, 1, 60, queue=3)]) + "\n"
+        swf_line(7, 50, 0, 10, 1, 60, queue=3, partition=2)]) + "\n"
     with gzip.open(p, "wt") as f:
         f.write(body)
     lg = logs.read_log(p)
@@ -70,6 +71,7 @@ def test_swf_every_field_and_the_header(tmp_path):
     one = lg.jobs.iloc[0]
     assert (one.submit, one.wait, one.run, one.procs, one.req_time) == (0, 10, 100, 2, 200)
     assert math.isnan(lg.jobs.iloc[1].req_time) is False and lg.jobs.iloc[1].queue == 3
+    assert list(lg.jobs["partition"]) == [-1, 2]
     assert lg.dropped == {"wrong field count": 1, "unknown wait or run time (-1)": 1,
                           "a negative run time": 1,
                           "a start before its submit (negative wait)": 1,
@@ -103,6 +105,18 @@ def test_sacct_parsable2(tmp_path):
     assert j.loc["11", "submit"] == 0 and j.loc["15", "submit"] == 540
     assert lg.dropped == {"wrong field count": 1, "never started or no end": 1}
     assert "line 6" in " ".join(lg.notes)
+    assert (j["partition"] == -1).all() and (j["queue"] == 0).all()  # no Partition column
+    # with one: names as numbers in order of first appearance, a job with none -1
+    p.write_text("JobID|Partition|Submit|Start|End|NNodes|NCPUS|State|Timelimit\n"
+                 "1|long|2024-01-01T00:00:00|2024-01-01T00:10:00|2024-01-01T01:00:00|1|4|"
+                 "COMPLETED|1:00:00\n"
+                 "2|debug|2024-01-01T00:01:00|2024-01-01T00:02:00|2024-01-01T00:03:00|1|4|"
+                 "COMPLETED|10:00\n"
+                 "3|long|2024-01-01T00:02:00|2024-01-01T00:20:00|2024-01-01T01:00:00|1|4|"
+                 "COMPLETED|1:00:00\n"
+                 "4||2024-01-01T00:03:00|2024-01-01T00:04:00|2024-01-01T00:05:00|1|4|"
+                 "COMPLETED|10:00\n")
+    assert list(logs.read_log(p).jobs["partition"]) == [0, 1, 0, -1]
 
 
 PBS = """01/02/2024 10:00:00;Q;101.pbs;queue=workq
@@ -128,6 +142,7 @@ def test_pbs_pro_end_records(tmp_path):
     assert j.loc["101.pbs", "req_time"] == 7200 and j.loc["101.pbs", "procs"] == 4
     assert j.loc["102.pbs", "nodes"] == 2 and math.isnan(j.loc["102.pbs", "req_time"])
     assert j.loc["102.pbs", "submit"] == 400
+    assert (j.loc["101.pbs", "partition"], j.loc["102.pbs", "partition"]) == (0, -1)  # queue=
     assert lg.dropped == {"wrong field count": 1} and "line 5" in lg.notes[0]
 
 
@@ -306,6 +321,7 @@ def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp
                    "--draws", "10", "--figures-dir", str(out), "--predictions", str(pred))
     assert proc.returncode == 0, proc.stderr
     assert "predicting 5 waits" in proc.stderr  # progress, on stderr
+    assert "\n  the scheduler's estimate at each of 5 submits" in proc.stderr
     assert ("the machine: 2 nodes (the log's MaxNodes), 1 processor(s) a node (the log's "
             "header (MaxProcs / MaxNodes))") in proc.stderr
     head = (out / "replay_policies.csv").read_text().splitlines()[0].split(",")

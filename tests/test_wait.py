@@ -207,6 +207,79 @@ def test_a_changed_future_leaves_every_earlier_prediction_as_it_was():
     assert not _same(a.q[k:], b.q[k:])
 
 
+def test_progress_names_each_step_and_leaves_the_prediction_as_it_was():
+    """A million jobs take minutes to predict: a line before each step (the estimate, the
+    learned model's fits, the recalibration), and the same numbers as without the lines;
+    a log without requested times names the history in the estimate's place."""
+    log = synthetic(1500, seed=4)
+    lines: list[str] = []
+    said, quiet = _predict(log, progress=lines.append), _predict(log)
+    assert lines == ["  the scheduler's estimate at each of 1,500 submits (EASY backfilling "
+                     "with requested times, up to 24 h ahead)",
+                     f"  LightGBM fitted {quiet.fits} times on the last 1,000 started jobs",
+                     "  recalibrated on the last 300 jobs' outcomes"]
+    assert quiet.fits >= 2
+    for name in ("q", "estimate", "history", "learned"):
+        assert _same(getattr(said, name), getattr(quiet, name)), name
+    s, n, w, r, q, u = log
+    lines.clear()
+    _predict((s, n, w, r, np.full(len(s), np.nan), u), learn=False, progress=lines.append)
+    assert lines == ["  the history of each size class at each of 1,500 submits",
+                     "  recalibrated on the last 300 jobs' outcomes"]
+
+
+def _queued(n: int, seed: int):
+    """synthetic()'s log with a queue a job (random, none tied to its user or size) whose
+    priority sets its wait: queue 0 starts at once, 1 as scheduled, 2 waits hours more."""
+    s, n_, w, r, q, u = synthetic(n, seed)
+    rng = np.random.default_rng(seed + 100)
+    queue = rng.integers(0, 3, n)
+    w = np.where(queue == 0, 0.0, np.where(queue == 2, w + rng.exponential(4 * 3600, n), w))
+    return (s, n_, w.round(), r, q, u), queue
+
+
+def test_the_pinball_loss_weighs_each_side_of_a_quantile_by_its_level():
+    """log(1 + wait) = 1 against quantiles at 0.5, 1 and 2 (levels 0.1, 0.5, 0.9): the 10%
+    quantile under it by 0.5 costs 0.1 x 0.5, the median nothing, the 90% over it by 1
+    costs 0.1 x 1; their mean 0.05."""
+    q = np.expm1(np.array([[0.5, 1.0, 2.0]]))
+    assert score.pinball(q, np.expm1(np.array([1.0])), levels=(0.1, 0.5, 0.9)) == \
+        pytest.approx(0.05)
+
+
+def test_a_queues_priority_is_learned_where_nothing_else_tells_it():
+    """Waits set by the queue alone: given the queues, the learned model tells queue 0
+    (at once) from queue 2 (hours) and its quantiles lose less; without them it cannot.
+    A single queue, or none known, changes no prediction by a bit."""
+    log, queue = _queued(3000, seed=8)
+    w = log[2]
+    with_q, without = _predict(log, queue=queue), _predict(log)
+    late = np.arange(len(w)) >= 1500
+    assert "queued, queue)" in with_q.how and ", queue)" not in without.how
+    med = with_q.quantile(0.5)
+    assert np.median(med[late & (queue == 0)]) < 60
+    assert np.median(med[late & (queue == 2)]) > 3600
+    assert score.pinball(with_q.q[late], w[late]) < 0.8 * score.pinball(without.q[late], w[late])
+    blind = without.quantile(0.5)
+    assert np.median(blind[late & (queue == 0)]) > 600  # the same for every queue
+    for same in (np.ones(3000, np.int64), np.full(3000, -1, np.int64)):
+        one = _predict(log, queue=same, partition=same)
+        assert ", queue" not in one.how and "partition" not in one.how
+        for name in ("q", "history", "learned"):
+            assert _same(getattr(one, name), getattr(without, name)), name
+
+
+def test_a_truncated_log_with_queues_leaves_every_earlier_prediction_as_it_was():
+    log, queue = _queued(2500, seed=9)
+    part_no = np.where(queue == 1, 7, -1)
+    whole = _predict(log, queue=queue, partition=part_no)
+    for k in (900, 1700):
+        cut = [a[:k] for a in log]
+        part = _predict(cut, queue=queue[:k], partition=part_no[:k])
+        for name in ("q", "learned"):
+            assert _same(getattr(part, name), getattr(whole, name)[:k]), (k, name)
+
+
 def test_what_is_known_at_a_submit_counts_ties_by_place_in_the_log():
     start = np.array([0.0, 5.0, 5.0, 5.0, 9.0])
     submit = np.array([0.0, 0.0, 5.0, 5.0, 5.0])

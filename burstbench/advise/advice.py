@@ -5,7 +5,8 @@ cost on each priced VM, P(the VM returns it sooner), and a verdict.
   finished jobs, the running ones, then the pending ones, submitted now) and, for each
   pending job, the scheduler's own estimate of its start (``squeue``'s expected start,
   PBS's ``estimated.start_time``) in place of the simulated one; the history's jobs have
-  the simulated estimate (EASY with requested times, what the scheduler would have said).
+  the simulated estimate (EASY with requested times, what the scheduler would have said),
+  and every job its partition (queue), a category of the learned model.
   Where the history has fewer finished jobs than `min_history`, nothing is calibrated: the
   wait is the estimate alone, labelled so.
 - **The run time**: the requested time x the run-to-request ratios of the user's (else the
@@ -253,9 +254,10 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     given = np.full(len(every), np.nan)
     given[n_h + n_r:] = [j.estimate - snap.now for j in pend]
     calibrated = n_h >= min_history
+    parts = pd.factorize(pd.Series([j.partition or None for j in every]))[0]
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
-                   estimate=given, seed=seed)
+                   estimate=given, partition=parts.astype(np.int64), seed=seed)
     rows = slice(n_h + n_r, None)
     est = pred.estimate[rows]
     if calibrated:

@@ -145,7 +145,8 @@ def pbs_array(jid: str) -> bool:
 
 
 def _codes(names) -> np.ndarray:
-    """User names as numbers (in order of first appearance; -1 for an empty name)."""
+    """Names (of users, partitions) as numbers (in order of first appearance; -1 for an
+    empty name)."""
     names = pd.Series(names, dtype=object)
     codes, _ = pd.factorize(names.where(names.astype(str) != "", None))
     return codes.astype(np.int64)
@@ -153,7 +154,8 @@ def _codes(names) -> np.ndarray:
 
 def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: str,
                 machine: str, notes: list[str], dropped: dict[str, int], user=None, *,
-                eligible=None, elapsed=None, unreadable=None, example: str = "") -> Log:
+                eligible=None, elapsed=None, unreadable=None, example: str = "",
+                partition=None) -> Log:
     """A Log from absolute times (Unix s).  Dropped, counted and said: a time there but not
     read (`unreadable`, `example` one of them), jobs that never started (no submit, start or
     end), the same job twice (its id, submit and start: exports that overlap), a job
@@ -197,6 +199,8 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
                          "nodes": np.asarray(nodes, dtype=np.int64)[keep],
                          "req_time": np.asarray(req_time, dtype=float)[keep],
                          "status": np.asarray(state)[keep], "queue": 0,
+                         "partition": (_codes(partition) if partition is not None
+                                       else np.full(n, -1, np.int64))[keep],
                          "user": (_codes(user) if user is not None
                                   else np.full(n, -1, np.int64))[keep]})
     return Log(jobs, fmt, machine, start_time=t0 if keep.any() else None, notes=notes,
@@ -262,7 +266,8 @@ def parse_sacct(text: str, source: str = "") -> Log:
         d["User"].to_numpy() if "User" in d else None,
         eligible=_epoch(d["Eligible"])[0] if "Eligible" in d else None,
         elapsed=(d["Elapsed"].map(limit_seconds).to_numpy(dtype=float)
-                 if "Elapsed" in d else None), unreadable=bad, example=example)
+                 if "Elapsed" in d else None), unreadable=bad, example=example,
+        partition=d["Partition"].str.strip().to_numpy() if "Partition" in d else None)
 
 
 def parse_pbs(text: str, source: str = "") -> Log:
@@ -290,7 +295,7 @@ def parse_pbs(text: str, source: str = "") -> Log:
         procs, nodes = pbs_procs_nodes(kv)
         rows.append((f[2], kv.get("qtime", kv.get("ctime")), kv.get("etime"), kv.get("start"),
                      kv.get("end"), procs, nodes, pbs_seconds(kv.get("Resource_List.walltime")),
-                     kv.get("Exit_status", ""), kv.get("user", "")))
+                     kv.get("Exit_status", ""), kv.get("user", ""), kv.get("queue", "")))
     notes = [lines_note("not a PBS accounting record", bad)] if bad else []
     dropped = {"wrong field count": len(bad)} if bad else {}
     if parents:
@@ -300,7 +305,7 @@ def parse_pbs(text: str, source: str = "") -> Log:
         notes.append(f"no E (job ended) record among {records} record(s): the jobs are "
                      "read from those")
     d = pd.DataFrame(rows, columns=["id", "qtime", "etime", "start", "end", "procs", "nodes",
-                                    "walltime", "exit", "user"])
+                                    "walltime", "exit", "user", "queue"])
 
     def num(col: str) -> np.ndarray:
         return pd.to_numeric(d[col], errors="coerce").to_numpy(dtype=float)
@@ -308,4 +313,4 @@ def parse_pbs(text: str, source: str = "") -> Log:
                        d["procs"].to_numpy(dtype=float), d["nodes"].to_numpy(dtype=np.int64),
                        d["walltime"].to_numpy(dtype=float), d["exit"].to_numpy(), "pbs",
                        "the PBS Pro complex of the log", notes, dropped, d["user"].to_numpy(),
-                       eligible=num("etime"))
+                       eligible=num("etime"), partition=d["queue"].to_numpy())

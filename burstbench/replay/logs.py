@@ -42,8 +42,9 @@ SHOW_LINES = 5
 @dataclass
 class Log:
     """A log's jobs (columns: job, submit, wait, run, procs, nodes (0: not logged),
-    req_time, status, queue, user (-1: unknown)), where it came from, and what could not be
-    used."""
+    req_time, status, queue (SWF's; 0 in sacct's and PBS's), partition (SWF's, sacct's
+    Partition, PBS's queue: numbers in order of first appearance), user (-1: unknown)),
+    where it came from, and what could not be used."""
 
     jobs: pd.DataFrame
     fmt: str
@@ -222,7 +223,8 @@ def parse_swf(text: str, source: str = "") -> Log:
     parts = np.unique(d["partition"][d["partition"] >= 0])
     if len(parts) > 1:
         notes.append(f"the jobs ran in {len(parts)} partitions (field 16): replayed as one "
-                     "queue of the whole machine")
+                     "queue of the whole machine, each job's partition a category of the "
+                     "learned wait")
     d = d[~drop.gone]
     procs = np.where(d["procs"] > 0, d["procs"], d["req_procs"])
     unknown = d["req_time"] <= 0
@@ -235,6 +237,7 @@ def parse_swf(text: str, source: str = "") -> Log:
                          "req_time": d["req_time"].where(~unknown, np.nan),
                          "status": d["status"].astype(np.int64),
                          "queue": d["queue"].astype(np.int64),
+                         "partition": d["partition"].astype(np.int64),
                          "user": np.where(users >= 0, np.searchsorted(ids, users), -1)})
     machine = ", ".join(v for v in (header.get("Installation"), header.get("Computer")) if v)
     max_nodes, max_procs = (_header_number(header, k, notes) for k in ("MaxNodes", "MaxProcs"))

@@ -154,7 +154,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
 
     say(f"predicting {len(j):,} waits (the scheduler's estimate, history"
         + (", a learned model" if learn else "") + ")")
-    pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed)
+    pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed,
+                   queue=j["queue"].to_numpy(np.int64),
+                   partition=j["partition"].to_numpy(np.int64) if "partition" in j else None,
+                   progress=say)
     problems += pred.notes
     guess_h = run_guess(submit, start, run, req, queue_n / capacity, user) / 3600
     plan = np.where(np.isnan(req), run, req)  # the old baseline's and the re-simulation's
@@ -201,6 +204,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                 policy.frontier(rank, saved_h, costed.takes))))
         perfect = next(r["hours_saved"] for r in vm_rows if r["policy"] == "perfect")
         rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
+        # freed before the next VM's are made: a million jobs' draws take a GB
+        del costed, p_vm, saving_h, decided, saved_h
     if not rows:
         problems.append(f"no VM priced for {billing} in {region}: nothing replayed")
     out = pd.DataFrame(rows)

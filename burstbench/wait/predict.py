@@ -16,9 +16,10 @@ The predictor, in four steps, each measured against the others on the KTH and RI
 3. a learned model, where it has enough to learn from: LightGBM's gradient boosting of
    log(1 + wait) on what was known at the submit (the estimate, the requested time, the
    size, the queue's length and work, the machine's load, step 2's median and 90%
-   quantile, the user's last known wait, how long ago it started, and the user's jobs
-   queued), refitted on the last jobs that had started each time the jobs known to have
-   started have doubled (then every `retrain_every`), never on a job not yet started; its
+   quantile, the user's last known wait, how long ago it started, the user's jobs queued,
+   and the job's queue and partition as categories where the log names them), refitted
+   on the last jobs that had started each time the jobs known to have started have
+   doubled (then every `retrain_every`), never on a job not yet started; its
    prediction's error, over the last jobs that started, gives the distribution around it;
 4. the distribution recalibrated (:mod:`burstbench.wait.calibrate`) on the last jobs'
    outcomes: P(wait = 0) from the share of zero waits among those of a like prediction,
@@ -32,6 +33,7 @@ log after any job and finds every earlier prediction unchanged).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,8 +171,9 @@ def known_before(times: np.ndarray, submit: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray,
-             first: int, every: int, train_window: int, seed: int
-             ) -> tuple[np.ndarray, int]:
+             first: int, every: int, train_window: int, seed: int,
+             say: Callable[[str], None] = lambda line: None,
+             categorical: list[int] | None = None) -> tuple[np.ndarray, int]:
     """log(1 + wait) predicted by LightGBM refitted at checkpoints on the last
     `train_window` jobs started by then; NaN before the first fit, and NaN for a job whose
     estimate (x's first column) is past every one the model learned from: trees do not
@@ -182,15 +185,32 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
     by_start, labelled = known_before(start, submit)
     out = np.full(n, np.nan)
     marks = _checkpoints(n, labelled, first, every)
+    if marks:
+        say(f"  LightGBM fitted {len(marks)} times on the last {train_window:,} started jobs")
     params = dict(objective="regression", learning_rate=0.1, num_leaves=31,
                   min_data_in_leaf=50, max_bin=63, num_threads=1, deterministic=True,
                   seed=seed, verbose=-1)
     for a, b in zip(marks, marks[1:] + [n]):
         train = by_start[max(0, labelled[a] - train_window):labelled[a]]
-        model = lgb.train(params, lgb.Dataset(x[train], y[train]), num_boost_round=100)
+        data = lgb.Dataset(x[train], y[train], categorical_feature=categorical or "auto")
+        model = lgb.train(params, data, num_boost_round=100)
         out[a:b] = np.where(x[a:b, 0] > x[train, 0].max(), np.nan,
                             model.predict(x[a:b], num_threads=1))
     return out, len(marks)
+
+
+def categories(values: np.ndarray | None, n: int) -> np.ndarray | None:
+    """A job's queue or partition as a category of the learned model: its number where
+    known, NaN where not (negative); None where none is given.  A job's number is its own:
+    no later job changes an earlier job's category.  Where queues differ in priority, the
+    wait does by queue as by nothing else a job has (comparisons/README.md, "Queues of
+    different priority")."""
+    if values is None:
+        return None
+    q = np.asarray(values, np.int64)
+    if len(q) != n:
+        raise ValueError(f"{len(q)} queues or partitions for {n} jobs")
+    return np.where(q >= 0, q, np.nan)
 
 
 def _calibrated_estimate(est, wait, start, submit, share, window: int,
@@ -222,14 +242,20 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
             horizon_s: float = 86400.0, window: int = 1000, min_count: int = 50,
             learn: bool = True, first_fit: int = 2000, retrain_every: int = 32000,
             train_window: int = 30000, recal_window: int = 3000, seed: int = 2023,
-            estimate: np.ndarray | None = None) -> Predicted:
+            estimate: np.ndarray | None = None, queue: np.ndarray | None = None,
+            partition: np.ndarray | None = None,
+            progress: Callable[[str], None] | None = None) -> Predicted:
     """Every job's wait distribution at its submit (see the module docstring).  Arrays in
     submit order, one entry per job: submit, wait and run time (s), nodes (of a machine
     of `capacity`), requested time (s; NaN where unknown), user (-1: unknown).  A log
     shorter than the windows is predicted from what exists, and said in `notes`.
     `estimate`, where given, is the scheduler's own estimate of the wait (s from the
     submit) in place of the simulated one where it is not NaN: a live queue's pending jobs
-    (burstbench.advise), whose estimate ``squeue --start`` or PBS reports."""
+    (burstbench.advise), whose estimate ``squeue --start`` or PBS reports.  `queue` and
+    `partition`, where given: each job's queue and partition (numbers; negative: unknown),
+    each a category the learned model may split on (:func:`categories`).  `progress`,
+    where given, is called with a line before each step (a million jobs take minutes)."""
+    say = progress or (lambda line: None)
     submit = np.asarray(submit, float)
     nodes = np.asarray(nodes, np.int64)
     wait = np.asarray(wait, float)
@@ -245,6 +271,8 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         if not has_req.all():
             notes.append(f"{int((~has_req).sum()):,} job(s) without a requested time: the "
                          "scheduler's estimate takes their user's last requested time")
+        say(f"  the scheduler's estimate at each of {n:,} submits (EASY backfilling with "
+            f"requested times, up to {horizon_s / 3600:g} h ahead)")
         est = np.minimum(easy.estimates(submit, nodes, start, start + run, req_k, capacity,
                                         horizon_s), horizon_s)
         if estimate is not None:
@@ -262,6 +290,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         est = np.full(n, np.nan)
         notes.append("the log has no requested times: no scheduler's estimate; the wait is "
                      "predicted from history alone")
+        say(f"  the history of each size class at each of {n:,} submits")
         cls = buckets(nodes / capacity, SIZE_EDGES)
         hist, _ = history.window_quantiles(wait, start, submit, cls, 4, window, min_count)
         how = f"the waits of the last {window:,} started jobs of its size class"
@@ -275,13 +304,23 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
                          np.log1p(n_queued), np.log1p(queued / capacity),
                          running / capacity, np.log1p(hist[:, 20]), np.log1p(hist[:, 36]),
                          np.log1p(uf[:, 0]), np.log1p(uf[:, 1]), np.log1p(uf[:, 2])])
+    names = list(FEATURES)
+    cats = []
+    for name, values in (("queue", queue), ("partition", partition)):
+        codes = categories(values, n)
+        if codes is None:
+            continue
+        cats.append(x.shape[1])
+        x = np.column_stack([x, codes])
+        if len(np.unique(codes[~np.isnan(codes)])) > 1:  # one, or none: LightGBM finds no
+            names.append(name)                           # split in the column
     y = np.log1p(wait)
     learned = np.full_like(hist, np.nan)
     fits = 0
     base = hist
     if learn:
         point, fits = _learned(x, y, submit, start, first_fit, retrain_every, train_window,
-                               seed)
+                               seed, say, cats)
         if fits:
             resid = y - point
             q_e, _ = history.window_quantiles(resid, start, submit,
@@ -290,13 +329,14 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
             learned = np.maximum(np.expm1(point[:, None] + q_e), 0.0)
             del q_e
             base = np.where(np.isnan(learned[:, :1]), hist, learned)
-            how = (f"LightGBM on what was known at the submit ({', '.join(FEATURES)}), "
+            how = (f"LightGBM on what was known at the submit ({', '.join(names)}), "
                    f"refitted {fits} times on the last {train_window:,} started jobs, its "
                    f"error over the last {window:,}; before its first fit, and for an estimate "
                    "past every one it learned from, " + how)
         else:
             notes.append(f"fewer than {first_fit:,} jobs had started by the log's end: "
                          "no learned model, the history alone")
+    say(f"  recalibrated on the last {recal_window:,} jobs' outcomes")
     q = calibrate.recalibrate(base, wait, submit, seed=seed, window=recal_window)
     if n < window:
         notes.append(f"the log has {n:,} jobs, fewer than the history window ({window:,}): "

@@ -1,8 +1,8 @@
 """How well a predicted wait fits the waits that came: the rank correlation of its median
-with the real wait, and its calibration: for each level q, the share of jobs whose real wait
-fell at or below their predicted q-quantile, counted by the probability integral transform
-(drawn within a pile of equal values, at 0 s above all: a calibrated predictor then covers q
-at every level)."""
+with the real wait, its pinball loss, and its calibration: for each level q, the share of
+jobs whose real wait fell at or below their predicted q-quantile, counted by the
+probability integral transform (drawn within a pile of equal values, at 0 s above all: a
+calibrated predictor then covers q at every level)."""
 
 from __future__ import annotations
 
@@ -36,3 +36,11 @@ def calibration(q: np.ndarray, real: np.ndarray, seed: int = 0,
                          "coverage": [float(np.mean(u[ok] <= lv)) if n else np.nan
                                       for lv in levels],
                          "jobs": n})
+
+
+def pinball(q: np.ndarray, real: np.ndarray, levels=history.LEVELS) -> float:
+    """The mean pinball (quantile) loss of quantiles `q` (jobs x `levels`, s) on
+    log(1 + the real wait): lower is better, sharper and calibrated at once."""
+    d = np.log1p(real)[:, None] - np.log1p(q)
+    lv = np.asarray(levels)[None, :]
+    return float(np.mean(np.maximum(lv * d, (lv - 1) * d)))

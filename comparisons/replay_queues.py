@@ -1,0 +1,153 @@
+"""The wait's predictor with each job's queue and partition, and without them.
+
+Real logs often name a job's queue (SWF field 15) or partition (field 16; sacct's Partition,
+PBS's queue), and where queues differ in priority a job's queue sets its wait as nothing
+else it has does. Neither workload here names one (KTH: none; RICC: two queues, one of them
+329 jobs), so this generates logs that do: a machine of 128 nodes scheduled by EASY
+backfilling whose queue is ordered by (the queue's priority, submit), Poisson arrivals at
+90% load, 1-64 nodes log-uniform, run times log-normal (median 30 min, at most 2 days),
+requested times 1-4x the run, 80 users each sending 80% of its jobs to a queue of its own
+and the rest at random. Modes:
+
+- ``prio3``: three queues of priorities 0, 1, 2 (20%, 60%, 20% of the users);
+- ``many``: eight queues, priority the queue's number mod 4;
+- ``none``: three queues of the same priority (the queue says nothing).
+
+Each log is replayed (burstbench.replay.run.replay) as it is and with every queue and
+partition blanked (-1), the rest identical. Printed per log: the predictor's pinball loss
+on log(1 + wait) over its quantile levels (the jobs after the first 10%), and on one VM the
+share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of its burst
+jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
+
+    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none
+    .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
+
+Results: comparisons/README.md, "Queues of different priority".
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+
+import numpy as np
+
+from burstbench.replay import logs, report, run
+from burstbench.wait.score import pinball
+
+CAPACITY = 128
+
+
+def schedule(submit, nodes, run_s, req, prio) -> np.ndarray:
+    """Start times under EASY backfilling of a queue in (priority, submit) order: the head
+    starts when it fits; the others start now where they fit and end (by their requested
+    time) before the head's reservation, or leave it its nodes."""
+    n = len(submit)
+    start = np.full(n, np.nan)
+    order = np.argsort(submit, kind="stable")
+    waiting: list[tuple[int, float, int]] = []
+    running: list[tuple[float, int]] = []  # (end, job)
+    free, k = CAPACITY, 0
+    while k < n or waiting or running:
+        t = min(([submit[order[k]]] if k < n else []) + ([running[0][0]] if running else []))
+        while running and running[0][0] <= t:
+            free += nodes[heapq.heappop(running)[1]]
+        while k < n and submit[order[k]] <= t:
+            j = order[k]
+            waiting.append((int(prio[j]), float(submit[j]), int(j)))
+            k += 1
+        waiting.sort()
+        while waiting and nodes[waiting[0][2]] <= free:
+            j = waiting.pop(0)[2]
+            start[j], free = t, free - nodes[j]
+            heapq.heappush(running, (t + run_s[j], j))
+        if not waiting:
+            continue
+        head = waiting[0][2]
+        avail, shadow, extra = free, t, 0
+        for end, nd in sorted((start[j] + req[j], nodes[j]) for _, j in running):
+            avail += nd
+            if avail >= nodes[head]:
+                shadow, extra = max(end, t), avail - nodes[head]
+                break
+        rest = []
+        for item in waiting[1:]:
+            j = item[2]
+            before = t + req[j] <= shadow
+            if nodes[j] <= free and (before or nodes[j] <= extra):
+                start[j], free = t, free - nodes[j]
+                extra -= 0 if before else nodes[j]
+                heapq.heappush(running, (t + run_s[j], j))
+            else:
+                rest.append(item)
+        waiting = [waiting[0]] + rest
+    return start
+
+
+def generate(jobs: int, seed: int, mode: str) -> str:
+    """An SWF log of the machine above (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    nodes = np.minimum(np.exp(rng.uniform(0, np.log(64), jobs)).astype(np.int64), CAPACITY)
+    run_s = np.minimum(rng.lognormal(np.log(1800), 1.3, jobs), 2 * 86400).round() + 1
+    req = np.maximum(np.minimum((run_s * rng.uniform(1, 4, jobs)).round() + 300, 3 * 86400),
+                     run_s)
+    users = rng.integers(0, 80, jobs)
+    n_q = 8 if mode == "many" else 3
+    own = np.random.default_rng(seed + 1).choice(
+        n_q, 80, p=[0.2, 0.6, 0.2] if mode == "prio3" else None)
+    queue = np.where(rng.uniform(size=jobs) < 0.8, own[users], rng.integers(0, n_q, jobs))
+    prio = {"prio3": queue, "many": queue % 4, "none": np.zeros(jobs, np.int64)}[mode]
+    span = (nodes * run_s).sum() / (CAPACITY * 0.9)
+    submit = np.sort(rng.uniform(0, span, jobs)).round()
+    wait = schedule(submit, nodes, run_s, req, prio) - submit
+    lines = [f"; MaxNodes: {CAPACITY}", f"; MaxProcs: {CAPACITY}"]
+    lines += [f"{i + 1} {submit[i]:.0f} {wait[i]:.0f} {run_s[i]:.0f} {nodes[i]} -1 -1 "
+              f"{nodes[i]} {req[i]:.0f} -1 1 {users[i] + 1} 1 -1 {queue[i] + 1} -1 -1 -1"
+              for i in range(jobs)]
+    return "\n".join(lines) + "\n"
+
+
+def compare(name: str, lg: logs.Log, vm: str, **kw) -> None:
+    """`lg` replayed as it is and with its queues and partitions blanked: one line each."""
+    blank = logs.Log(**{**lg.__dict__, "jobs": lg.jobs.assign(queue=-1, partition=-1)})
+    for how, log in (("queues", lg), ("blanked", blank)):
+        r = run.replay(log, **kw)
+        wait = log.jobs["wait"].to_numpy(float)
+        k = len(wait) // 10
+        f = r.frontier
+        front = f[(f.vm == vm) & (f.ranked_by == "P(sooner)")]["of_perfect_at_later_0.1"]
+        best = report.pick(r.rows[r.rows.vm == vm])
+        said = (f"pick P(sooner) >= {best['p_sooner_min']:g}: {best['jobs_burst']:,} jobs, "
+                f"{best['share_made_later']:.1%} later, {best['hours_saved']:,.0f} h saved + "
+                f"{best['stays_hours_saved']:,.0f} h for the stays" if report.picked(best)
+                else "no pick")
+        print(f"{name:16s} {how:8s} pinball {pinball(r.predicted.q[k:], wait[k:]):.4f}  "
+              f"frontier at 10% later {front.iloc[0]:.3f}  {said}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=30000)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--modes", nargs="+", default=["prio3", "many", "none"],
+                    choices=["prio3", "many", "none"])
+    ap.add_argument("--vm", default="HB120-16rs_v3")
+    ap.add_argument("--log", help="a real log, replayed with and without its queues")
+    ap.add_argument("--machine-nodes", type=int, default=0)
+    ap.add_argument("--procs-per-node", type=float, default=0)
+    ap.add_argument("--shared-nodes", action="store_true")
+    a = ap.parse_args()
+    if a.log:
+        compare(a.log.split("/")[-1][:16], logs.read_log(a.log), a.vm,
+                machine_nodes=a.machine_nodes, procs_per_node=a.procs_per_node,
+                shared_nodes=a.shared_nodes)
+        return
+    for mode in a.modes:
+        for seed in a.seeds:
+            lg = logs.parse_swf(generate(a.jobs, seed, mode), f"{mode}-{seed}")
+            compare(f"{mode}, seed {seed}", lg, a.vm)
+
+
+if __name__ == "__main__":
+    main()
