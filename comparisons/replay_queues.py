@@ -11,7 +11,9 @@ and the rest at random. Modes:
 
 - ``prio3``: three queues of priorities 0, 1, 2 (20%, 60%, 20% of the users);
 - ``many``: eight queues, priority the queue's number mod 4;
-- ``none``: three queues of the same priority (the queue says nothing).
+- ``none``: three queues of the same priority (the queue says nothing);
+- ``noise``: ``none``'s log, each job then given one of 200 queues at random (what a
+  model that reads too much into categories loses).
 
 Each log is replayed (burstbench.replay.run.replay) as it is and with every queue and
 partition blanked (-1), the rest identical. Printed per log: the predictor's pinball loss
@@ -19,7 +21,7 @@ on log(1 + wait) over its quantile levels (the jobs after the first 10%), and on
 share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of its burst
 jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
 
-    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none
+    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise
     .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
 
 Results: comparisons/README.md, "Queues of different priority".
@@ -96,10 +98,12 @@ def generate(jobs: int, seed: int, mode: str) -> str:
     own = np.random.default_rng(seed + 1).choice(
         n_q, 80, p=[0.2, 0.6, 0.2] if mode == "prio3" else None)
     queue = np.where(rng.uniform(size=jobs) < 0.8, own[users], rng.integers(0, n_q, jobs))
-    prio = {"prio3": queue, "many": queue % 4, "none": np.zeros(jobs, np.int64)}[mode]
+    prio = queue % 4 if mode == "many" else queue if mode == "prio3" else np.zeros(jobs, int)
     span = (nodes * run_s).sum() / (CAPACITY * 0.9)
     submit = np.sort(rng.uniform(0, span, jobs)).round()
     wait = schedule(submit, nodes, run_s, req, prio) - submit
+    if mode == "noise":
+        queue = np.random.default_rng(seed + 2).integers(0, 200, jobs)
     lines = [f"; MaxNodes: {CAPACITY}", f"; MaxProcs: {CAPACITY}"]
     lines += [f"{i + 1} {submit[i]:.0f} {wait[i]:.0f} {run_s[i]:.0f} {nodes[i]} -1 -1 "
               f"{nodes[i]} {req[i]:.0f} -1 1 {users[i] + 1} 1 -1 {queue[i] + 1} -1 -1 -1"
@@ -130,8 +134,8 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=30000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--modes", nargs="+", default=["prio3", "many", "none"],
-                    choices=["prio3", "many", "none"])
+    ap.add_argument("--modes", nargs="+", default=["prio3", "many", "none", "noise"],
+                    choices=["prio3", "many", "none", "noise"])
     ap.add_argument("--vm", default="HB120-16rs_v3")
     ap.add_argument("--log", help="a real log, replayed with and without its queues")
     ap.add_argument("--machine-nodes", type=int, default=0)
