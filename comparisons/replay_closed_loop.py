@@ -62,6 +62,7 @@ class Prepared:
     guess_h: np.ndarray
     vm: str
     costed: policy.Costed
+    categories: dict[str, np.ndarray]  # the log's queue and partition numbers, as predict's
 
 
 def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
@@ -89,7 +90,7 @@ def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
     costed = pr.costed(name, option, nodes, runs / 3600, policy.assign(
         nodes, j["queue"].to_numpy(), classes), classes)
     return Prepared(lg, submit, wait, runs, req, user, queue, capacity, plan, guess_h, name,
-                    costed)
+                    costed, {k: j[k].to_numpy(np.int64) for k in ("queue", "partition")})
 
 
 def main() -> None:
@@ -157,7 +158,8 @@ def main() -> None:
                 f"{own:,.0f} + {gain:,.0f} = {own + gain:,.0f} | "
                 f"{costed.jpy[b, 0].sum() / 1e6:.1f}")
 
-    opened = predict(submit, queue, wait, runs, req, user, capacity)
+    cats = pp.categories
+    opened = predict(submit, queue, wait, runs, req, user, capacity, **cats)
     print(f"{a.log}: {n:,} jobs, {capacity:,} {'processors' if a.shared_nodes else 'nodes'}, "
           f"{vm}, chunks of {a.chunk:,} submits; prepared in {time.perf_counter() - t0:.0f} s\n")
     print("| policy | replay | jobs burst | later (log) | later in its world | hours: own + "
@@ -174,7 +176,8 @@ def main() -> None:
             ix = np.flatnonzero(active)
             q = opened.q[ix] if lo == 0 else predict(
                 submit[ix], queue[ix], stays.wait_among(active, base_before(hi))[ix],
-                runs[ix], req[ix], user[ix], capacity).q
+                runs[ix], req[ix], user[ix], capacity,
+                **{k: v[ix] for k, v in cats.items()}).q
             mine = ix >= lo
             if rule == "none":
                 moved = max(moved, float(np.nanmax(np.abs(q[mine] - opened.q[ix[mine]]),

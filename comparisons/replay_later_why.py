@@ -50,7 +50,8 @@ def main() -> None:
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
     c, guess_h = pp.costed, pp.guess_h
     run_h, wait_h = pp.runs / 3600, pp.wait / 3600
-    q = predict(pp.submit, pp.queue, pp.wait, pp.runs, pp.req, pp.user, pp.capacity).q
+    q = predict(pp.submit, pp.queue, pp.wait, pp.runs, pp.req, pp.user, pp.capacity,
+                **pp.categories).q
     p = policy.p_sooner(q, c, run_h, guess_h)
     # at the inputs' modes (column 0), where the replay judges a job later
     ratio = c.ratio[:, 0]

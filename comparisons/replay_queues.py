@@ -5,7 +5,7 @@ PBS's queue), and where queues differ in priority a job's queue sets its wait as
 else it has does. Neither workload here names one (KTH: none; RICC: two queues, one of them
 329 jobs), so this generates logs that do: a machine of 128 nodes scheduled by EASY
 backfilling whose queue is ordered by (the queue's priority, submit), Poisson arrivals at
-90% load, 1-64 nodes log-uniform, run times log-normal (median 30 min, at most 2 days),
+90% load, 1-63 nodes log-uniform, run times log-normal (median 30 min, at most 2 days),
 requested times 1-4x the run, 80 users each sending 80% of its jobs to a queue of its own
 and the rest at random. Modes:
 
@@ -13,7 +13,10 @@ and the rest at random. Modes:
 - ``many``: eight queues, priority the queue's number mod 4;
 - ``none``: three queues of the same priority (the queue says nothing);
 - ``noise``: ``none``'s log, each job then given one of 200 queues at random (what a
-  model that reads too much into categories loses).
+  model that reads too much into categories loses);
+- ``clusters``: no queues, two partitions of 64 nodes each scheduled apart (SWF field 16),
+  at 85% load over both, users sending 55% of the work to the first (about 94% of its nodes
+  busy, 77% of the second's).
 
 Each log is replayed (burstbench.replay.run.replay) as it is and with every queue and
 partition blanked (-1), the rest identical. Printed per log: the predictor's pinball loss
@@ -22,6 +25,7 @@ share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of i
 jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
 
     .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise
+    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes clusters
     .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
 
 Results: comparisons/README.md, "Queues of different priority".
@@ -40,7 +44,7 @@ from burstbench.wait.score import pinball
 CAPACITY = 128
 
 
-def schedule(submit, nodes, run_s, req, prio) -> np.ndarray:
+def schedule(submit, nodes, run_s, req, prio, capacity: int = CAPACITY) -> np.ndarray:
     """Start times under EASY backfilling of a queue in (priority, submit) order: the head
     starts when it fits; the others start now where they fit and end (by their requested
     time) before the head's reservation, or leave it its nodes."""
@@ -49,7 +53,7 @@ def schedule(submit, nodes, run_s, req, prio) -> np.ndarray:
     order = np.argsort(submit, kind="stable")
     waiting: list[tuple[int, float, int]] = []
     running: list[tuple[float, int]] = []  # (end, job)
-    free, k = CAPACITY, 0
+    free, k = capacity, 0
     while k < n or waiting or running:
         t = min(([submit[order[k]]] if k < n else []) + ([running[0][0]] if running else []))
         while running and running[0][0] <= t:
@@ -99,14 +103,28 @@ def generate(jobs: int, seed: int, mode: str) -> str:
         n_q, 80, p=[0.2, 0.6, 0.2] if mode == "prio3" else None)
     queue = np.where(rng.uniform(size=jobs) < 0.8, own[users], rng.integers(0, n_q, jobs))
     prio = queue % 4 if mode == "many" else queue if mode == "prio3" else np.zeros(jobs, int)
-    span = (nodes * run_s).sum() / (CAPACITY * 0.9)
+    part = np.full(jobs, -1)
+    span = (nodes * run_s).sum() / (CAPACITY * (0.85 if mode == "clusters" else 0.9))
     submit = np.sort(rng.uniform(0, span, jobs)).round()
-    wait = schedule(submit, nodes, run_s, req, prio) - submit
+    if mode == "clusters":
+        own_p = np.random.default_rng(seed + 3).choice(2, 80, p=[0.55, 0.45])
+        part = np.where(rng.uniform(size=jobs) < 0.8, own_p[users], rng.integers(0, 2, jobs))
+        queue = np.full(jobs, -1)
+        start = np.zeros(jobs)
+        for k in (0, 1):
+            at = part == k
+            start[at] = schedule(submit[at], nodes[at], run_s[at], req[at], prio[at],
+                                 CAPACITY // 2)
+        wait = start - submit
+    else:
+        wait = schedule(submit, nodes, run_s, req, prio) - submit
     if mode == "noise":
         queue = np.random.default_rng(seed + 2).integers(0, 200, jobs)
+    q_f, p_f = (np.where(v >= 0, v + 1, -1) for v in (queue, part))  # SWF's numbers, -1
     lines = [f"; MaxNodes: {CAPACITY}", f"; MaxProcs: {CAPACITY}"]
     lines += [f"{i + 1} {submit[i]:.0f} {wait[i]:.0f} {run_s[i]:.0f} {nodes[i]} -1 -1 "
-              f"{nodes[i]} {req[i]:.0f} -1 1 {users[i] + 1} 1 -1 {queue[i] + 1} -1 -1 -1"
+              f"{nodes[i]} {req[i]:.0f} -1 1 {users[i] + 1} 1 -1 {q_f[i]} {p_f[i]} "
+              "-1 -1"
               for i in range(jobs)]
     return "\n".join(lines) + "\n"
 
@@ -135,7 +153,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=30000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--modes", nargs="+", default=["prio3", "many", "none", "noise"],
-                    choices=["prio3", "many", "none", "noise"])
+                    choices=["prio3", "many", "none", "noise", "clusters"])
     ap.add_argument("--vm", default="HB120-16rs_v3")
     ap.add_argument("--log", help="a real log, replayed with and without its queues")
     ap.add_argument("--machine-nodes", type=int, default=0)

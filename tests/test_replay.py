@@ -310,6 +310,32 @@ def test_bad_input_is_one_line(tmp_path):
         logs.read_log(tmp_path / "missing.swf")
 
 
+def test_the_replay_reads_each_jobs_queue():
+    """3,000 jobs whose queue sets their wait (queue 1 at once, queue 3 hours): the
+    replay's learned model names the queue and tells the two apart; with the queues
+    blanked it names none and cannot."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    submit = np.cumsum(rng.exponential(600, n)).round()
+    queue = rng.integers(1, 4, n)
+    wait = np.where(queue == 1, 0, np.where(queue == 3, rng.exponential(6 * 3600, n),
+                                            rng.exponential(1800, n))).round()
+    run_s = rng.integers(600, 7200, n)
+    nodes = rng.integers(1, 9, n)
+    lg = logs.parse_swf("; MaxNodes: 64\n; MaxProcs: 64\n" + "\n".join(
+        swf_line(i + 1, int(submit[i]), int(wait[i]), int(run_s[i]), int(nodes[i]),
+                 int(2 * run_s[i]), queue=int(queue[i])) for i in range(n)) + "\n")
+    kw = dict(thresholds_h=[1.0], p_sooner=[0.9], gain_h=[64.0], draws=10)
+    r = run.replay(lg, **kw)
+    blank = run.replay(logs.Log(**{**lg.__dict__, "jobs": lg.jobs.assign(queue=-1)}), **kw)
+    assert "queued, queue)" in r.predicted.how and ", queue)" not in blank.predicted.how
+    late = np.arange(n) >= 2500
+    for p, at_once in ((r.predicted, True), (blank.predicted, False)):
+        med = p.quantile(0.5)
+        assert (np.median(med[late & (queue == 1)]) < 60) == at_once
+        assert np.median(med[late & (queue == 3)]) > 3600 or not at_once
+
+
 def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp_path):
     out, pred = tmp_path / "figs", tmp_path / "pred.csv"
     log = five_jobs(tmp_path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import json
+import math
 import os
 import time
 from datetime import datetime, timezone
@@ -241,10 +242,11 @@ def _queued(n: int, seed: int):
 def test_the_pinball_loss_weighs_each_side_of_a_quantile_by_its_level():
     """log(1 + wait) = 1 against quantiles at 0.5, 1 and 2 (levels 0.1, 0.5, 0.9): the 10%
     quantile under it by 0.5 costs 0.1 x 0.5, the median nothing, the 90% over it by 1
-    costs 0.1 x 1; their mean 0.05."""
-    q = np.expm1(np.array([[0.5, 1.0, 2.0]]))
-    assert score.pinball(q, np.expm1(np.array([1.0])), levels=(0.1, 0.5, 0.9)) == \
+    costs 0.1 x 1; their mean 0.05.  A job with nothing predicted yet is left out."""
+    q = np.expm1(np.array([[0.5, 1.0, 2.0], [np.nan] * 3]))
+    assert score.pinball(q, np.expm1(np.array([1.0, 3.0])), levels=(0.1, 0.5, 0.9)) == \
         pytest.approx(0.05)
+    assert math.isnan(score.pinball(q[1:], np.array([3.0]), levels=(0.1, 0.5, 0.9)))
 
 
 def test_a_queues_priority_is_learned_where_nothing_else_tells_it():
@@ -269,11 +271,26 @@ def test_a_queues_priority_is_learned_where_nothing_else_tells_it():
             assert _same(getattr(one, name), getattr(without, name)), name
 
 
+def test_a_queues_number_is_only_its_name():
+    """Queues renumbered (0, 1, 2 as 7, 3, 5: another order) give the same predictions, bit
+    for bit: categories, split by what their jobs waited, not by their numbers' order."""
+    log, queue = _queued(2500, seed=10)
+    a = _predict(log, queue=queue)
+    b = _predict(log, queue=np.array([7, 3, 5])[queue])
+    assert a.fits >= 3
+    for name in ("q", "learned"):
+        assert _same(getattr(a, name), getattr(b, name)), name
+
+
 def test_a_truncated_log_with_queues_leaves_every_earlier_prediction_as_it_was():
+    """Cut before and after queues and partitions that first appear late (queue 5 from job
+    1,800 on, partition 3 from 2,000): no earlier prediction moves."""
     log, queue = _queued(2500, seed=9)
+    queue[1800::7] = 5
     part_no = np.where(queue == 1, 7, -1)
+    part_no[2000::5] = 3
     whole = _predict(log, queue=queue, partition=part_no)
-    for k in (900, 1700):
+    for k in (900, 1700, 1900, 2200):
         cut = [a[:k] for a in log]
         part = _predict(cut, queue=queue[:k], partition=part_no[:k])
         for name in ("q", "learned"):

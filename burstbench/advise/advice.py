@@ -254,7 +254,9 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     given = np.full(len(every), np.nan)
     given[n_h + n_r:] = [j.estimate - snap.now for j in pend]
     calibrated = n_h >= min_history
-    parts = pd.factorize(pd.Series([j.partition or None for j in every]))[0]
+    # a job that may run in several partitions ("a,b") is in no one of them: unknown
+    parts = pd.factorize(pd.Series([j.partition if j.partition and "," not in j.partition
+                                    else None for j in every]))[0]
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
                    estimate=given, partition=parts.astype(np.int64), seed=seed)

@@ -189,7 +189,7 @@ def _learned(x: np.ndarray, y: np.ndarray, submit: np.ndarray, start: np.ndarray
         say(f"  LightGBM fitted {len(marks)} times on the last {train_window:,} started jobs")
     # a category's split groups at most 8 of them, each of 500 jobs or more: on a generated
     # log of 200 queues that said nothing, LightGBM's defaults (32, 100) lost 3% of the
-    # pinball loss, these 0.2% (comparisons/README.md, "Queues of different priority")
+    # pinball loss, these 0.3-0.4% (comparisons/README.md, "Queues of different priority")
     params = dict(objective="regression", learning_rate=0.1, num_leaves=31,
                   min_data_in_leaf=50, max_bin=63, num_threads=1, deterministic=True,
                   seed=seed, verbose=-1, max_cat_threshold=8, min_data_per_group=500)

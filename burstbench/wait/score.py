@@ -40,7 +40,12 @@ def calibration(q: np.ndarray, real: np.ndarray, seed: int = 0,
 
 def pinball(q: np.ndarray, real: np.ndarray, levels=history.LEVELS) -> float:
     """The mean pinball (quantile) loss of quantiles `q` (jobs x `levels`, s) on
-    log(1 + the real wait): lower is better, sharper and calibrated at once."""
-    d = np.log1p(real)[:, None] - np.log1p(q)
+    log(1 + the real wait), over the jobs whose quantiles and wait are all finite (a job
+    with nothing predicted yet is left out): lower is better, sharper and calibrated at
+    once.  NaN where no job is left."""
+    ok = np.isfinite(q).all(axis=1) & np.isfinite(real)
+    if not ok.any():
+        return float("nan")
+    d = np.log1p(real[ok])[:, None] - np.log1p(q[ok])
     lv = np.asarray(levels)[None, :]
     return float(np.mean(np.maximum(lv * d, (lv - 1) * d)))
