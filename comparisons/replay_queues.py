@@ -24,7 +24,7 @@ on log(1 + wait) over its quantile levels (the jobs after the first 10%), and on
 share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of its burst
 jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
 
-    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise
+    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise clusters
     .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes clusters
     .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
 
