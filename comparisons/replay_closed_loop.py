@@ -106,6 +106,9 @@ def main() -> None:
     ap.add_argument("--procs-per-node", type=float, default=0)
     ap.add_argument("--shared-nodes", action="store_true")
     a = ap.parse_args()
+    rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
+    if bad := [r for r, _ in rules if r not in ("probability", "gain", "none")]:
+        ap.error(f"--rules: {', '.join(bad)}: a policy is probability, gain or none")
 
     t0 = time.perf_counter()
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
@@ -114,7 +117,6 @@ def main() -> None:
                                                   pp.user, pp.queue, pp.plan)
     run_h, turn_h = runs / 3600, (wait + runs) / 3600
     stays = Stays(submit, queue, runs, plan, capacity, wait)
-    rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
     n = len(j)
 
     bases: dict[int, np.ndarray] = {}

@@ -25,7 +25,6 @@ share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of i
 jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
 
     .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise clusters
-    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes clusters
     .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
 
 Results: comparisons/README.md, "Queues of different priority".
