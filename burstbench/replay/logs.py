@@ -42,9 +42,9 @@ SHOW_LINES = 5
 @dataclass
 class Log:
     """A log's jobs (columns: job, submit, wait, run, procs, nodes (0: not logged),
-    req_time, status, queue (SWF's; 0 in sacct's and PBS's), partition (SWF's, sacct's
-    Partition, PBS's queue: numbers in order of first appearance), user (-1: unknown)),
-    where it came from, and what could not be used."""
+    req_time, status, queue (SWF's number; 0 in sacct's and PBS's), partition (SWF's
+    number; sacct's Partition and PBS's queue as numbers in order of first appearance),
+    user (-1: unknown)), where it came from, and what could not be used."""
 
     jobs: pd.DataFrame
     fmt: str
