@@ -33,6 +33,7 @@ Results: comparisons/README.md, "Queues of different priority".
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import heapq
 
 import numpy as np
@@ -130,7 +131,7 @@ def generate(jobs: int, seed: int, mode: str) -> str:
 
 def compare(name: str, lg: logs.Log, vm: str, **kw) -> None:
     """`lg` replayed as it is and with its queues and partitions blanked: one line each."""
-    blank = logs.Log(**{**lg.__dict__, "jobs": lg.jobs.assign(queue=-1, partition=-1)})
+    blank = dataclasses.replace(lg, jobs=lg.jobs.assign(queue=-1, partition=-1))
     for how, log in (("queues", lg), ("blanked", blank)):
         r = run.replay(log, **kw)
         wait = log.jobs["wait"].to_numpy(float)

@@ -4,6 +4,7 @@ by hand, the report's section, and the real Slurm cluster's own jobs through the
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import re
@@ -327,7 +328,7 @@ def test_the_replay_reads_each_jobs_queue():
                  int(2 * run_s[i]), queue=int(queue[i])) for i in range(n)) + "\n")
     kw = dict(thresholds_h=[1.0], p_sooner=[0.9], gain_h=[64.0], draws=10)
     r = run.replay(lg, **kw)
-    blank = run.replay(logs.Log(**{**lg.__dict__, "jobs": lg.jobs.assign(queue=-1)}), **kw)
+    blank = run.replay(dataclasses.replace(lg, jobs=lg.jobs.assign(queue=-1)), **kw)
     assert "queued, queue)" in r.predicted.how and ", queue)" not in blank.predicted.how
     late = np.arange(n) >= 2500
     for p, at_once in ((r.predicted, True), (blank.predicted, False)):

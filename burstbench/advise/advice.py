@@ -38,6 +38,7 @@ from burstbench.advise.queue import Job, Snapshot
 from burstbench.core.checks import ParamError, strict_keys
 from burstbench.cost import job
 from burstbench.replay import policy
+from burstbench.replay.accounting import name_codes
 from burstbench.replay.pricing import Pricing
 from burstbench.replay.run import RUN_LEVELS, run_guess
 from burstbench.wait.history import LEVELS
@@ -255,11 +256,10 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     given[n_h + n_r:] = [j.estimate - snap.now for j in pend]
     calibrated = n_h >= min_history
     # a job that may run in several partitions ("a,b") is in no one of them: unknown
-    parts = pd.factorize(pd.Series([j.partition if j.partition and "," not in j.partition
-                                    else None for j in every]))[0]
+    parts = name_codes([j.partition if "," not in j.partition else "" for j in every])
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
-                   estimate=given, partition=parts.astype(np.int64), seed=seed)
+                   estimate=given, partition=parts, seed=seed)
     rows = slice(n_h + n_r, None)
     est = pred.estimate[rows]
     if calibrated:

@@ -144,7 +144,7 @@ def pbs_array(jid: str) -> bool:
     return jid.split(".")[0].endswith("[]")
 
 
-def _codes(names) -> np.ndarray:
+def name_codes(names) -> np.ndarray:
     """Names (of users, partitions) as numbers (in order of first appearance; -1 for an
     empty name)."""
     names = pd.Series(names, dtype=object)
@@ -199,9 +199,9 @@ def _from_times(jobid, submit, start, end, procs, nodes, req_time, state, fmt: s
                          "nodes": np.asarray(nodes, dtype=np.int64)[keep],
                          "req_time": np.asarray(req_time, dtype=float)[keep],
                          "status": np.asarray(state)[keep], "queue": 0,
-                         "partition": (_codes(partition) if partition is not None
+                         "partition": (name_codes(partition) if partition is not None
                                        else np.full(n, -1, np.int64))[keep],
-                         "user": (_codes(user) if user is not None
+                         "user": (name_codes(user) if user is not None
                                   else np.full(n, -1, np.int64))[keep]})
     return Log(jobs, fmt, machine, start_time=t0 if keep.any() else None, notes=notes,
                dropped=dropped)
