@@ -46,23 +46,13 @@ GROUP = 0.05  # the share of the burst jobs put back in the queue at once
 
 @dataclass
 class Prepared:
-    """A log's jobs as the replay prices them on one VM: its arrays (s, in submit order),
-    the machine's size, each job's run guessed at its submit (h, jobs x levels) and the
-    VM's costed option."""
+    """A log's jobs as the replay reads them (burstbench.replay.run.read_jobs) and the
+    VM's costed option for each."""
 
     log: logs.Log
-    submit: np.ndarray
-    wait: np.ndarray
-    runs: np.ndarray
-    req: np.ndarray
-    user: np.ndarray
-    queue: np.ndarray
-    capacity: int
-    plan: np.ndarray
-    guess_h: np.ndarray
+    jobs: run.Jobs
     vm: str
     costed: policy.Costed
-    categories: dict[str, np.ndarray]  # the log's queue and partition numbers, as predict's
 
 
 def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
@@ -72,25 +62,13 @@ def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
     lg = logs.read_log(path)
     if jobs:
         lg.jobs = lg.jobs.iloc[:jobs].reset_index(drop=True)
-    j = lg.jobs
-    ppn = float(procs_per_node or lg.procs_per_node or 1)
-    procs = j["procs"].to_numpy(float)
-    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
-    submit, wait, runs = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
-    req = j["req_time"].to_numpy(float)
-    user = j["user"].to_numpy(np.int64)
-    queue = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
-    capacity, _ = run._capacity(lg, machine_nodes, ppn, shared_nodes, run.peak_nodes(
-        submit + wait, submit + wait + runs, queue))
-    plan = np.where(np.isnan(req), runs, req)
-    guess_h = run.run_guess(submit, submit + wait, runs, req, queue / capacity, user) / 3600
+    jb = run.read_jobs(lg, procs_per_node, machine_nodes, shared_nodes)
     classes = policy.job_classes(None, 10.0, 30.0)
     pr = pricing(classes)
     name, option = next((v, o) for v, o in pr.vms() if v == vm)
-    costed = pr.costed(name, option, nodes, runs / 3600, policy.assign(
-        nodes, j["queue"].to_numpy(), classes), classes)
-    return Prepared(lg, submit, wait, runs, req, user, queue, capacity, plan, guess_h, name,
-                    costed, {k: j[k].to_numpy(np.int64) for k in ("queue", "partition")})
+    costed = pr.costed(name, option, jb.nodes, jb.run / 3600, policy.assign(
+        jb.nodes, lg.jobs["queue"].to_numpy(), classes), classes)
+    return Prepared(lg, jb, name, costed)
 
 
 def main() -> None:
@@ -112,12 +90,13 @@ def main() -> None:
 
     t0 = time.perf_counter()
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
-    j, vm, costed, guess_h, capacity = pp.log.jobs, pp.vm, pp.costed, pp.guess_h, pp.capacity
-    submit, wait, runs, req, user, queue, plan = (pp.submit, pp.wait, pp.runs, pp.req,
-                                                  pp.user, pp.queue, pp.plan)
+    jb, vm, costed = pp.jobs, pp.vm, pp.costed
+    guess_h, capacity, cats = jb.guess_h, jb.capacity, jb.categories
+    submit, wait, runs, req, user, queue, plan = (jb.submit, jb.wait, jb.run, jb.req,
+                                                  jb.user, jb.queue_n, jb.plan)
     run_h, turn_h = runs / 3600, (wait + runs) / 3600
     stays = Stays(submit, queue, runs, plan, capacity, wait)
-    n = len(j)
+    n = len(submit)
 
     bases: dict[int, np.ndarray] = {}
 
@@ -160,8 +139,7 @@ def main() -> None:
                 f"{own:,.0f} + {gain:,.0f} = {own + gain:,.0f} | "
                 f"{costed.jpy[b, 0].sum() / 1e6:.1f}")
 
-    cats = pp.categories
-    opened = predict(submit, queue, wait, runs, req, user, capacity, **cats)
+    opened = jb.predict()
     print(f"{a.log}: {n:,} jobs, {capacity:,} {'processors' if a.shared_nodes else 'nodes'}, "
           f"{vm}, chunks of {a.chunk:,} submits; prepared in {time.perf_counter() - t0:.0f} s\n")
     print("| policy | replay | jobs burst | later (log) | later in its world | hours: own + "
@@ -179,7 +157,7 @@ def main() -> None:
             q = opened.q[ix] if lo == 0 else predict(
                 submit[ix], queue[ix], stays.wait_among(active, base_before(hi))[ix],
                 runs[ix], req[ix], user[ix], capacity,
-                **{k: v[ix] for k, v in cats.items()}).q
+                **{k: None if v is None else v[ix] for k, v in cats.items()}).q
             mine = ix >= lo
             if rule == "none":
                 moved = max(moved, float(np.nanmax(np.abs(q[mine] - opened.q[ix[mine]]),

@@ -30,7 +30,6 @@ import numpy as np
 from replay_closed_loop import prepare  # comparisons/ is on sys.path: these run as scripts
 
 from burstbench.replay import policy, run
-from burstbench.wait.predict import predict
 
 LEVELS = (0.9, 0.95, 0.98)
 BUCKETS_H = (0.1, 1.0, 4.0, 12.0)  # the 10% guess's buckets (h)
@@ -48,10 +47,9 @@ def main() -> None:
     a = ap.parse_args()
 
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
-    c, guess_h = pp.costed, pp.guess_h
-    run_h, wait_h = pp.runs / 3600, pp.wait / 3600
-    q = predict(pp.submit, pp.queue, pp.wait, pp.runs, pp.req, pp.user, pp.capacity,
-                **pp.categories).q
+    c, guess_h = pp.costed, pp.jobs.guess_h
+    run_h, wait_h = pp.jobs.run / 3600, pp.jobs.wait / 3600
+    q = pp.jobs.predict().q
     p = policy.p_sooner(q, c, run_h, guess_h)
     # at the inputs' modes (column 0), where the replay judges a job later
     ratio = c.ratio[:, 0]

@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,14 +54,8 @@ def main() -> int:
     print(r.predictors.round(3).to_string(index=False))
     print("\nThe predictor's calibration:")
     print(r.calibration.round(3).to_string(index=False))
-    j = lg.jobs
-    s, w, run_s = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
-    req = j["req_time"].to_numpy(float)
-    plan = np.where(np.isnan(req), run_s, req)
-    procs = j["procs"].to_numpy(float)
-    ppn = args.procs_per_node or lg.procs_per_node or 1
-    n = np.maximum(np.ceil(procs), 1).astype(np.int64) if args.shared_nodes else \
-        np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
+    jb = run.read_jobs(lg, args.procs_per_node, args.machine_nodes, args.shared_nodes)
+    s, w, run_s, plan, n = jb.submit, jb.wait, jb.run, jb.plan, jb.queue_n
     print("\nThe queue re-simulated without bursting, against the log's waits:")
     for rules in easy.RULES:
         t = time.perf_counter()

@@ -335,6 +335,31 @@ def test_the_replay_reads_each_jobs_queue():
         med = p.quantile(0.5)
         assert (np.median(med[late & (queue == 1)]) < 60) == at_once
         assert np.median(med[late & (queue == 3)]) > 3600 or not at_once
+    # the comparison scripts read and predict the jobs through run.read_jobs, as the replay
+    assert np.array_equal(run.read_jobs(lg).predict().q, r.predicted.q, equal_nan=True)
+
+
+def test_the_jobs_as_the_replay_reads_them_by_hand(tmp_path):
+    """The five jobs on their 2-node machine, then as processors on nodes of 4 shared."""
+    lg = logs.read_log(str(five_jobs(tmp_path)))
+    jb = run.read_jobs(lg)
+    # peak: jobs 1 (2 nodes) and 5 (1) both ran from 3,000 to 3,600 s
+    assert (jb.capacity, jb.capacity_how, jb.unit, jb.peak) == (2, "the log's MaxNodes",
+                                                               "nodes", 3)
+    assert jb.nodes.tolist() == jb.queue_n.tolist() == [2, 1, 1, 2, 1]
+    assert jb.plan.tolist() == [7200, 3600, 7200, 3600, 600]  # job 5 requested no time
+    assert jb.guess_h.shape == (5, len(run.RUN_LEVELS))
+    assert jb.categories["queue"].tolist() == [1] * 5
+    shared = run.read_jobs(lg, procs_per_node=4, machine_nodes=1, shared_nodes=True)
+    assert (shared.capacity, shared.capacity_how, shared.unit) == (
+        4, "--machine-nodes x 4 processors a node", "processors")
+    assert shared.queue_n.tolist() == [2, 1, 1, 2, 1]  # processors
+    assert shared.nodes.tolist() == [1] * 5            # ceil(processors / 4) VM nodes
+    with pytest.raises(ParamError, match=r"^the machine's 1 nodes \(given\) are fewer than "
+                       r"the largest job's 2 \(give --machine-nodes\)$"):
+        run.read_jobs(lg, machine_nodes=1)
+    with pytest.raises(ParamError, match=r"^--procs-per-node \(-1\) and --machine-nodes"):
+        run.read_jobs(lg, procs_per_node=-1)
 
 
 def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp_path):

@@ -86,6 +86,71 @@ class Replayed:
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+@dataclass
+class Jobs:
+    """A log's jobs as the replay reads them, arrays in submit order (times in s): the nodes
+    each asks for, its size in the queue's `unit` (nodes, or processors where jobs share
+    nodes), the machine's size in that unit, the plan the re-simulation schedules by (the
+    requested time, else the run), each job's run guessed at its submit (h, jobs x
+    RUN_LEVELS) and its queue and partition numbers (`categories`, predict's keywords)."""
+
+    submit: np.ndarray
+    wait: np.ndarray
+    run: np.ndarray
+    req: np.ndarray
+    plan: np.ndarray
+    user: np.ndarray
+    nodes: np.ndarray
+    queue_n: np.ndarray
+    unit: str
+    capacity: int
+    capacity_how: str
+    peak: int
+    procs_per_node: float
+    procs_how: str
+    guess_h: np.ndarray
+    categories: dict[str, np.ndarray | None]
+
+    def predict(self, seed: int = 2023, learn: bool = True, progress=None) -> Predicted:
+        """Every job's wait predicted at its submit from the log as it was."""
+        return predict(self.submit, self.queue_n, self.wait, self.run, self.req, self.user,
+                       self.capacity, learn=learn, seed=seed, progress=progress,
+                       queue=self.categories["queue"], partition=self.categories["partition"])
+
+
+def read_jobs(log: Log, procs_per_node: float = 0, machine_nodes: int = 0,
+              shared_nodes: bool = False) -> Jobs:
+    """`log`'s jobs as `replay` reads them (its parameters of those names); ParamError, one
+    line, for a machine given wrong or smaller than the largest job."""
+    if procs_per_node < 0 or machine_nodes < 0:
+        raise ParamError(f"--procs-per-node ({procs_per_node:g}) and --machine-nodes "
+                         f"({machine_nodes:g}) must be positive (0: from the log)")
+    j = log.jobs
+    ppn = float(procs_per_node or log.procs_per_node or 1)
+    ppn_how = ("given" if procs_per_node else "the log's header (MaxProcs / MaxNodes)"
+               if log.procs_per_node else "none known: 1 assumed")
+    procs = j["procs"].to_numpy(float)
+    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
+    submit, wait, run = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
+    req = j["req_time"].to_numpy(float)
+    user = j["user"].to_numpy(np.int64) if "user" in j else np.full(len(j), -1, np.int64)
+    # the queue: of nodes, or of processors where jobs share nodes
+    queue_n = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
+    unit = "processors" if shared_nodes else "nodes"
+    peak = peak_nodes(submit + wait, submit + wait + run, queue_n)
+    capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, peak)
+    if len(j) and queue_n.max() > capacity:
+        raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
+                         f"largest job's {int(queue_n.max()):,} (give --machine-nodes"
+                         + (", or --procs-per-node where its jobs count processors)"
+                            if ppn_how.startswith("none") and not shared_nodes else ")"))
+    guess_h = run_guess(submit, submit + wait, run, req, queue_n / capacity, user) / 3600
+    cats = {"queue": j["queue"].to_numpy(np.int64),
+            "partition": j["partition"].to_numpy(np.int64) if "partition" in j else None}
+    return Jobs(submit, wait, run, req, np.where(np.isnan(req), run, req), user, nodes,
+                queue_n, unit, capacity, cap_how, peak, ppn, ppn_how, guess_h, cats)
+
+
 def peak_nodes(start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> int:
     """The most nodes the log's jobs held at once."""
     t = np.concatenate([start, end])
@@ -124,43 +189,22 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     problems = list(pr.problems)
     fee = pr.fee
 
-    if procs_per_node < 0 or machine_nodes < 0:
-        raise ParamError(f"--procs-per-node ({procs_per_node:g}) and --machine-nodes "
-                         f"({machine_nodes:g}) must be positive (0: from the log)")
-    j = log.jobs
-    ppn = float(procs_per_node or log.procs_per_node or 1)
-    ppn_how = ("given" if procs_per_node else "the log's header (MaxProcs / MaxNodes)"
-               if log.procs_per_node else "none known: 1 assumed")
-    procs = j["procs"].to_numpy(float)
-    nodes = np.where(j["nodes"] > 0, j["nodes"], np.ceil(procs / ppn)).astype(np.int64)
-    submit, wait, run = (j[c].to_numpy(float) for c in ("submit", "wait", "run"))
+    jb = read_jobs(log, procs_per_node, machine_nodes, shared_nodes)
+    j, capacity, unit = log.jobs, jb.capacity, jb.unit
+    submit, wait, run, req, plan, nodes, queue_n = (jb.submit, jb.wait, jb.run, jb.req,
+                                                    jb.plan, jb.nodes, jb.queue_n)
     start, end = submit + wait, submit + wait + run
-    req = j["req_time"].to_numpy(float)
-    user = j["user"].to_numpy(np.int64) if "user" in j else np.full(len(j), -1, np.int64)
-    # the queue: of nodes, or of processors where jobs share nodes
-    queue_n = np.maximum(np.ceil(procs), 1).astype(np.int64) if shared_nodes else nodes
-    unit = "processors" if shared_nodes else "nodes"
-    peak = peak_nodes(start, end, queue_n)
-    capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, peak)
-    if queue_n.max() > capacity:
-        raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
-                         f"largest job's {int(queue_n.max()):,} (give --machine-nodes"
-                         + (", or --procs-per-node where its jobs count processors)"
-                            if ppn_how.startswith("none") and not shared_nodes else ")"))
-    if peak > capacity:
-        problems.append(f"the log's jobs held up to {peak:,} {unit} at once, more than the "
-                        f"machine's {capacity:,} ({cap_how}): the scheduler's estimate and "
-                        "the re-simulation see a fuller machine than the log ran on")
+    if jb.peak > capacity:
+        problems.append(f"the log's jobs held up to {jb.peak:,} {unit} at once, more than "
+                        f"the machine's {capacity:,} ({jb.capacity_how}): the scheduler's "
+                        "estimate and the re-simulation see a fuller machine than the log "
+                        "ran on")
 
     say(f"predicting {len(j):,} waits (the scheduler's estimate, history"
         + (", a learned model" if learn else "") + ")")
-    pred = predict(submit, queue_n, wait, run, req, user, capacity, learn=learn, seed=seed,
-                   queue=j["queue"].to_numpy(np.int64),
-                   partition=j["partition"].to_numpy(np.int64) if "partition" in j else None,
-                   progress=say)
+    pred = jb.predict(seed, learn, say)
     problems += pred.notes
-    guess_h = run_guess(submit, start, run, req, queue_n / capacity, user) / 3600
-    plan = np.where(np.isnan(req), run, req)  # the old baseline's and the re-simulation's
+    guess_h = jb.guess_h
     qs_h = predicted_wait(submit, start, end, queue_n.astype(float), plan, capacity) / 3600
     run_h, wait_h = run / 3600, wait / 3600
     turnaround_h = wait_h + run_h
@@ -211,10 +255,10 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     out = pd.DataFrame(rows)
     if len(out):
         out = out[list(COLUMNS) + [c for c in out.columns if c not in COLUMNS]]
-    return Replayed(out, log, system, fee, capacity, cap_how, ppn, pred, draws, pr.ranges,
-                    cls_list, score.calibration(pred.q, wait, seed),
+    return Replayed(out, log, system, fee, capacity, jb.capacity_how, jb.procs_per_node,
+                    pred, draws, pr.ranges, cls_list, score.calibration(pred.q, wait, seed),
                     predictors(pred, qs_h * 3600, wait, seed), stays.validation(wait),
-                    ppn_how, unit, left, problems, pd.DataFrame(front))
+                    jb.procs_how, unit, left, problems, pd.DataFrame(front))
 
 
 def _capacity(log: Log, machine_nodes: int, ppn: float, shared: bool,
