@@ -4,10 +4,10 @@ Real logs often name a job's queue (SWF field 15) or partition (field 16; sacct'
 PBS's queue), and where queues differ in priority a job's queue sets its wait as nothing
 else it has does. Neither workload here names one (KTH: none; RICC: two queues, one of them
 329 jobs), so this generates logs that do: a machine of 128 nodes scheduled by EASY
-backfilling whose queue is ordered by (the queue's priority, submit), Poisson arrivals at
-90% load, 1-63 nodes log-uniform, run times log-normal (median 30 min, at most 2 days),
-requested times 1-4x the run, 80 users each sending 80% of its jobs to a queue of its own
-and the rest at random. Modes:
+backfilling whose queue is ordered by (the queue's priority, submit) (`easy.simulate` with
+`priority`), Poisson arrivals at 90% load, 1-63 nodes log-uniform, run times log-normal
+(median 30 min, at most 2 days), requested times 1-4x the run, 80 users each sending 80% of
+its jobs to a queue of its own and the rest at random. Modes:
 
 - ``prio3``: three queues of priorities 0, 1, 2 (20%, 60%, 20% of the users);
 - ``many``: eight queues, priority the queue's number mod 4;
@@ -34,60 +34,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import heapq
 
 import numpy as np
 
 from burstbench.replay import logs, report, run
+from burstbench.wait import easy
 from burstbench.wait.score import pinball
 
 CAPACITY = 128
-
-
-def schedule(submit, nodes, run_s, req, prio, capacity: int = CAPACITY) -> np.ndarray:
-    """Start times under EASY backfilling of a queue in (priority, submit) order: the head
-    starts when it fits; the others start now where they fit and end (by their requested
-    time) before the head's reservation, or leave it its nodes."""
-    n = len(submit)
-    start = np.full(n, np.nan)
-    order = np.argsort(submit, kind="stable")
-    waiting: list[tuple[int, float, int]] = []
-    running: list[tuple[float, int]] = []  # (end, job)
-    free, k = capacity, 0
-    while k < n or waiting or running:
-        t = min(([submit[order[k]]] if k < n else []) + ([running[0][0]] if running else []))
-        while running and running[0][0] <= t:
-            free += nodes[heapq.heappop(running)[1]]
-        while k < n and submit[order[k]] <= t:
-            j = order[k]
-            waiting.append((int(prio[j]), float(submit[j]), int(j)))
-            k += 1
-        waiting.sort()
-        while waiting and nodes[waiting[0][2]] <= free:
-            j = waiting.pop(0)[2]
-            start[j], free = t, free - nodes[j]
-            heapq.heappush(running, (t + run_s[j], j))
-        if not waiting:
-            continue
-        head = waiting[0][2]
-        avail, shadow, extra = free, t, 0
-        for end, nd in sorted((start[j] + req[j], nodes[j]) for _, j in running):
-            avail += nd
-            if avail >= nodes[head]:
-                shadow, extra = max(end, t), avail - nodes[head]
-                break
-        rest = []
-        for item in waiting[1:]:
-            j = item[2]
-            before = t + req[j] <= shadow
-            if nodes[j] <= free and (before or nodes[j] <= extra):
-                start[j], free = t, free - nodes[j]
-                extra -= 0 if before else nodes[j]
-                heapq.heappush(running, (t + run_s[j], j))
-            else:
-                rest.append(item)
-        waiting = [waiting[0]] + rest
-    return start
 
 
 def generate(jobs: int, seed: int, mode: str) -> str:
@@ -113,11 +67,11 @@ def generate(jobs: int, seed: int, mode: str) -> str:
         start = np.zeros(jobs)
         for k in (0, 1):
             at = part == k
-            start[at] = schedule(submit[at], nodes[at], run_s[at], req[at], prio[at],
-                                 CAPACITY // 2)
+            start[at] = easy.simulate(submit[at], nodes[at], run_s[at], req[at],
+                                      CAPACITY // 2, priority=prio[at])
         wait = start - submit
     else:
-        wait = schedule(submit, nodes, run_s, req, prio) - submit
+        wait = easy.simulate(submit, nodes, run_s, req, CAPACITY, priority=prio) - submit
     if mode == "noise":
         queue = np.random.default_rng(seed + 2).integers(0, 200, jobs)
     q_f, p_f = (np.where(v >= 0, v + 1, -1) for v in (queue, part))  # SWF's numbers, -1

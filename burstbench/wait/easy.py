@@ -220,8 +220,10 @@ def _tree_size(n):
 # -- a whole log ----------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _simulate(submit, nodes, run, req, active, capacity, rules):
-    """The event loop of :func:`simulate` (see there); returns the starts (NaN: inactive)."""
+def _simulate(submit, nodes, run, req, active, capacity, rules, place, job_at):
+    """The event loop of :func:`simulate` (see there); returns the starts (NaN: inactive).
+    Job j sits at leaf `place[j]` of the queue's trees, in queue order; `job_at` is its
+    inverse."""
     n = len(submit)
     start = np.full(n, np.nan)
     size = _tree_size(max(n, 1))
@@ -241,7 +243,7 @@ def _simulate(submit, nodes, run, req, active, capacity, rules):
     empty_job = np.empty(0, np.int64)
     free = capacity
     nxt = 0  # the next job to submit
-    head = 0  # no queued job before it
+    head = 0  # the queue's first place: no queued job before it
     n_q = 0
     blocked = -1  # accasim: the head that holds a reservation, and its time
     res_time = np.nan
@@ -271,7 +273,8 @@ def _simulate(submit, nodes, run, req, active, capacity, rules):
             free += nodes[j]
         while nxt < n and submit[nxt] <= t:
             if active[nxt]:
-                _set_leaf(t_nodes, t_req, size, nxt, nodes[nxt], req[nxt])
+                _set_leaf(t_nodes, t_req, size, place[nxt], nodes[nxt], req[nxt])
+                head = min(head, place[nxt])  # a job of higher priority goes ahead
                 n_q += 1
             nxt += 1
         if n_q == 0:
@@ -281,43 +284,44 @@ def _simulate(submit, nodes, run, req, active, capacity, rules):
         reached = False
         if rules == _ACCASIM:
             reached = blocked >= 0 and res_time <= t and res_time != 0.0
-            if reached and nodes[head] <= free:
+            if reached and nodes[job_at[head]] <= free:
                 blocked = -1
                 res_time = np.nan
         if rules == _EASY or blocked < 0:
             # the head while it fits (accasim: a FIFO pass, once unblocked)
-            while n_q > 0 and nodes[head] <= free:
-                j = head
+            while n_q > 0 and nodes[job_at[head]] <= free:
+                j = job_at[head]
                 free -= nodes[j]
                 start[j] = t
                 n_e = _push(e_key, e_job, no_pos, n_e, t + run[j], j)
                 n_x = _push(x_key, x_job, x_pos, n_x, t + req[j], j)
-                _set_leaf(t_nodes, t_req, size, j, _BIG, np.inf)
+                _set_leaf(t_nodes, t_req, size, place[j], _BIG, np.inf)
                 n_q -= 1
                 while n_q > 0 and t_nodes[size + head] == _BIG:
                     head += 1
             if rules == _ACCASIM and n_q > 0:  # its reservation, once: the running and
                 blocked = head  # just started jobs' expected ends, in order
-                res_time, _ = _walk(t, nodes[head], free, x_key, x_job, n_x, nodes,
+                res_time, _ = _walk(t, nodes[job_at[head]], free, x_key, x_job, n_x, nodes,
                                     empty_key, empty_job, 0, 0, aux, False)
         if n_q > 0 and free > 0:
             if rules == _EASY:
-                shadow, extra = _walk(t, nodes[head], free, x_key, x_job, n_x, nodes,
+                shadow, extra = _walk(t, nodes[job_at[head]], free, x_key, x_job, n_x, nodes,
                                       empty_key, empty_job, 0, 0, aux, True)
             else:  # no reservation protected (AccaSim's)
                 shadow, extra = np.inf, free
             while free > 0:
-                j = _first_fit(t_nodes, t_req, size, head + 1, free, extra, shadow - t,
-                               stack)
-                if j < 0:
+                leaf = _first_fit(t_nodes, t_req, size, head + 1, free, extra, shadow - t,
+                                  stack)
+                if leaf < 0:
                     break
+                j = job_at[leaf]
                 free -= nodes[j]
                 if t + req[j] > shadow:
                     extra -= nodes[j]
                 start[j] = t
                 n_e = _push(e_key, e_job, no_pos, n_e, t + run[j], j)
                 n_x = _push(x_key, x_job, x_pos, n_x, t + req[j], j)
-                _set_leaf(t_nodes, t_req, size, j, _BIG, np.inf)
+                _set_leaf(t_nodes, t_req, size, place[j], _BIG, np.inf)
                 n_q -= 1
         # jobs of no run time end with the pass (AccaSim frees them after it, before the
         # next time point)
@@ -341,11 +345,14 @@ def _arrays(submit, nodes, *times):
 
 
 def simulate(submit, nodes, run, req, capacity: int, rules: str = "easy",
-             active=None) -> np.ndarray:
+             active=None, priority=None) -> np.ndarray:
     """Each job's start under the rules (module docstring): jobs in the order given (by
     submit, then as listed), `nodes` each, running `run` s, the scheduler planning with `req`
-    s; only the `active` ones (default all; the others: NaN).  ValueError where a job needs
-    more than `capacity` nodes or the arrays differ in length."""
+    s; only the `active` ones (default all; the others: NaN).  `priority` (one number a job,
+    lower first; default none) orders the queue by (priority, submit): a job submitted later
+    at a lower number goes ahead of those waiting, as the head and in the backfill's order
+    (the easy rules only).  ValueError where a job needs more than `capacity` nodes or the
+    arrays differ in length."""
     if rules not in RULES:
         raise ValueError(f"rules must be one of {', '.join(RULES)}, not {rules!r}")
     submit, nodes, run, req = _arrays(submit, nodes, run, req)
@@ -355,7 +362,21 @@ def simulate(submit, nodes, run, req, capacity: int, rules: str = "easy",
         raise ValueError("every array must have one entry per job")
     if np.any(nodes[act] > capacity) or np.any(nodes[act] < 1):
         raise ValueError(f"every job needs 1 to {capacity} nodes (the machine's)")
-    return _simulate(submit, nodes, run, req, act, int(capacity), RULES.index(rules))
+    n = len(submit)
+    if priority is None:
+        job_at = np.arange(n, dtype=np.int64)
+    else:
+        prio = np.asarray(priority, dtype=np.float64)
+        if prio.shape != (n,) or np.isnan(prio).any():
+            raise ValueError("priority must be one number a job")
+        if rules != "easy":
+            raise ValueError("priority: the easy rules only (AccaSim's queue is in submit "
+                             "order)")
+        job_at = np.lexsort((np.arange(n), prio)).astype(np.int64)
+    place = np.empty(n, np.int64)
+    place[job_at] = np.arange(n)
+    return _simulate(submit, nodes, run, req, act, int(capacity), RULES.index(rules), place,
+                     job_at)
 
 
 # -- the scheduler's estimate at each submit ------------------------------------------------
