@@ -12,6 +12,7 @@ import heapq
 import json
 import math
 import os
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -311,6 +312,18 @@ def test_progress_names_each_step_and_leaves_the_prediction_as_it_was():
     _predict((s, n, w, r, np.full(len(s), np.nan), u), learn=False, progress=lines.append)
     assert lines == ["  the history of each size class at each of 1,500 submits",
                      "  recalibrated on the last 300 jobs' outcomes"]
+
+
+def test_the_estimate_says_how_far_it_is_and_estimates_as_it_did():
+    """25,000 jobs (two parts on two threads, polled every 10 ms): lines of how many
+    submits are estimated, never fewer than the line before, and the same estimates."""
+    s, n, w, r, q, _ = synthetic(25000, seed=5)
+    lines: list[str] = []
+    said = easy.estimates(s, n, s + w, s + w + r, q, 64, progress=lines.append, every_s=0.01)
+    assert np.array_equal(said, easy.estimates(s, n, s + w, s + w + r, q, 64), equal_nan=True)
+    counts = [int(m.group(1).replace(",", "")) for m in (
+        re.fullmatch(r"    ([\d,]+) of 25,000 submits estimated", line) for line in lines)]
+    assert lines and counts == sorted(counts) and counts[-1] <= 25000, lines[:5]
 
 
 def _queued(n: int, seed: int):

@@ -29,7 +29,7 @@ without reading the others; the running jobs as heaps, walked in order of end fo
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 from numba import njit
@@ -482,9 +482,10 @@ def _sorted_remove(keys, vals, n, key, val):
 
 
 @njit(cache=True, nogil=True)
-def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi):
+def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi, done):
     """The body of :func:`estimates`, for jobs lo .. hi - 1 (the state before lo rebuilt
-    without simulating)."""
+    without simulating); `done[0]`: how many of them are estimated, every 1,024 (read by
+    another thread for progress)."""
     n = len(submit)
     out = np.full(hi - lo, np.nan)
     by_start = np.argsort(start, kind="mergesort")  # ties: by job order (stable)
@@ -528,17 +529,22 @@ def _estimates(submit, nodes, start, end, req, capacity, horizon, lo, hi):
         if i >= lo:
             out[i - lo] = _forward(s, i, nodes, req, t_nodes, t_req, size, head, r_key, r_job,
                                    n_r, free, horizon, h_key, h_job, aux, stack, undo) - s
+            if (i - lo) % 1024 == 0:
+                done[0] = i - lo
+    done[0] = hi - lo
     return out
 
 
 def estimates(submit, nodes, start, end, req, capacity: int,
-              horizon_s: float = 30 * 86400.0) -> np.ndarray:
+              horizon_s: float = 30 * 86400.0, progress=None,
+              every_s: float = 10.0) -> np.ndarray:
     """The scheduler's own estimate of each job's wait at its submit, s: the jobs known then
     (submitted before it and not started by s, in order, then it) scheduled forward by the
     ``easy`` rules with every job running its requested time, from the jobs running at s
     (each ending at its start + requested time, or now where that is past).  Only what had
     happened by (s, the job's place in the log) is read: a later job's fields never.
-    Seconds; `horizon_s` where the estimate passes it (the simulation stops there)."""
+    Seconds; `horizon_s` where the estimate passes it (the simulation stops there).
+    `progress`, where given, is called every `every_s` s with a line of how many are done."""
     submit, nodes, start, end, req = _arrays(submit, nodes, start, end, req)
     if np.any(nodes > capacity) or np.any(nodes < 1):
         raise ValueError(f"every job needs 1 to {capacity} nodes (the machine's)")
@@ -546,12 +552,17 @@ def estimates(submit, nodes, start, end, req, capacity: int,
     parts = min(os.cpu_count() or 1, 4) if n >= 20000 else 1
     cuts = np.linspace(0, n, parts + 1).astype(int)
 
+    done = np.zeros(parts, np.int64)
+
     def part(k: int) -> np.ndarray:
         return _estimates(submit, nodes, start, end, req, int(capacity), float(horizon_s),
-                          int(cuts[k]), int(cuts[k + 1]))
-    if parts == 1:
+                          int(cuts[k]), int(cuts[k + 1]), done[k:k + 1])
+    if parts == 1 and progress is None:
         return part(0)
     # the parts are independent (each rebuilds the known state up to its first job) and
-    # release the GIL: one thread a core
+    # release the GIL: one thread a core, the caller's polling their counts
     with ThreadPoolExecutor(parts) as pool:
-        return np.concatenate(list(pool.map(part, range(parts))))
+        running = [pool.submit(part, k) for k in range(parts)]
+        while progress is not None and wait(running, timeout=every_s).not_done:
+            progress(f"    {int(done.sum()):,} of {n:,} submits estimated")
+        return np.concatenate([f.result() for f in running])

@@ -277,7 +277,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         say(f"  the scheduler's estimate at each of {n:,} submits (EASY backfilling with "
             f"requested times, up to {horizon_s / 3600:g} h ahead)")
         est = np.minimum(easy.estimates(submit, nodes, start, start + run, req_k, capacity,
-                                        horizon_s), horizon_s)
+                                        horizon_s, progress), horizon_s)
         if estimate is not None:
             given = np.asarray(estimate, float)
             est = np.where(np.isnan(given), est, np.minimum(np.maximum(given, 0.0), horizon_s))
