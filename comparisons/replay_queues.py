@@ -16,7 +16,13 @@ its jobs to a queue of its own and the rest at random. Modes:
   model that reads too much into categories loses);
 - ``clusters``: no queues, two partitions of 64 nodes each scheduled apart (SWF field 16),
   at 85% load over both, users sending 55% of the work to the first (about 94% of its nodes
-  busy, 77% of the second's).
+  busy, 77% of the second's);
+- ``uneven``: no queues, three partitions of 80, 32 and 16 nodes scheduled apart (65%, 22%
+  and 13% of the users; 63-94% of each one's nodes busy, means of 4-13 h of wait), a job at
+  most its partition's size, 85% load over all;
+- ``shared``: ``clusters``' partitions, scheduled as one machine (partitions that share
+  their nodes, as Slurm's often do: a partition's own state says little);
+- ``pnoise``: ``none``'s log, each job then given one of 20 partitions at random.
 
 Each log is replayed (burstbench.replay.run.replay) as it is and with every queue and
 partition blanked (-1), the rest identical. Printed per log: the predictor's pinball loss
@@ -24,7 +30,8 @@ on log(1 + wait) over its quantile levels (the jobs after the first 10%), and on
 share of the perfect policy's hours that P(sooner)'s ranking keeps with 10% of its burst
 jobs later (the replay's frontier), and the pick. ``--log`` replays a real log both ways.
 
-    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise clusters
+    .venv/bin/python comparisons/replay_queues.py --seeds 1 2 --modes prio3 many none noise \
+        clusters uneven shared pnoise
     .venv/bin/python comparisons/replay_queues.py --log LOG.swf [replay options]
 
 Results: comparisons/README.md, "Queues of different priority".
@@ -42,6 +49,8 @@ from burstbench.wait import easy
 from burstbench.wait.score import pinball
 
 CAPACITY = 128
+#: The uneven mode's partitions: their nodes, and the users' shares of them.
+UNEVEN = ((80, 32, 16), (0.65, 0.22, 0.13))
 
 
 def generate(jobs: int, seed: int, mode: str) -> str:
@@ -58,20 +67,33 @@ def generate(jobs: int, seed: int, mode: str) -> str:
     queue = np.where(rng.uniform(size=jobs) < 0.8, own[users], rng.integers(0, n_q, jobs))
     prio = queue % 4 if mode == "many" else queue if mode == "prio3" else np.zeros(jobs, int)
     part = np.full(jobs, -1)
-    span = (nodes * run_s).sum() / (CAPACITY * (0.85 if mode == "clusters" else 0.9))
+    if mode == "uneven":  # partitions first: a job fits its own
+        sizes, shares = UNEVEN
+        r_u = np.random.default_rng(seed + 5)
+        own_u = r_u.choice(len(sizes), 80, p=shares)
+        part = np.where(r_u.uniform(size=jobs) < 0.8, own_u[users],
+                        r_u.integers(0, len(sizes), jobs))
+        nodes = np.minimum(nodes, np.array(sizes)[part])
+        queue = np.full(jobs, -1)
+    load = 0.85 if mode in ("clusters", "uneven", "shared") else 0.9
+    span = (nodes * run_s).sum() / (CAPACITY * load)
     submit = np.sort(rng.uniform(0, span, jobs)).round()
-    if mode == "clusters":
+    if mode in ("clusters", "shared"):
+        sizes = (64, 64)
         own_p = np.random.default_rng(seed + 3).choice(2, 80, p=[0.55, 0.45])
         part = np.where(rng.uniform(size=jobs) < 0.8, own_p[users], rng.integers(0, 2, jobs))
         queue = np.full(jobs, -1)
+    if mode in ("clusters", "uneven"):
         start = np.zeros(jobs)
-        for k in (0, 1):
+        for k, size in enumerate(sizes):
             at = part == k
-            start[at] = easy.simulate(submit[at], nodes[at], run_s[at], req[at],
-                                      CAPACITY // 2, priority=prio[at])
+            start[at] = easy.simulate(submit[at], nodes[at], run_s[at], req[at], size,
+                                      priority=prio[at])
         wait = start - submit
     else:
         wait = easy.simulate(submit, nodes, run_s, req, CAPACITY, priority=prio) - submit
+    if mode == "pnoise":
+        part = np.random.default_rng(seed + 4).integers(0, 20, jobs)
     if mode == "noise":
         queue = np.random.default_rng(seed + 2).integers(0, 200, jobs)
     q_f, p_f = (np.where(v >= 0, v + 1, -1) for v in (queue, part))  # SWF's numbers, -1
@@ -107,7 +129,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=30000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--modes", nargs="+", default=["prio3", "many", "none", "noise"],
-                    choices=["prio3", "many", "none", "noise", "clusters"])
+                    choices=["prio3", "many", "none", "noise", "clusters", "uneven", "shared",
+                             "pnoise"])
     ap.add_argument("--vm", default="HB120-16rs_v3")
     ap.add_argument("--log", help="a real log, replayed with and without its queues")
     ap.add_argument("--machine-nodes", type=int, default=0)

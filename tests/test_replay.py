@@ -181,7 +181,9 @@ def test_swf_as_the_archive_and_centres_write_it(tmp_path):
                  "2 line(s) with a field that is not a number (line 10, 11): not read",
                  "2 job(s) logged as partial executions of a checkpointed job (status 2-4)",
                  "1 job(s) cancelled before they ran (status 5, no run time): dropped",
-                 "the jobs ran in 2 partitions (field 16): replayed as one queue",
+                 "the jobs ran in 2 partitions (field 16): replayed as one queue of the whole "
+                 "machine; the learned wait reads each job's partition and its partition's "
+                 "own queue",
                  "1 job(s) requested more than a year (up to 68 years"):
         assert part in said, part
 

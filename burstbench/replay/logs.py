@@ -223,8 +223,8 @@ def parse_swf(text: str, source: str = "") -> Log:
     parts = np.unique(d["partition"][d["partition"] >= 0])
     if len(parts) > 1:
         notes.append(f"the jobs ran in {len(parts)} partitions (field 16): replayed as one "
-                     "queue of the whole machine, each job's partition a category of the "
-                     "learned wait")
+                     "queue of the whole machine; the learned wait reads each job's "
+                     "partition and its partition's own queue")
     d = d[~drop.gone]
     procs = np.where(d["procs"] > 0, d["procs"], d["req_procs"])
     unknown = d["req_time"] <= 0

@@ -17,7 +17,9 @@ The predictor, in four steps, each measured against the others on the KTH and RI
    log(1 + wait) on what was known at the submit (the estimate, the requested time, the
    size, the queue's length and work, the machine's load, step 2's median and 90%
    quantile, the user's last known wait, how long ago it started, the user's jobs queued,
-   and the job's queue and partition as categories where the log names them), refitted
+   and the job's queue and partition as categories where the log names them; where it
+   names two partitions or more, the jobs and work queued and the nodes busy in the job's
+   own partition, from the second partition's first job on), refitted
    on the last jobs that had started each time the jobs known to have started have
    doubled (then every `retrain_every`), never on a job not yet started; its
    prediction's error, over the last jobs that started, gives the distribution around it;
@@ -56,6 +58,9 @@ POINT_EDGES = (60.0, 600.0, 3600.0, 4 * 3600.0, 12 * 3600.0)
 FEATURES = ("estimate", "requested time", "size", "jobs queued", "work queued",
             "machine busy", "history median", "history 90%", "user's last wait",
             "since the user's last start", "user's jobs queued")
+#: Where the log names two partitions or more, the same within the job's own partition.
+PARTITION_FEATURES = ["its partition's jobs queued", "its partition's work queued",
+                      "its partition busy"]
 
 
 @dataclass
@@ -216,6 +221,35 @@ def categories(values: np.ndarray | None, n: int) -> np.ndarray | None:
     return np.where(q >= 0, q, np.nan)
 
 
+def _partition_state(part: np.ndarray, submit, start, run, nodes, req_k,
+                     capacity: int) -> np.ndarray:
+    """The queue's state within each job's own partition at its submit (jobs x
+    PARTITION_FEATURES): the jobs and the work queued ahead in it and its nodes busy, from
+    its partition's jobs alone.  NaN where its partition is unknown, and before the log has
+    named a second one (a job's own, and those before it in the log): a later job never
+    turns them on.  Where partitions are machines apart, a job waits for its own
+    (comparisons/README.md, "Queues of different priority": the clusters mode)."""
+    out = np.full((len(submit), 3), np.nan)
+    known = ~np.isnan(part)
+    if not known.any():
+        return out
+    first = part[np.flatnonzero(known)[0]]
+    other = np.flatnonzero(known & (part != first))
+    if not len(other):
+        return out
+    for code in np.unique(part[known]):
+        at = np.flatnonzero(part == code)
+        s, st = submit[at], start[at]
+        queued, _left, running = queue_state(s, st, st + run[at], nodes[at].astype(float),
+                                             np.where(np.isnan(req_k[at]), 0.0, req_k[at]))
+        jobs = np.searchsorted(np.sort(s), s, side="left") - \
+            np.searchsorted(np.sort(st), s, side="left")
+        out[at] = np.column_stack([np.log1p(jobs), np.log1p(queued / capacity),
+                                   running / capacity])
+    out[:other[0]] = np.nan  # before the second partition
+    return out
+
+
 def _calibrated_estimate(est, wait, start, submit, share, window: int,
                          min_count: int) -> np.ndarray:
     """Step 2: quantiles of each job's wait, its estimate times the ratios (wait + 60 s) /
@@ -308,6 +342,12 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
                          running / capacity, np.log1p(hist[:, 20]), np.log1p(hist[:, 36]),
                          np.log1p(uf[:, 0]), np.log1p(uf[:, 1]), np.log1p(uf[:, 2])])
     names = list(FEATURES)
+    part = categories(partition, n)
+    if part is not None:  # NaN until a second partition is known: then LightGBM finds no
+        x = np.column_stack([x, _partition_state(part, submit, start, run, nodes, req_k,
+                                                 capacity)])  # split in them, as without
+        if not np.isnan(x[:, -1]).all():
+            names += PARTITION_FEATURES
     cats = []
     for name, values in (("queue", queue), ("partition", partition)):
         codes = categories(values, n)
