@@ -210,6 +210,19 @@ def _first_fit(t_nodes, t_req, size, lo, free, extra, room, stack):
 
 
 @njit(cache=True)
+def _next_queued(t_nodes, t_req, size, head, stack):
+    """The first queued place at `head` or after (one is): the next leaf where it is
+    queued, else a descent of the tree.  In submit order the queue's head moves forward a
+    place or two at a time; with priorities it moves back where a job of higher priority
+    arrives, and a leaf-by-leaf walk forward again took 7 s on 200,000 jobs."""
+    if t_nodes[size + head] != _BIG:
+        return head
+    if head + 1 < size and t_nodes[size + head + 1] != _BIG:
+        return head + 1
+    return _first_fit(t_nodes, t_req, size, head, _BIG - 1, _BIG - 1, np.inf, stack)
+
+
+@njit(cache=True)
 def _tree_size(n):
     size = 1
     while size < n:
@@ -279,8 +292,7 @@ def _simulate(submit, nodes, run, req, active, capacity, rules, place, job_at):
             nxt += 1
         if n_q == 0:
             continue
-        while t_nodes[size + head] == _BIG:
-            head += 1
+        head = _next_queued(t_nodes, t_req, size, head, stack)
         reached = False
         if rules == _ACCASIM:
             reached = blocked >= 0 and res_time <= t and res_time != 0.0
@@ -297,8 +309,8 @@ def _simulate(submit, nodes, run, req, active, capacity, rules, place, job_at):
                 n_x = _push(x_key, x_job, x_pos, n_x, t + req[j], j)
                 _set_leaf(t_nodes, t_req, size, place[j], _BIG, np.inf)
                 n_q -= 1
-                while n_q > 0 and t_nodes[size + head] == _BIG:
-                    head += 1
+                if n_q > 0:
+                    head = _next_queued(t_nodes, t_req, size, head, stack)
             if rules == _ACCASIM and n_q > 0:  # its reservation, once: the running and
                 blocked = head  # just started jobs' expected ends, in order
                 res_time, _ = _walk(t, nodes[job_at[head]], free, x_key, x_job, n_x, nodes,
@@ -548,6 +560,8 @@ def estimates(submit, nodes, start, end, req, capacity: int,
     submit, nodes, start, end, req = _arrays(submit, nodes, start, end, req)
     if np.any(nodes > capacity) or np.any(nodes < 1):
         raise ValueError(f"every job needs 1 to {capacity} nodes (the machine's)")
+    if not every_s > 0:
+        raise ValueError(f"every_s must be positive, not {every_s!r}")
     n = len(submit)
     parts = min(os.cpu_count() or 1, 4) if n >= 20000 else 1
     cuts = np.linspace(0, n, parts + 1).astype(int)
