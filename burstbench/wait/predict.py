@@ -221,6 +221,17 @@ def categories(values: np.ndarray | None, n: int) -> np.ndarray | None:
     return np.where(q >= 0, q, np.nan)
 
 
+def _queue_columns(submit, start, run, nodes, req_k, capacity: int) -> np.ndarray:
+    """The queue at each job's submit, from these jobs alone (jobs x 3): log(1 + the jobs
+    queued), log(1 + their work (nodes x requested time) / capacity), the nodes busy /
+    capacity."""
+    queued, _left, running = queue_state(submit, start, start + run, nodes.astype(float),
+                                         np.where(np.isnan(req_k), 0.0, req_k))
+    jobs = np.searchsorted(np.sort(submit), submit, side="left") - \
+        np.searchsorted(np.sort(start), submit, side="left")
+    return np.column_stack([np.log1p(jobs), np.log1p(queued / capacity), running / capacity])
+
+
 def _partition_state(part: np.ndarray, submit, start, run, nodes, req_k,
                      capacity: int) -> np.ndarray:
     """The queue's state within each job's own partition at its submit (jobs x
@@ -229,7 +240,7 @@ def _partition_state(part: np.ndarray, submit, start, run, nodes, req_k,
     named a second one (a job's own, and those before it in the log): a later job never
     turns them on.  Where partitions are machines apart, a job waits for its own
     (comparisons/README.md, "Queues of different priority": the clusters mode)."""
-    out = np.full((len(submit), 3), np.nan)
+    out = np.full((len(submit), len(PARTITION_FEATURES)), np.nan)
     known = ~np.isnan(part)
     if not known.any():
         return out
@@ -239,13 +250,8 @@ def _partition_state(part: np.ndarray, submit, start, run, nodes, req_k,
         return out
     for code in np.unique(part[known]):
         at = np.flatnonzero(part == code)
-        s, st = submit[at], start[at]
-        queued, _left, running = queue_state(s, st, st + run[at], nodes[at].astype(float),
-                                             np.where(np.isnan(req_k[at]), 0.0, req_k[at]))
-        jobs = np.searchsorted(np.sort(s), s, side="left") - \
-            np.searchsorted(np.sort(st), s, side="left")
-        out[at] = np.column_stack([np.log1p(jobs), np.log1p(queued / capacity),
-                                   running / capacity])
+        out[at] = _queue_columns(submit[at], start[at], run[at], nodes[at], req_k[at],
+                                 capacity)
     out[:other[0]] = np.nan  # before the second partition
     return out
 
@@ -331,15 +337,11 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         cls = buckets(nodes / capacity, SIZE_EDGES)
         hist, _ = history.window_quantiles(wait, start, submit, cls, 4, window, min_count)
         how = f"the waits of the last {window:,} started jobs of its size class"
-    queued, _left, running = queue_state(submit, start, start + run, nodes.astype(float),
-                                         np.where(np.isnan(req_k), 0.0, req_k))
-    n_queued = np.searchsorted(np.sort(submit), submit, side="left") - \
-        np.searchsorted(np.sort(start), submit, side="left")
     n_users = int(user.max()) + 1 if n and user.max() >= 0 else 0
     uf = _user_features(submit, start, wait, user, max(n_users, 1))
     x = np.column_stack([np.log1p(est), np.log1p(req_k), np.log(nodes / capacity),
-                         np.log1p(n_queued), np.log1p(queued / capacity),
-                         running / capacity, np.log1p(hist[:, 20]), np.log1p(hist[:, 36]),
+                         _queue_columns(submit, start, run, nodes, req_k, capacity),
+                         np.log1p(hist[:, 20]), np.log1p(hist[:, 36]),
                          np.log1p(uf[:, 0]), np.log1p(uf[:, 1]), np.log1p(uf[:, 2])])
     names = list(FEATURES)
     part = categories(partition, n)
