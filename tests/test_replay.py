@@ -362,6 +362,8 @@ def test_the_jobs_as_the_replay_reads_them_by_hand(tmp_path):
         run.read_jobs(lg, machine_nodes=1)
     with pytest.raises(ParamError, match=r"^--procs-per-node \(-1\) and --machine-nodes"):
         run.read_jobs(lg, procs_per_node=-1)
+    with pytest.raises(ParamError, match=r"^the log has no job to replay$"):
+        run.read_jobs(dataclasses.replace(lg, jobs=lg.jobs.iloc[:0]))
 
 
 def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp_path):

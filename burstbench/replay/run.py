@@ -126,6 +126,8 @@ def read_jobs(log: Log, procs_per_node: float = 0, machine_nodes: int = 0,
         raise ParamError(f"--procs-per-node ({procs_per_node:g}) and --machine-nodes "
                          f"({machine_nodes:g}) must be positive (0: from the log)")
     j = log.jobs
+    if not len(j):
+        raise ParamError("the log has no job to replay")
     ppn = float(procs_per_node or log.procs_per_node or 1)
     ppn_how = ("given" if procs_per_node else "the log's header (MaxProcs / MaxNodes)"
                if log.procs_per_node else "none known: 1 assumed")
@@ -139,7 +141,7 @@ def read_jobs(log: Log, procs_per_node: float = 0, machine_nodes: int = 0,
     unit = "processors" if shared_nodes else "nodes"
     peak = peak_nodes(submit + wait, submit + wait + run, queue_n)
     capacity, cap_how = _capacity(log, machine_nodes, ppn, shared_nodes, peak)
-    if len(j) and queue_n.max() > capacity:
+    if queue_n.max() > capacity:
         raise ParamError(f"the machine's {capacity:,} {unit} ({cap_how}) are fewer than the "
                          f"largest job's {int(queue_n.max()):,} (give --machine-nodes"
                          + (", or --procs-per-node where its jobs count processors)"
@@ -189,6 +191,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
     problems = list(pr.problems)
     fee = pr.fee
 
+    say(f"reading {len(log.jobs):,} jobs: their sizes, the machine's, each job's run guessed "
+        "at its submit")
     jb = read_jobs(log, procs_per_node, machine_nodes, shared_nodes)
     j, capacity, unit = log.jobs, jb.capacity, jb.unit
     submit, wait, run, req, plan, nodes, queue_n = (jb.submit, jb.wait, jb.run, jb.req,
