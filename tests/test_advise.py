@@ -11,6 +11,7 @@ from argparse import Namespace
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from burstbench.advise import advice as adv
@@ -550,6 +551,39 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
     assert "partition)" in a.basis["wait"]
     t = a.table.set_index("job")
     assert t.loc["1", "wait_q50_h"] < 0.25 and t.loc["2", "wait_q50_h"] > 1.0
+
+
+def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_lists(
+        prices, monkeypatch):
+    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3: the predictor
+    reads them now, a millisecond apart in submit order (so that each sees those submitted
+    before it queued ahead, as the history's jobs saw theirs), and the table, the VMs' rows
+    and the quantiles keep the scheduler's order; listed in another order, each job's
+    numbers are the same."""
+    pr, rules = prices
+    jobs = {k: queue.Job(k, "pending", "u", "onprem", n, 2 * n, 1800.0, NOW - 600 + 60 * int(k),
+                         estimate=NOW + e) for k, n, e in (("1", 1, 900), ("2", 2, 3600),
+                                                           ("3", 1, 120))}
+    seen = {}
+    real = adv.predict
+
+    def spy(submit, *a, **kw):
+        seen["submit"] = np.array(submit)
+        return real(submit, *a, **kw)
+    monkeypatch.setattr(adv, "predict", spy)
+    a = adv.advise(snapshot([jobs["2"], jobs["3"], jobs["1"]], history=60), pr, rules,
+                   cloud="cloud", min_history=50)
+    pending = seen["submit"][-3:]
+    assert np.diff(pending).tolist() == pytest.approx([adv.PENDING_APART_S] * 2)
+    assert a.table["job"].tolist() == ["2", "3", "1"]
+    assert a.per_vm["job"].tolist()[:3] == ["2", "3", "1"]
+    b = adv.advise(snapshot([jobs["1"], jobs["2"], jobs["3"]], history=60), pr, rules,
+                   cloud="cloud", min_history=50)
+    ta, tb = a.table.set_index("job"), b.table.set_index("job")
+    for col in ("estimate_h", "wait_q50_h", "wait_q90_h", "p_sooner", "verdict"):
+        assert ta[col].loc[["1", "2", "3"]].tolist() == tb[col].loc[["1", "2", "3"]].tolist()
+    assert np.array_equal(a.q[[2, 0, 1]], b.q)
+    assert ta.loc["2", "estimate_h"] == pytest.approx(1.0)  # each job keeps its estimate
 
 
 def test_a_snapshot_saved_reads_back_whole(tmp_path, prices):

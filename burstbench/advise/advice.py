@@ -53,6 +53,8 @@ P_SOONER = 0.9
 MIN_HISTORY = 50
 #: A pending job's wait stands in the arrays as this (s): it starts after every event read.
 NOT_YET_S = 1e9
+#: The pending jobs' submits as the predictor reads them: now, this far apart (s).
+PENDING_APART_S = 1e-3
 MATCH_KEYS = ("partition", "account", "name")
 CLASS_KEYS = MATCH_KEYS + ("class", "max_nodes", "input_gb", "output_gb", "keep_months",
                            "speed")
@@ -223,6 +225,10 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         elif j.unmovable:
             notes.append(f"job {j.id}: {j.unmovable}; not advised")
     pend = [j for j in pend if j.nodes >= 1 and not j.unmovable]
+    # the predictor reads the pending jobs in the order they were submitted (below); the
+    # table keeps the scheduler's
+    listed = {id(j): k for k, j in enumerate(pend)}
+    pend.sort(key=lambda j: j.submit)
     capacity = max([len(onprem)] + [j.nodes for j in hist + running + pend] + [1])
     if len(onprem) < capacity:
         notes.append(f"the on-premise partitions list {len(onprem)} node(s), fewer than a "
@@ -244,7 +250,12 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     t0 = min(j.submit for j in every)
     n_h, n_r = len(hist), len(running)
     now = snap.now - t0
-    submit = np.array([j.submit - t0 for j in hist + running] + [now] * len(pend))
+    # each pending job is predicted now, those submitted before it queued ahead of it (a
+    # millisecond apart in that order): at the same second, none would be (the queue's
+    # columns count the jobs submitted before a job's submit), and every pending job would
+    # see an empty queue where the history's jobs saw theirs
+    submit = np.concatenate([[j.submit - t0 for j in hist + running],
+                             now + PENDING_APART_S * np.arange(len(pend))])
     wait = np.array([j.start - j.submit for j in hist + running] + [NOT_YET_S] * len(pend))
     limit = np.array([j.limit_s for j in every], float)
     run = np.array([j.end - j.start for j in hist]
@@ -348,4 +359,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                 verdict, why = "burst", gain.format(">=") if gain_h else \
                     f"P(sooner) {p:.2f} >= {p_sooner:g}"
         table.append(row | {"verdict": verdict, "why": why})
-    return Advice(pd.DataFrame(table), per_vm, q, basis, notes)
+    back = np.argsort([listed[id(j)] for j in pend], kind="stable")  # the scheduler's order
+    blocks = [b * len(pend) + back for b in range(len(vms))]  # per_vm: a VM's block a job
+    per_vm = per_vm.iloc[np.concatenate(blocks)] if blocks else per_vm
+    return Advice(pd.DataFrame([table[i] for i in back]), per_vm.reset_index(drop=True),
+                  q[back], basis, notes)
