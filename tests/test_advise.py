@@ -586,6 +586,20 @@ def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_
     assert ta.loc["2", "estimate_h"] == pytest.approx(1.0)  # each job keeps its estimate
 
 
+def test_a_job_running_since_before_the_last_finished_one_is_read(prices):
+    """A job submitted 25 h ago and still running, beside a history whose last job was
+    submitted 14 h ago: the predictor reads the jobs in submit order (it refused the
+    history then the running jobs, each in order but not together: 'jobs must be in submit
+    order')."""
+    pr, rules = prices
+    snap = snapshot([pend("1", 600)], history=60)
+    snap.jobs.append(queue.Job("49", "running", "u", "onprem", 1, 2, 2 * 86400.0,
+                               NOW - 90000, NOW - 89000))
+    a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50)
+    assert a.basis["jobs_used"] == {"finished": 60, "running": 2, "pending": 1}
+    assert a.table["job"].tolist() == ["1"] and a.table["wait_q50_h"].iloc[0] >= 0
+
+
 def test_a_snapshot_saved_reads_back_whole(tmp_path, prices):
     pr, rules = prices
     snap = snapshot([pend("1", 7200)])

@@ -246,7 +246,11 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         return Advice(pd.DataFrame(columns=["job"]), pd.DataFrame(), np.zeros((0, len(LEVELS))),
                       basis | {"wait": "no pending job"}, notes)
 
-    every = hist + running + pend
+    # the predictor reads the jobs in submit order: a job still running was often submitted
+    # before one that has finished
+    is_running = {id(j) for j in running}
+    known = sorted(hist + running, key=lambda j: j.submit)
+    every = known + pend
     t0 = min(j.submit for j in every)
     n_h, n_r = len(hist), len(running)
     now = snap.now - t0
@@ -254,13 +258,13 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     # millisecond apart in that order): at the same second, none would be (the queue's
     # columns count the jobs submitted before a job's submit), and every pending job would
     # see an empty queue where the history's jobs saw theirs
-    submit = np.concatenate([[j.submit - t0 for j in hist + running],
+    submit = np.concatenate([[j.submit - t0 for j in known],
                              now + PENDING_APART_S * np.arange(len(pend))])
-    wait = np.array([j.start - j.submit for j in hist + running] + [NOT_YET_S] * len(pend))
+    wait = np.array([j.start - j.submit for j in known] + [NOT_YET_S] * len(pend))
     limit = np.array([j.limit_s for j in every], float)
-    run = np.array([j.end - j.start for j in hist]
-                   + [max(j.limit_s if j.limit_s == j.limit_s else 3600.0, now - (j.start - t0))
-                      + 1.0 for j in running] + [0.0] * len(pend))
+    run = np.array([max(j.limit_s if j.limit_s == j.limit_s else 3600.0, now - (j.start - t0))
+                    + 1.0 if id(j) in is_running else j.end - j.start for j in known]
+                   + [0.0] * len(pend))
     nodes = np.array([j.nodes for j in every], np.int64)
     users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)
     given = np.full(len(every), np.nan)
