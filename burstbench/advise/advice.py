@@ -248,7 +248,6 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
 
     # the predictor reads the jobs in submit order: a job still running was often submitted
     # before one that has finished
-    is_running = {id(j) for j in running}
     known = sorted(hist + running, key=lambda j: j.submit)
     every = known + pend
     t0 = min(j.submit for j in every)
@@ -263,7 +262,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     wait = np.array([j.start - j.submit for j in known] + [NOT_YET_S] * len(pend))
     limit = np.array([j.limit_s for j in every], float)
     run = np.array([max(j.limit_s if j.limit_s == j.limit_s else 3600.0, now - (j.start - t0))
-                    + 1.0 if id(j) in is_running else j.end - j.start for j in known]
+                    + 1.0 if j.state == "running" else j.end - j.start for j in known]
                    + [0.0] * len(pend))
     nodes = np.array([j.nodes for j in every], np.int64)
     users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)

@@ -351,8 +351,7 @@ def predict(submit, nodes, wait, run, req, user, capacity: int, *,
         if not np.isnan(x[:, -1]).all():
             names += PARTITION_FEATURES
     cats = []
-    for name, values in (("queue", queue), ("partition", partition)):
-        codes = categories(values, n)
+    for name, codes in (("queue", categories(queue, n)), ("partition", part)):
         if codes is None:
             continue
         cats.append(x.shape[1])
