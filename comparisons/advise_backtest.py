@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from advise_round import log_job  # comparisons/ is on sys.path: these run as scripts
 
 from burstbench.advise import advice, queue
 from burstbench.replay import logs
@@ -33,30 +34,16 @@ NOW = 1.8e9  # the log's time 0, as a Unix time
 def moment(j, t: float, history: int) -> tuple[queue.Snapshot, np.ndarray]:
     """The log `j` (its jobs, s from its start) as a queue at `t`, and the pending jobs' real
     waits from `t`, s."""
-    s = j["submit"].to_numpy(float)
-    start = s + j["wait"].to_numpy(float)
-    end = start + j["run"].to_numpy(float)
-    hist, run, pend, waits = [], [], [], []
-    for i, r in enumerate(j.itertuples()):
-        if s[i] > t:
-            break
-        limit = r.req_time if r.req_time == r.req_time else np.nan
-        job = queue.Job(str(r.job), "finished", str(r.user), "onprem", max(int(r.procs), 1),
-                        int(r.procs), limit, NOW + s[i], NOW + start[i], NOW + end[i])
-        if end[i] <= t:
-            hist.append(job)
-        elif start[i] <= t:
-            job.state, job.end = "running", np.nan
-            run.append(job)
-        else:
-            job.state, job.start, job.end = "pending", np.nan, np.nan
-            pend.append(job)
-            waits.append(start[i] - t)
+    known = j[j["submit"] <= t]
+    jobs = [log_job(r, NOW, NOW + t) for r in known.itertuples()]
+    hist, run, pend = ([job for job in jobs if job.state == state]
+                       for state in ("finished", "running", "pending"))
+    waits = (known["submit"] + known["wait"] - t)[[job.state == "pending" for job in jobs]]
     nodes = int(j["procs"].max())
     snap = queue.Snapshot("slurm", "a log backtested", NOW + t, run + pend, hist[-history:],
                           {"onprem": [f"n{k}" for k in range(nodes)], "cloud": ["c0"]},
                           "none (simulated)", "the log")
-    return snap, np.array(waits)
+    return snap, waits.to_numpy(float)
 
 
 def main() -> None:

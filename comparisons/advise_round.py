@@ -22,26 +22,27 @@ from burstbench.advise import advice, queue
 from burstbench.replay import logs
 
 
+def log_job(r, t0: float, now: float) -> queue.Job:
+    """A log's job (a row of logs.Log.jobs, its times shifted by `t0`) as the queue shows it
+    at `now`: finished where it had ended, running where it had started, else pending (its
+    start and end not known yet)."""
+    s = t0 + r.submit
+    start, end = s + r.wait, s + r.wait + r.run
+    state = "finished" if end <= now else "running" if start <= now else "pending"
+    return queue.Job(str(r.job), state, str(r.user), "onprem", max(int(r.procs), 1),
+                     int(r.procs), r.req_time if r.req_time == r.req_time else np.nan, s,
+                     start if state != "pending" else np.nan,
+                     end if state == "finished" else np.nan)
+
+
 def snapshot_of(path: str, pending: int, now: float = 1.8e9) -> queue.Snapshot:
     """The log as a queue at its end (see the module docstring)."""
     j = logs.read_log(path).jobs
     t0 = now - float(j["submit"].iloc[-1]) - 1
-    hist, run = [], []
-    end_of_log = now - 1
-    for r in j.iloc[:-pending].itertuples():
-        s = t0 + r.submit
-        start, end = s + r.wait, s + r.wait + r.run
-        limit = r.req_time if r.req_time == r.req_time else np.nan
-        job = queue.Job(str(r.job), "finished", str(r.user), "onprem", max(int(r.procs), 1),
-                        int(r.procs), limit, s, start, end)
-        if end <= end_of_log:
-            hist.append(job)
-        elif start <= end_of_log:
-            job.state, job.end = "running", np.nan
-            run.append(job)
-    pend = [queue.Job(str(r.job), "pending", str(r.user), "onprem", max(int(r.procs), 1),
-                      int(r.procs), r.req_time if r.req_time == r.req_time else np.nan,
-                      t0 + r.submit) for r in j.iloc[-pending:].itertuples()]
+    known = [log_job(r, t0, now - 1) for r in j.iloc[:-pending].itertuples()]
+    hist = [job for job in known if job.state == "finished"]
+    run = [job for job in known if job.state == "running"]
+    pend = [log_job(r, t0, -np.inf) for r in j.iloc[-pending:].itertuples()]
     nodes = [f"n{i}" for i in range(100)] + [f"c{i}" for i in range(4)]
     return queue.Snapshot("slurm", "a replayed log", now, run + pend, hist,
                           {"onprem": nodes[:100], "cloud": nodes[100:]}, "none (simulated)",
