@@ -534,10 +534,36 @@ def test_a_calibrated_wait_reads_the_history(prices):
     assert 0 < r["wait_q10_h"] <= r["wait_q50_h"] <= r["wait_q90_h"]
 
 
+def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
+    """400 finished jobs that each waited 1-3 h with nothing ahead of them.  Three pending
+    jobs: one just submitted waits as a job of that history (and the running job's
+    remaining limit); one that has waited 90 min has at most the 3 h less 90 min left; one
+    that has waited 10 h, past every wait its model knows, has what the wait so far says
+    (P(more than r x 10 h) = 1 / (1 + r)): 10 h at the median, 90 h at 90%."""
+    pr, rules = prices
+    t0 = NOW - 400 * 1200 - 86400
+    hist = [queue.Job(str(1000 + i), "finished", "u", "onprem", 1, 2, 1800.0, t0 + i * 1200,
+                      t0 + i * 1200 + w, t0 + i * 1200 + w + 600)
+            for i in range(400) for w in [3600.0 + (i % 9) * 900]]
+    snap = snapshot([queue.Job(k, "pending", "u", "onprem", 1, 2, 1800.0, NOW - e)
+                     for k, e in (("1", 0.0), ("2", 5400.0), ("3", 36000.0))])
+    snap.history = hist
+    a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False)
+    t = a.table.set_index("job")
+    assert t["waited_h"].tolist() == [0.0, 1.5, 10.0]
+    assert t.loc["1", "wait_q10_h"] >= 1.0
+    assert 0 < t.loc["2", "wait_q50_h"] <= t.loc["2", "wait_q90_h"] <= 1.5
+    assert t.loc["3", ["wait_q10_h", "wait_q50_h", "wait_q90_h"]].tolist() == \
+        pytest.approx([10 / 9, 10.0, 90.0])
+    assert "given that it has waited so far" in a.basis["wait"]
+
+
 def test_the_learned_wait_reads_each_jobs_partition(prices):
     """2,400 finished jobs alike but for their partition: those of 'debug' started at once,
-    those of 'long' after 2 h.  Two pending jobs alike but for theirs, the scheduler
-    expecting both in 30 min: the learned model tells them apart by the partition alone."""
+    those of 'long' after 2 h.  Two pending jobs alike but for theirs, submitted a minute
+    ago, the scheduler expecting both 30 min after their submit (an estimate the history's
+    span: past it, trees do not extrapolate and the class's history is read): the learned
+    model tells them apart by the partition alone."""
     pr, rules = prices
     t0 = NOW - 2400 * 900 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", p, 1, 2, 1800.0, t0 + i * 900,
@@ -546,7 +572,7 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
     snap = snapshot([])
     snap.history = hist
     snap.jobs += [queue.Job(j, "pending", "u", p, 1, 2, 1800.0, NOW - 60,
-                            estimate=NOW + 1800) for j, p in (("1", "debug"), ("2", "long"))]
+                            estimate=NOW + 1740) for j, p in (("1", "debug"), ("2", "long"))]
     a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50)
     assert "partition)" in a.basis["wait"]
     t = a.table.set_index("job")
@@ -555,8 +581,8 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
 
 def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_lists(
         prices, monkeypatch):
-    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3: the predictor
-    reads them now, a millisecond apart in submit order (so that each sees those submitted
+    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3 a minute apart:
+    the predictor reads them at their submits, in that order (each seeing those submitted
     before it queued ahead, as the history's jobs saw theirs), and the table, the VMs' rows
     and the quantiles keep the scheduler's order; listed in another order, each job's
     numbers are the same."""
@@ -574,7 +600,7 @@ def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_
     a = adv.advise(snapshot([jobs["2"], jobs["3"], jobs["1"]], history=60), pr, rules,
                    cloud="cloud", min_history=50)
     pending = seen["submit"][-3:]
-    assert np.diff(pending).tolist() == pytest.approx([adv.PENDING_APART_S] * 2)
+    assert np.diff(pending).tolist() == pytest.approx([60.0, 60.0])
     assert a.table["job"].tolist() == ["2", "3", "1"]
     assert a.per_vm["job"].tolist()[:3] == ["2", "3", "1"]
     b = adv.advise(snapshot([jobs["1"], jobs["2"], jobs["3"]], history=60), pr, rules,

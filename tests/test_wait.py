@@ -549,6 +549,33 @@ def test_run_times_are_recalibrated_apart_where_guesses_run_long():
     assert cover(())[0][0] > 0.2
 
 
+def test_the_wait_still_ahead_of_a_job_that_has_waited_by_hand():
+    """A wait uniform on 0-40 h: after 10 h, what is left is uniform on 0-30 h; after 38 h
+    the model keeps 5% past it, under MODEL_TAIL's tenth, so the rest follows the wait so
+    far (P(R > r x 38 h) = 1 / (1 + r): the median 38 h, the 90% 9 x 38 h), as does a row
+    predicted NaN; with a 4% tail asked, the 5% is read: uniform on 0-2 h.  Just submitted
+    (0 s waited), a job's wait is its prediction, its pile at 0 kept; a second later the
+    pile is passed, what is left its positive waits less the second; a pile of 95% at 0
+    passed, the wait so far again."""
+    h, lv = 3600.0, history.LEVELS
+    uniform = 40 * h * lv
+    pile = np.where(lv <= 0.5, 0.0, 40 * h * (lv - 0.5) / 0.5)
+    debug = np.where(lv <= 0.95, 0.0, 2 * h)
+    q = np.vstack([uniform, uniform, np.full(41, np.nan), pile, pile, debug])
+    e = np.array([10 * h, 38 * h, 5 * h, 0.0, 1.0, 60.0])
+    got = history.remaining(q, e)
+    assert got[0] == pytest.approx(30 * h * lv)
+    lindy = lv[:-1] / (1 - lv[:-1])
+    for row, waited in ((1, 38 * h), (2, 5 * h), (5, 60.0)):
+        assert got[row, :-1] == pytest.approx(waited * lindy)
+        assert got[row, -1] == pytest.approx(2 * waited * 39)
+    assert got[1, [20, 36]] == pytest.approx([38 * h, 9 * 38 * h])
+    assert got[3] == pytest.approx(pile)
+    assert got[4] == pytest.approx((40 * h - 1.0) * lv)  # W - 1 s given W >= 1 s
+    assert history.remaining(uniform[None], np.array([38 * h]), tail=0.04)[0] == \
+        pytest.approx(2 * h * lv)
+
+
 def test_the_calibration_counts_a_pile_at_zero_as_ties():
     """Every wait 0 and every prediction an atom of 60% at 0 then 10 min: the PITs of the
     zeros are uniform below 0.6, so 0.5 covers 5/6 of them, 0.9 all."""

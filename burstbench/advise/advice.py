@@ -2,11 +2,13 @@
 cost on each priced VM, P(the VM returns it sooner), and a verdict.
 
 - **The wait** (from now): burstbench.wait.predict fed with this centre's history (the
-  finished jobs, the running ones, then the pending ones, submitted now) and, for each
+  finished jobs, the running ones and the pending ones, each at its submit) and, for each
   pending job, the scheduler's own estimate of its start (``squeue``'s expected start,
   PBS's ``estimated.start_time``) in place of the simulated one; the history's jobs have
   the simulated estimate (EASY with requested times, what the scheduler would have said),
-  and every job its partition (queue), a category of the learned model.
+  and every job its partition (queue), a category of the learned model.  What is left of a
+  pending job's wait: the predicted wait given the time it has waited
+  (burstbench.wait.history.remaining).
   Where the history has fewer finished jobs than `min_history`, nothing is calibrated: the
   wait is the estimate alone, labelled so.
 - **The run time**: the requested time x the run-to-request ratios of the user's (else the
@@ -41,7 +43,7 @@ from burstbench.replay import policy
 from burstbench.replay.accounting import name_codes
 from burstbench.replay.pricing import Pricing
 from burstbench.replay.run import RUN_LEVELS, run_guess
-from burstbench.wait.history import LEVELS
+from burstbench.wait.history import LEVELS, MODEL_TAIL, remaining
 from burstbench.wait.predict import predict
 
 #: The P(sooner) a job bursts at by default: the KTH replay's pick (figures/
@@ -53,8 +55,6 @@ P_SOONER = 0.9
 MIN_HISTORY = 50
 #: A pending job's wait stands in the arrays as this (s): it starts after every event read.
 NOT_YET_S = 1e9
-#: The pending jobs' submits as the predictor reads them: now, this far apart (s).
-PENDING_APART_S = 1e-3
 MATCH_KEYS = ("partition", "account", "name")
 CLASS_KEYS = MATCH_KEYS + ("class", "max_nodes", "input_gb", "output_gb", "keep_months",
                            "speed")
@@ -246,39 +246,46 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         return Advice(pd.DataFrame(columns=["job"]), pd.DataFrame(), np.zeros((0, len(LEVELS))),
                       basis | {"wait": "no pending job"}, notes)
 
-    # the predictor reads the jobs in submit order: a job still running was often submitted
-    # before one that has finished
+    # the predictor reads every job at its submit, in submit order (a job still running was
+    # often submitted before one that has finished), the pending ones too: each predicted as
+    # the history's jobs were, seeing the queue that was ahead of it, and the history's jobs
+    # submitted after it seeing it queued
     known = sorted(hist + running, key=lambda j: j.submit)
-    every = known + pend
-    t0 = min(j.submit for j in every)
+    every = sorted(known + pend, key=lambda j: j.submit)
+    at = {id(j): i for i, j in enumerate(every)}
+    rows = np.array([at[id(j)] for j in pend], np.int64)
+    waiting = np.zeros(len(every), bool)
+    waiting[rows] = True
+    t0 = every[0].submit
     n_h, n_r = len(hist), len(running)
     now = snap.now - t0
-    # each pending job is predicted now, those submitted before it queued ahead of it (a
-    # millisecond apart in that order): at the same second, none would be (the queue's
-    # columns count the jobs submitted before a job's submit), and every pending job would
-    # see an empty queue where the history's jobs saw theirs
-    submit = np.concatenate([[j.submit - t0 for j in known],
-                             now + PENDING_APART_S * np.arange(len(pend))])
-    wait = np.array([j.start - j.submit for j in known] + [NOT_YET_S] * len(pend))
+    submit = np.array([j.submit - t0 for j in every])
+    waited = np.maximum(now - submit[rows], 0.0)
+    wait = np.array([NOT_YET_S if w else j.start - j.submit for j, w in zip(every, waiting)])
     limit = np.array([j.limit_s for j in every], float)
-    run = np.array([max(j.limit_s if j.limit_s == j.limit_s else 3600.0, now - (j.start - t0))
-                    + 1.0 if j.state == "running" else j.end - j.start for j in known]
-                   + [0.0] * len(pend))
+    run = np.array([0.0 if w else max(j.limit_s if j.limit_s == j.limit_s else 3600.0,
+                                      now - (j.start - t0)) + 1.0 if j.state == "running"
+                    else j.end - j.start for j, w in zip(every, waiting)])
     nodes = np.array([j.nodes for j in every], np.int64)
     users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)
-    given = np.full(len(every), np.nan)
-    given[n_h + n_r:] = [j.estimate - snap.now for j in pend]
+    given = np.full(len(every), np.nan)  # the scheduler's, as the wait from the submit
+    given[rows] = [j.estimate - j.submit for j in pend]
     calibrated = n_h >= min_history
     # a job that may run in several partitions ("a,b") is in no one of them: unknown
     parts = name_codes([j.partition if "," not in j.partition else "" for j in every])
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
                    estimate=given, partition=parts, seed=seed)
-    rows = slice(n_h + n_r, None)
-    est = pred.estimate[rows]
+    # the estimate from now: the scheduler's, else the simulation's at the submit less the
+    # wait since
+    est = np.maximum(np.where(np.isnan(given[rows]), pred.estimate[rows] - waited,
+                              given[rows] - waited), 0.0)
     if calibrated:
-        q = pred.q[rows]
-        how = pred.how
+        q = remaining(pred.q[rows], waited)
+        how = pred.how + ("; a pending job's wait from now: its wait at its submit, given that "
+                          f"it has waited so far, or where its model keeps under "
+                          f"{MODEL_TAIL:.0%} of its waits past that, the wait so far again "
+                          "at the median (a Pareto tail)")
         notes += pred.notes
     else:
         q = np.repeat(est[:, None], len(LEVELS), axis=1)
@@ -288,8 +295,12 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                      "wait is the estimate alone, uncalibrated")
     basis["wait"] = how
     basis["jobs_used"] = {"finished": n_h, "running": n_r, "pending": len(pend)}
-    start = submit + wait
-    guess_h = run_guess(submit, start, run, limit, nodes / capacity, users)[rows] / 3600
+    # the run time is guessed now, from every job that has ended (the pending jobs' rows
+    # at now, after the others)
+    by_now = np.concatenate([np.flatnonzero(~waiting), rows])
+    s_now = np.where(waiting, now, submit)[by_now]
+    guess_h = run_guess(s_now, s_now + wait[by_now], run[by_now], limit[by_now],
+                        nodes[by_now] / capacity, users[by_now])[len(known):] / 3600
     med_h = guess_h[:, RUN_LEVELS.index(0.5)]
     limit_h = limit[rows] / 3600
     cls = np.array([next((i for i, r in enumerate(rule_list) if r.matches(j)), -1)
@@ -329,8 +340,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         row = {"job": j.id, "user": j.user, "partition": j.partition, "nodes": j.nodes,
                "limit_h": limit_h[i], "waited_h": (snap.now - j.submit) / 3600,
                "estimate_h": est[i] / 3600,
-               "estimate_from": "scheduler" if given[n_h + n_r + i] == given[n_h + n_r + i]
-               else "simulated (the scheduler gave none)",
+               "estimate_from": "scheduler" if j.estimate == j.estimate
+               else "simulated at its submit (the scheduler gave none)",
                "wait_q10_h": q[i, 4] / 3600, "wait_q50_h": q[i, 20] / 3600,
                "wait_q90_h": q[i, 36] / 3600, "run_guess_h": med_h[i],
                "class": rule_list[cls[i]].cls.name if cls[i] >= 0 else "",
