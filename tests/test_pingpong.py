@@ -63,7 +63,9 @@ def test_bandwidth_grows_with_size_over_the_small_range(test):
     bw = {r["size_bytes"]: r["bandwidth_gbs"] for r in recs}
     assert list(bw) == [2**i for i in range(11)]
     assert all(v > 0 for v in bw.values())
-    assert bw[1] < bw[16] < bw[256] < bw[1024]  # per-message cost dominates small sizes
+    # per-message cost dominates small sizes: 32 times the bytes, about 32 times the rate
+    # (steps of 16 were once reversed by a rank descheduled on a loaded 2-core VM)
+    assert bw[1] < bw[32] < bw[1024]
     assert recs[0]["window"] == 64
 
 
