@@ -197,7 +197,9 @@ def _remaining(q, levels, waited, tail):
         f = 1.0  # P(W < e): the levels the wait so far has passed
         if q[i, 0] == q[i, 0]:
             _, f = cdf(q[i], levels, e)
-        if 1.0 - f >= tail:  # W - e given W >= e: the levels above f, spread over [0, 1]
+        if f == 1.0 and not e > 0.0:  # nothing predicted, nothing waited: nothing known
+            out[i] = np.nan
+        elif 1.0 - f >= tail:  # W - e given W >= e: the levels above f, spread over [0, 1]
             for k in range(m):
                 out[i, k] = max(np.interp(f + levels[k] * (1.0 - f), levels, q[i]) - e, 0.0)
         else:  # P(R > r e) = 1 / (1 + r): the median remaining wait is the wait so far
@@ -215,7 +217,8 @@ def remaining(q: np.ndarray, waited: np.ndarray, levels=LEVELS,
     waits there (a job just submitted: its wait as predicted).  Elsewhere, and where a row
     is NaN (no prediction at its submit), the job has outwaited its model, and what is left
     is read from the wait so far alone, a Pareto tail of index 1: P(remaining > r x waited)
-    = 1 / (1 + r), its median the wait so far (the top level twice the level below's).
+    = 1 / (1 + r), its median the wait so far (the top level twice the level below's).  A
+    NaN row with nothing waited stays NaN.
     Backtested on the jobs pending at past moments of KTH and RICC: comparisons/README.md,
     "The live advice backtested"."""
     return _remaining(np.ascontiguousarray(q, dtype=np.float64),
