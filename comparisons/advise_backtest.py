@@ -8,7 +8,9 @@ last `--history` of them), the rest running.  Each pending job's predicted wait 
 (the advice's quantiles) is scored against its real one: the pinball loss on log(1 + wait),
 the rank correlation of the median, the share of real waits at or under the 10%, 50% and 90%
 quantiles, and the jobs the advice bursts (P(sooner) >= 0.9, the default classes).  One row,
-this checkout's advice: run it at another commit to compare.
+this checkout's advice: run it at another commit to compare.  `--estimates SIGMA` gives
+each pending job the scheduler's estimate, emulated from its real start (the future, as a
+scheduler's guess of it), its error lognormal.
 
     .venv/bin/python comparisons/advise_backtest.py
     .venv/bin/python comparisons/advise_backtest.py --log ../shared/workloads/RICC-2010-2.swf.gz
@@ -19,6 +21,7 @@ Results: comparisons/README.md, "The live advice backtested".
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 import pandas as pd
@@ -32,15 +35,22 @@ from burstbench.wait import score
 NOW = 1.8e9  # the log's time 0, as a Unix time
 
 
-def moment(j, t: float, history: int) -> tuple[queue.Snapshot, pd.Series]:
+def moment(j, t: float, history: int, sigma: float = math.nan
+           ) -> tuple[queue.Snapshot, pd.Series]:
     """The log `j` (its jobs, s from its start) as a queue at `t`, and the pending jobs' real
-    waits from `t`, s, by job id."""
+    waits from `t`, s, by job id; where `sigma` is a number, each pending job has the
+    scheduler's estimate: its real start, its wait from `t` times a lognormal error of
+    that sigma (seeded by `t`)."""
     known = j[j["submit"] <= t]
     jobs = [log_job(r, NOW, NOW + t) for r in known.itertuples()]
     hist, run, pend = ([job for job in jobs if job.state == state]
                        for state in ("finished", "running", "pending"))
     waits = (known["submit"] + known["wait"] - t)[[job.state == "pending" for job in jobs]]
     waits.index = [job.id for job in pend]
+    if sigma == sigma:
+        err = np.exp(sigma * np.random.default_rng(int(t)).standard_normal(len(pend)))
+        for job, w, x in zip(pend, waits.to_numpy(float), err):
+            job.estimate = NOW + t + max(w, 0.0) * x
     nodes = int(j["procs"].max())
     snap = queue.Snapshot("slurm", "a log backtested", NOW + t, run + pend, hist[-history:],
                           {"onprem": [f"n{k}" for k in range(nodes)], "cloud": ["c0"]},
@@ -54,14 +64,18 @@ def main() -> None:
     ap.add_argument("--log", default="../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
     ap.add_argument("--moments", type=int, default=24)
     ap.add_argument("--history", type=int, default=20000)
+    ap.add_argument("--estimates", type=float, default=math.nan, metavar="SIGMA",
+                    help="give the pending jobs the scheduler's estimate, emulated: the real "
+                    "start, the wait from the moment times a lognormal error of this sigma "
+                    "(0: exact; default: none, simulated)")
     a = ap.parse_args()
-    if a.moments < 1 or a.history < 1:
-        ap.error("--moments and --history must be at least 1")
+    if a.moments < 1 or a.history < 1 or a.estimates < 0:
+        ap.error("--moments and --history must be at least 1, --estimates at least 0")
     j = logs.read_log(a.log).jobs
     rules = advice.rules(None, 10.0, 30.0)
     pr = pricing([r.cls for r in rules], draws=10)
     times = np.quantile(j["submit"].to_numpy(float), np.linspace(0.55, 0.98, a.moments))
-    snaps = [moment(j, t, a.history) for t in times]
+    snaps = [moment(j, t, a.history, a.estimates) for t in times]
     qs, real, burst, later = [], [], 0, 0
     for snap, waits in snaps:
         out = advice.advise(snap, pr, rules, cloud="cloud")

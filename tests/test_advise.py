@@ -89,6 +89,28 @@ def test_a_pending_job_without_an_estimate_and_an_unlimited_one_read_as_nan():
     assert jobs[0].estimate == NOW
 
 
+def test_a_jobs_queue_time_counts_from_when_it_became_eligible():
+    """A job whose dependency cleared a minute ago, submitted 10 h ago: in the queue a minute
+    (time held or on a dependency is no queue time a VM could save, as in the history's
+    waits); a running one from its eligible time to its start; an eligible time of 0 (not
+    set) or after the start is not read, nor is one in the future for a pending job."""
+    jobs, _, _ = slurm.jobs(runner({("squeue", "--json"): (0, squeue_22([
+        sq_job(12, "PENDING", 0, submit_time=NOW - 36000, eligible_time=NOW - 60),
+        sq_job(13, "PENDING", 0, submit_time=NOW - 36000, eligible_time=0),
+        sq_job(14, "PENDING", 0, submit_time=NOW - 36000, eligible_time=NOW + 600),
+        sq_job(11, "RUNNING", NOW - 300, submit_time=NOW - 900, eligible_time=NOW - 600),
+        sq_job(15, "RUNNING", NOW - 300, submit_time=NOW - 900, eligible_time=NOW - 100)]),
+        "")}), "v", NOW)
+    assert [NOW - j.submit for j in jobs] == [60.0, 36000.0, 36000.0, 600.0, 900.0]
+    now = time.mktime(time.strptime("Sat Nov 28 15:17:50 2026", "%a %b %d %H:%M:%S %Y"))
+    found = {"1.vm": qstat_job("Q", etime="Sat Nov 28 15:16:50 2026"),
+             "2.vm": qstat_job("Q"),
+             "3.vm": qstat_job("R", etime="Sat Nov 28 05:27:50 2026",
+                               stime="Sat Nov 28 05:37:50 2026")}
+    jobs, _ = pbs._jobs(found, now, ("pending", "running"))
+    assert [now - j.submit for j in jobs] == [60.0, 36000.0, 35400.0]
+
+
 def test_jobs_no_move_would_start_sooner_are_marked_and_sentinels_and_nulls_read():
     """Held, waiting on a dependency, a pending array's tasks, a heterogeneous job's part:
     marked, so the advice leaves them; Slurm's INFINITE as earlier versions print it is no
@@ -506,7 +528,7 @@ def test_the_defaults_are_the_committed_kth_replays_choices():
     command.add_arguments(parser)
     choices = (Path(__file__).resolve().parents[1] / "figures" / "replay_choices.md").read_text()
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in choices.splitlines()
-            if line.startswith("| P(sooner) >= ")]
+            if re.match(r"\| P\(sooner\) >= [0-9.]+ \|", line)]  # not those again while waiting
     ok = [(float(r[4].replace(",", "")) + float(r[6].replace(",", "")), float(r[0][13:]))
           for r in rows if float(r[3]) <= 0.10 and int(r[2].replace(",", "")) >= 10]
     assert parser.parse_args([]).p_sooner == adv.P_SOONER == max(ok)[1]
@@ -535,35 +557,42 @@ def test_a_calibrated_wait_reads_the_history(prices):
 
 
 def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
-    """400 finished jobs that each waited 1-3 h with nothing ahead of them.  Three pending
-    jobs: one just submitted waits as a job of that history (and the running job's
-    remaining limit); one that has waited 90 min has at most the 3 h less 90 min left; one
-    that has waited 10 h, past every wait its model knows, has what the wait so far says
-    (P(more than r x 10 h) = 1 / (1 + r)): 10 h at the median, 90 h at 90%."""
+    """400 finished jobs that each waited 1-3 h with nothing ahead of them.  Pending jobs
+    the scheduler gives no estimate for: one just submitted waits as a job of that history
+    (and the running job's remaining limit); one that has waited 90 min has at most the 3 h
+    less 90 min left; one that has waited 10 h, past every wait its model knows, has what
+    the wait so far says (P(more than r x 10 h) = 1 / (1 + r)): 10 h at the median, 90 h at
+    90%.  Two the scheduler expects in 5 min, one waiting 10 h, one a minute: read now, the
+    scheduler's estimate from now, the wait so far is not theirs to read (it would send the
+    first to the cloud 5 minutes before it starts): the same wait for both."""
     pr, rules = prices
     t0 = NOW - 400 * 1200 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", "onprem", 1, 2, 1800.0, t0 + i * 1200,
                       t0 + i * 1200 + w, t0 + i * 1200 + w + 600)
             for i in range(400) for w in [3600.0 + (i % 9) * 900]]
-    snap = snapshot([queue.Job(k, "pending", "u", "onprem", 1, 2, 1800.0, NOW - e)
-                     for k, e in (("1", 0.0), ("2", 5400.0), ("3", 36000.0))])
+    snap = snapshot([queue.Job(k, "pending", "u", "onprem", 1, 2, 1800.0, NOW - e,
+                               estimate=NOW + 300 if k in "45" else math.nan)
+                     for k, e in (("1", 0.0), ("2", 5400.0), ("3", 36000.0), ("4", 36000.0),
+                                  ("5", 60.0))])
     snap.history = hist
     a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False)
     t = a.table.set_index("job")
-    assert t["waited_h"].tolist() == [0.0, 1.5, 10.0]
+    assert t["waited_h"].tolist() == pytest.approx([0.0, 1.5, 10.0, 10.0, 1 / 60])
     assert t.loc["1", "wait_q10_h"] >= 1.0
     assert 0 < t.loc["2", "wait_q50_h"] <= t.loc["2", "wait_q90_h"] <= 1.5
     assert t.loc["3", ["wait_q10_h", "wait_q50_h", "wait_q90_h"]].tolist() == \
         pytest.approx([10 / 9, 10.0, 90.0])
-    assert "given that it has waited so far" in a.basis["wait"]
+    assert t.loc["4", "estimate_from"] == "scheduler"
+    assert t.loc["4", "estimate_h"] == t.loc["5", "estimate_h"] == pytest.approx(300 / 3600)
+    assert np.array_equal(a.q[3], a.q[4]) and t.loc["4", "wait_q50_h"] < 10.0
+    assert t.loc["1", "estimate_from"] == "simulated at its submit (the scheduler gave none)"
+    assert "given the wait so far" in a.basis["wait"]
 
 
 def test_the_learned_wait_reads_each_jobs_partition(prices):
     """2,400 finished jobs alike but for their partition: those of 'debug' started at once,
-    those of 'long' after 2 h.  Two pending jobs alike but for theirs, submitted a minute
-    ago, the scheduler expecting both 30 min after their submit (an estimate the history's
-    span: past it, trees do not extrapolate and the class's history is read): the learned
-    model tells them apart by the partition alone."""
+    those of 'long' after 2 h.  Two pending jobs alike but for theirs, the scheduler
+    expecting both in 30 min: the learned model tells them apart by the partition alone."""
     pr, rules = prices
     t0 = NOW - 2400 * 900 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", p, 1, 2, 1800.0, t0 + i * 900,
@@ -572,7 +601,7 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
     snap = snapshot([])
     snap.history = hist
     snap.jobs += [queue.Job(j, "pending", "u", p, 1, 2, 1800.0, NOW - 60,
-                            estimate=NOW + 1740) for j, p in (("1", "debug"), ("2", "long"))]
+                            estimate=NOW + 1800) for j, p in (("1", "debug"), ("2", "long"))]
     a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50)
     assert "partition)" in a.basis["wait"]
     t = a.table.set_index("job")
@@ -581,11 +610,11 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
 
 def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_lists(
         prices, monkeypatch):
-    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3 a minute apart:
-    the predictor reads them at their submits, in that order (each seeing those submitted
-    before it queued ahead, as the history's jobs saw theirs), and the table, the VMs' rows
-    and the quantiles keep the scheduler's order; listed in another order, each job's
-    numbers are the same."""
+    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3, each with the
+    scheduler's estimate: the predictor reads them now, a millisecond apart in submit order
+    (so that each sees those submitted before it queued ahead, as the history's jobs saw
+    theirs), and the table, the VMs' rows and the quantiles keep the scheduler's order;
+    listed in another order, each job's numbers are the same."""
     pr, rules = prices
     jobs = {k: queue.Job(k, "pending", "u", "onprem", n, 2 * n, 1800.0, NOW - 600 + 60 * int(k),
                          estimate=NOW + e) for k, n, e in (("1", 1, 900), ("2", 2, 3600),
@@ -600,7 +629,7 @@ def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_
     a = adv.advise(snapshot([jobs["2"], jobs["3"], jobs["1"]], history=60), pr, rules,
                    cloud="cloud", min_history=50)
     pending = seen["submit"][-3:]
-    assert np.diff(pending).tolist() == pytest.approx([60.0, 60.0])
+    assert np.diff(pending).tolist() == pytest.approx([adv.PENDING_APART_S] * 2)
     assert a.table["job"].tolist() == ["2", "3", "1"]
     assert a.per_vm["job"].tolist()[:3] == ["2", "3", "1"]
     b = adv.advise(snapshot([jobs["1"], jobs["2"], jobs["3"]], history=60), pr, rules,

@@ -553,10 +553,10 @@ def test_the_wait_still_ahead_of_a_job_that_has_waited_by_hand():
     """A wait uniform on 0-40 h: after 10 h, what is left is uniform on 0-30 h; after 38 h
     the model keeps 5% past it, under MODEL_TAIL's tenth, so the rest follows the wait so
     far (P(R > r x 38 h) = 1 / (1 + r): the median 38 h, the 90% 9 x 38 h), as does a row
-    predicted NaN (NaN still where nothing was waited either); with a 4% tail asked, the 5% is read: uniform on 0-2 h.  Just submitted
-    (0 s waited), a job's wait is its prediction, its pile at 0 kept; a second later the
-    pile is passed, what is left its positive waits less the second; a pile of 95% at 0
-    passed, the wait so far again."""
+    predicted NaN (NaN still where nothing was waited either); with a 4% tail asked, the 5%
+    is read: uniform on 0-2 h.  Just submitted (0 s waited), a job's wait is its
+    prediction, its pile at 0 kept; a second later the pile is passed, what is left its
+    positive waits less the second; a pile of 95% at 0 passed, the wait so far again."""
     h, lv = 3600.0, history.LEVELS
     uniform = 40 * h * lv
     pile = np.where(lv <= 0.5, 0.0, 40 * h * (lv - 0.5) / 0.5)

@@ -2,15 +2,14 @@
 cost on each priced VM, P(the VM returns it sooner), and a verdict.
 
 - **The wait** (from now): burstbench.wait.predict fed with this centre's history (the
-  finished jobs, the running ones and the pending ones, each at its submit) and, for each
-  pending job, the scheduler's own estimate of its start (``squeue``'s expected start,
-  PBS's ``estimated.start_time``) in place of the simulated one; the history's jobs have
-  the simulated estimate (EASY with requested times, what the scheduler would have said),
-  and every job its partition (queue), a category of the learned model.  What is left of a
-  pending job's wait: the predicted wait given the time it has waited
-  (burstbench.wait.history.remaining).
-  Where the history has fewer finished jobs than `min_history`, nothing is calibrated: the
-  wait is the estimate alone, labelled so.
+  finished jobs and the running ones at their submits) and the pending ones: one the
+  scheduler gives an estimate of its start for (``squeue``'s expected start, PBS's
+  ``estimated.start_time``) read now, that estimate in place of the simulated one; one it
+  gives none for read at its own submit, as the history's jobs were, its wait from now what
+  is left of its predicted wait given the time it has waited
+  (burstbench.wait.history.remaining).  The history's jobs have the simulated estimate (EASY
+  with requested times, what the scheduler would have said), and every job its partition
+  (queue), a category of the learned model.
 - **The run time**: the requested time x the run-to-request ratios of the user's (else the
   class's) last finished jobs (burstbench.replay.run.run_guess), at five levels.
 - **The VM**: the decision's machines and prices (burstbench.replay.pricing): deployment,
@@ -55,6 +54,9 @@ P_SOONER = 0.9
 MIN_HISTORY = 50
 #: A pending job's wait stands in the arrays as this (s): it starts after every event read.
 NOT_YET_S = 1e9
+#: Pending jobs read now (those with the scheduler's estimate) are read this far apart (s),
+#: in submit order: at the same second, none would see another queued ahead of it.
+PENDING_APART_S = 1e-3
 MATCH_KEYS = ("partition", "account", "name")
 CLASS_KEYS = MATCH_KEYS + ("class", "max_nodes", "input_gb", "output_gb", "keep_months",
                            "speed")
@@ -246,21 +248,30 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         return Advice(pd.DataFrame(columns=["job"]), pd.DataFrame(), np.zeros((0, len(LEVELS))),
                       basis | {"wait": "no pending job"}, notes)
 
-    # the predictor reads every job at its submit, in submit order (a job still running was
-    # often submitted before one that has finished), the pending ones too: each predicted as
-    # the history's jobs were, seeing the queue that was ahead of it, and the history's jobs
-    # submitted after it seeing it queued
+    n_h, n_r = len(hist), len(running)
+    calibrated = n_h >= min_history
+    # The predictor reads the jobs in submit order (a job still running was often submitted
+    # before one that has finished).  A pending job the scheduler gives no estimate for is
+    # read at its own submit, as the history's jobs were (the queue then ahead of it, the
+    # history's jobs after it seeing it queued), and its wait from now is what is left of
+    # its predicted wait given the wait so far.  One it gives an estimate for is read now,
+    # that estimate from now (the scheduler knows what took the machine since, which the
+    # queue at the submit does not), as is every one uncalibrated; those read now a
+    # millisecond apart in submit order, each seeing those before it queued ahead of it.
+    at_submit = [calibrated and not j.estimate == j.estimate for j in pend]
     known = sorted(hist + running, key=lambda j: j.submit)
-    every = sorted(known + pend, key=lambda j: j.submit)
+    first = sorted(known + [j for j, a in zip(pend, at_submit) if a], key=lambda j: j.submit)
+    read_now = [j for j, a in zip(pend, at_submit) if not a]
+    every = first + read_now
     at = {id(j): i for i, j in enumerate(every)}
     rows = np.array([at[id(j)] for j in pend], np.int64)
     waiting = np.zeros(len(every), bool)
     waiting[rows] = True
-    t0 = every[0].submit
-    n_h, n_r = len(hist), len(running)
+    t0 = every[0].submit if first else min(j.submit for j in every)
     now = snap.now - t0
-    submit = np.array([j.submit - t0 for j in every])
-    waited = np.maximum(now - submit[rows], 0.0)
+    submit = np.concatenate([[j.submit - t0 for j in first],
+                             now + PENDING_APART_S * np.arange(len(read_now))])
+    waited = np.maximum(now - np.array([j.submit - t0 for j in pend]), 0.0)
     wait = np.array([NOT_YET_S if w else j.start - j.submit for j, w in zip(every, waiting)])
     limit = np.array([j.limit_s for j in every], float)
     run = np.array([0.0 if w else max(j.limit_s if j.limit_s == j.limit_s else 3600.0,
@@ -268,24 +279,25 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                     else j.end - j.start for j, w in zip(every, waiting)])
     nodes = np.array([j.nodes for j in every], np.int64)
     users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)
-    given = np.full(len(every), np.nan)  # the scheduler's, as the wait from the submit
-    given[rows] = [j.estimate - j.submit for j in pend]
-    calibrated = n_h >= min_history
+    given = np.full(len(every), np.nan)  # the scheduler's, from now
+    given[rows] = [j.estimate - snap.now for j in pend]
     # a job that may run in several partitions ("a,b") is in no one of them: unknown
     parts = name_codes([j.partition if "," not in j.partition else "" for j in every])
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
                    estimate=given, partition=parts, seed=seed)
-    # the estimate from now: the scheduler's, else the simulation's at the submit less the
-    # wait since
-    est = np.maximum(np.where(np.isnan(given[rows]), pred.estimate[rows] - waited,
-                              given[rows] - waited), 0.0)
+    back = np.array(at_submit, bool)
+    # the estimate from now: the scheduler's; else simulated now, or where read at its
+    # submit, the simulation's then less the wait since
+    est = np.where(back, np.maximum(pred.estimate[rows] - waited, 0.0), pred.estimate[rows])
     if calibrated:
-        q = remaining(pred.q[rows], waited)
-        how = pred.how + ("; a pending job's wait from now: its wait at its submit, given that "
-                          f"it has waited so far, or where its model keeps under "
-                          f"{MODEL_TAIL:.0%} of its waits past that, the wait so far again "
-                          "at the median (a Pareto tail)")
+        q = pred.q[rows]
+        q[back] = remaining(q[back], waited[back])
+        how = pred.how + ("; a pending job without the scheduler's estimate read at its "
+                          "submit, its wait from now what is left given the wait so far, "
+                          f"or where its model keeps under {MODEL_TAIL:.0%} of its waits "
+                          "past that (or predicted none), the wait so far again at the "
+                          "median (a Pareto tail)")
         notes += pred.notes
     else:
         q = np.repeat(est[:, None], len(LEVELS), axis=1)
@@ -341,7 +353,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                "limit_h": limit_h[i], "waited_h": (snap.now - j.submit) / 3600,
                "estimate_h": est[i] / 3600,
                "estimate_from": "scheduler" if j.estimate == j.estimate
-               else "simulated at its submit (the scheduler gave none)",
+               else "simulated at its submit (the scheduler gave none)" if at_submit[i]
+               else "simulated (the scheduler gave none)",
                "wait_q10_h": q[i, 4] / 3600, "wait_q50_h": q[i, 20] / 3600,
                "wait_q90_h": q[i, 36] / 3600, "run_guess_h": med_h[i],
                "class": rule_list[cls[i]].cls.name if cls[i] >= 0 else "",

@@ -195,8 +195,8 @@ def table_text(advice) -> str:
     lines += ["", *("  ".join(str(x[i]).ljust(w[i]) for i in range(len(head))).rstrip()
                     for x in rows)]
     if (t["estimate_from"] != "scheduler").any():
-        lines.append("* simulated at its submit, less the wait since: the scheduler gave "
-                     "no estimate for this job")
+        lines.append("* simulated: the scheduler gave no estimate for this job (calibrated: "
+                     "the simulation at its submit, less the wait since)")
     lines.append("JPY: the whole cost on the VM at the guessed run time (deployment, staging, "
                  "node-hours, storage, egress); P(sooner) over the VM's inputs and the run "
                  "time's guesses; saves: the hours the VM is expected to save the job (its "

@@ -75,7 +75,10 @@ def _from_json(jid: str, j: dict, now: float) -> Job | None:
     var = j.get("Variable_List") or {}
     return Job(id=jid, state=kind, user=str(j["Job_Owner"]).split("@")[0],
                partition=str(j["queue"]), nodes=nodes, cpus=ncpus,
-               limit_s=pbs_seconds(rl.get("walltime")), submit=_clock(j["qtime"]),
+               limit_s=pbs_seconds(rl.get("walltime")),
+               # in the queue from when it became eligible, as the history's waits are
+               submit=float(entered(_clock(j["qtime"]), _clock(j.get("etime")),
+                                    start if kind != "pending" else now)),
                start=start if kind != "pending" else math.nan, end=end,
                estimate=max(est, now) if kind == "pending" and est == est else math.nan,
                account=str(j.get("Account_Name") or j.get("project") or ""),

@@ -104,7 +104,10 @@ def _from_json(j: dict, now: float) -> Job | None:
                partition=str(j.get("partition") or ""),
                nodes=int(_number(j["node_count"])), cpus=int(_number(j["cpus"])),
                limit_s=limit_min * 60 if limit_min == limit_min else math.nan,
-               submit=_number(j["submit_time"]),
+               # in the queue from when it became eligible, as the history's waits are
+               submit=float(entered(_number(j["submit_time"]),
+                                    _number(j.get("eligible_time", 0)),
+                                    start if kind == "running" else now)),
                start=start if kind == "running" else math.nan,
                estimate=max(start, now) if kind == "pending" and start > 0 else math.nan,
                account=str(j.get("account") or ""), name=str(j.get("name") or ""),

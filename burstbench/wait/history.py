@@ -199,7 +199,7 @@ def _remaining(q, levels, waited, tail):
             _, f = cdf(q[i], levels, e)
         if f == 1.0 and not e > 0.0:  # nothing predicted, nothing waited: nothing known
             out[i] = np.nan
-        elif 1.0 - f >= tail:  # W - e given W >= e: the levels above f, spread over [0, 1]
+        elif f <= 1.0 - tail:  # W - e given W >= e: the levels above f, spread over [0, 1]
             for k in range(m):
                 out[i, k] = max(np.interp(f + levels[k] * (1.0 - f), levels, q[i]) - e, 0.0)
         else:  # P(R > r e) = 1 / (1 + r): the median remaining wait is the wait so far
