@@ -12,9 +12,13 @@ the level, its run guessed at its submit.  It comes back later where what was le
 wait plus its run on premise is shorter than the VM's time.  Hours saved: over every burst
 job, what was left of its wait plus its run less the VM's time, at the inputs' modes.
 
-    .venv/bin/python comparisons/replay_rewatch.py --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz
+    .venv/bin/python comparisons/replay_rewatch.py \\
+        --log ../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz
     .venv/bin/python comparisons/replay_rewatch.py --log ../shared/workloads/RICC-2010-2.swf.gz \\
-        --jobs 60000 --machine-nodes 1024 --procs-per-node 8 --shared-nodes
+        --machine-nodes 1024 --procs-per-node 8 --shared-nodes
+
+The replay's ``watch`` rows are these (burstbench.replay.policy.watched, at its default
+moments); here on one VM, the moments varied (`--first`, `--steps`, `--growth`; or `--every`).
 
 Results: comparisons/README.md, "Decided again while a job waits".
 """
@@ -27,7 +31,6 @@ import numpy as np
 from replay_closed_loop import prepare  # comparisons/ is on sys.path: these run as scripts
 
 from burstbench.replay import policy
-from burstbench.wait.history import remaining
 
 LEVELS = (0.9, 0.95, 0.98)
 
@@ -38,34 +41,28 @@ def main() -> None:
     ap.add_argument("--log", required=True)
     ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
     ap.add_argument("--vm", default="HB120-16rs_v3")
+    ap.add_argument("--first", type=float, default=300.0, help="the first moment, s")
     ap.add_argument("--steps", type=int, default=40, help="moments after the submit")
     ap.add_argument("--growth", type=float, default=1.25, help="each moment over the last")
+    ap.add_argument("--every", type=float, default=0.0,
+                    help="s: moments this far apart instead (as the advice's --watch)")
     ap.add_argument("--machine-nodes", type=int, default=0)
     ap.add_argument("--procs-per-node", type=float, default=0)
     ap.add_argument("--shared-nodes", action="store_true")
     a = ap.parse_args()
-    if a.steps < 0 or not a.growth > 1:
-        ap.error("--steps must be at least 0 and --growth above 1")
+    if a.steps < 0 or not a.growth > 1 or not a.first > 0 or not a.every >= 0:
+        ap.error("--steps must be at least 0, --growth above 1, --first above 0, --every "
+                 "at least 0")
 
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
     c, guess_h = pp.costed, pp.jobs.guess_h
     wait, run_h = pp.jobs.wait, pp.jobs.run / 3600
     q = pp.jobs.predict().q
-    moments = np.concatenate([[0.0], 300.0 * a.growth ** np.arange(a.steps)])
-    at = np.full((len(LEVELS), len(wait)), np.nan)  # each level's burst moment, s
-    for e in moments:
-        m = c.takes & ((wait > e) | (e == 0)) & np.isnan(at).any(axis=0)
-        if not m.any():
-            continue
-        sub = policy.Costed(c.hours[m], c.jpy[m], c.takes[m], c.ratio[m])
-        p = policy.p_sooner(remaining(q[m], np.full(int(m.sum()), e)), sub, run_h[m],
-                            guess_h[m])
-        idx = np.flatnonzero(m)
-        for k, lv in enumerate(LEVELS):
-            new = idx[(p >= lv) & np.isnan(at[k, idx])]
-            at[k, new] = e
-    print(f"{a.log}: {len(wait):,} jobs on {pp.vm}; moments up to "
-          f"{moments[-1] / 86400:.1f} days after the submit\n")
+    moments = tuple(a.every * np.arange(1, a.steps + 1) if a.every else
+                    a.first * a.growth ** np.arange(a.steps))
+    at = policy.watched(q, c, run_h, guess_h, wait, list(LEVELS), moments)
+    print(f"{a.log}: {len(wait):,} jobs on {pp.vm}; {len(moments)} moments, up to "
+          f"{(moments[-1] if moments else 0) / 86400:.1f} days after the submit\n")
     print("| P(sooner) at least | decided | burst | of them later | hours saved | "
           "median wait before the burst (h) |\n|---:|---|---:|---:|---:|---:|")
     for k, lv in enumerate(LEVELS):

@@ -387,8 +387,14 @@ def test_the_command_writes_the_policies_the_calibration_and_the_predictions(tmp
     import pandas as pd
 
     t = pd.read_csv(out / "replay_policies.csv")
-    assert set(t["policy"]) == {"probability", "gain", "threshold", "queue state", "perfect"}
-    assert t.loc[t["policy"] != "probability", "p_sooner_min"].isna().all()
+    assert set(t["policy"]) == {"probability", "watch", "gain", "threshold", "queue state",
+                                "perfect"}
+    assert t.loc[~t["policy"].isin(["probability", "watch"]), "p_sooner_min"].isna().all()
+    # decided again while a job waits, a level bursts every job it burst at the submit
+    by = t.set_index(["vm", "policy", "p_sooner_min"])["jobs_burst"]
+    for vm in t["vm"].unique():
+        for lv in (0.5, 0.9):
+            assert by[(vm, "watch", lv)] >= by[(vm, "probability", lv)]
     assert t.loc[t["policy"] != "gain", "gain_h"].isna().all()
     assert sorted(t.loc[t["policy"] == "probability", "p_sooner_min"].unique()) == [0.5, 0.9]
     assert sorted(t.loc[t["policy"] == "gain", "gain_h"].unique()) == [2, 8]
@@ -679,6 +685,34 @@ def _hand_costed(nodes: np.ndarray, run_s: np.ndarray, ratio: float = 0.5):
                               np.array([0.1, 0.1]))
 
 
+def test_decided_again_while_each_job_waits_by_hand():
+    """Four 1-node jobs of 2 h on a VM as fast, ready in 0.2 h: sooner where the wait left
+    passes 0.2 h (720 s).  A and B: half their predicted waits 0, the rest even over 0-10 h,
+    P(sooner) 0.49 at the submit; 5 minutes on, the pile at 0 passed, 0.98: A (it waited
+    3 h) bursts then, B (it started at 100 s) never.  C: even over 0-10 h, 0.98 at once:
+    bursts at its submit, though it started at once (made later).  D: predicted 0-6 min,
+    waited 3 h: at 5 min what is left is 0-1 min (P(sooner) 0); past every wait it was
+    predicted, the wait so far e says P(more than 720 s) = e / (e + 720), 0.9 from 6,480 s:
+    the first moment past it, 300 x 1.25^14 s.  Summed, each burst job saves what was left of
+    its wait, 2 h of run, less 2.2 h."""
+    h, lv = 3600.0, history.LEVELS
+    pile = np.where(lv <= 0.5, 0.0, 10 * h * (lv - 0.5) / 0.5)
+    q = np.vstack([pile, pile, 10 * h * lv, 360.0 * lv])
+    wait = np.array([3 * h, 100.0, 0.0, 3 * h])
+    run_s = np.full(4, 2 * h)
+    c = _hand_costed(np.ones(4, np.int64), run_s, ratio=1.0)
+    assert c.hours[:, 0] == pytest.approx([2.2] * 4)
+    guess = np.full((4, len(run.RUN_LEVELS)), 2.0)
+    at = policy.watched(q, c, run_s / h, guess, wait, [0.9])[0]
+    d_at = 300.0 * 1.25 ** 14
+    assert at[[0, 2, 3]] == pytest.approx([300.0, 0.0, d_at]) and np.isnan(at[1])
+    assert policy.p_sooner(q, c, run_s / h, guess) == pytest.approx([0.49, 0.49, 0.98, 0.0])
+    b = ~np.isnan(at)
+    row = policy.summary(b, (wait + run_s - np.nan_to_num(at)) / h, c, np.zeros(4))
+    assert row["jobs_burst"] == 3 and row["share_made_later"] == pytest.approx(1 / 3)
+    assert row["hours_saved"] == pytest.approx((3 * h - 300 + 3 * h - d_at) / h - 3 * 0.2)
+
+
 def test_a_burst_and_a_stay_by_hand():
     """The 8 jobs of tests/test_wait.py, logged as the textbook's rules ran them.  J4 (1
     node, 300 s, waited 180 s) bursts: on the VM 0.1 h + 0.1 h of staging + 150 s = 0.2417 h
@@ -768,14 +802,16 @@ def test_five_jobs_through_the_decision_machines(tmp_path):
                    p_sooner=[0.5, 0.9], gain_h=[1.0], draws=10)
     assert r.capacity == 2 and r.capacity_how == "the log's MaxNodes"
     assert r.left_on_premise["D96s_v5"] == 2 and r.left_on_premise["HB120rs_v3"] == 0
-    per_vm = 2 + 1 + 2 * 2 + 1  # probability x 2, gain, threshold and queue state x 2, perfect
+    # probability and watch x 2, gain, threshold and queue state x 2, perfect
+    per_vm = 2 * 2 + 1 + 2 * 2 + 1
     assert len(r.rows) == len(r.left_on_premise) * per_vm
     assert list(r.rows.columns[:len(run.COLUMNS)]) == list(run.COLUMNS)
     hb = r.rows[(r.rows["vm"] == "HB120rs_v3") & (r.rows["policy"] == "queue state")]
     assert hb["jobs_burst"].tolist() == [4, 3]
     assert (hb["hours_saved_p10"] <= hb["hours_saved_p90"]).all()
     assert (r.rows["perfect_hours_saved"] >= r.rows["hours_saved"] - 1e-9).all()
-    assert r.rows.loc[r.rows["policy"] != "probability", "p_sooner_min"].isna().all()
+    assert r.rows.loc[~r.rows["policy"].isin(["probability", "watch"]),
+                      "p_sooner_min"].isna().all()
     f = r.frontier
     assert list(f.columns) == ["vm", "ranked_by"] + [
         f"of_perfect_at_later_{x:g}" for x in policy.FRONTIER_LATER]

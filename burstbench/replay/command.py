@@ -29,7 +29,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
                    "--procs-per-node) VM nodes")
     c.add_argument("--p-sooner", default="",
                    help="comma list of P(VM sooner) levels a job bursts at, each between 0 "
-                   "and 1, increasing (default 0.5,0.8,0.9,0.95,0.98)")
+                   "and 1, increasing (default 0.5,0.8,0.9,0.95,0.98): decided at its submit "
+                   "(the probability policies) and again while it waits (watch)")
     c.add_argument("--gain-h", default="",
                    help="comma list of hours, increasing: a gain policy bursts a job when "
                    "the hours it is expected to save are at least this x its chance of "

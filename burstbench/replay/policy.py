@@ -16,6 +16,11 @@ The policies (a job the VM cannot take always stays):
   perfect policy's hours than P(sooner) on every VM of KTH and RICC (comparisons/README.md),
   on the log as it was; decided in the queue its own bursting thins it makes more of its
   jobs later than P(sooner), and the pick is not made from it (burstbench.replay.run);
+- ``watch``: ``probability`` decided again while the job waits, as ``burstbench advise
+  --watch`` reads a live queue every few minutes: at its submit, then at WATCH_MOMENTS_S
+  after it while it has not started, on what is left of its wait given the wait so far
+  (burstbench.wait.history.remaining); it bursts at the first moment P(sooner) >= p, and
+  saves what was left of its wait plus its run less the VM's time;
 - ``threshold``: burst when the predicted median wait passes a threshold;
 - ``queue state``: the old baseline, the node-seconds ahead / the machine's nodes
   (burstbench.wait.state) past a threshold;
@@ -38,7 +43,7 @@ from numba import njit
 
 from burstbench.core.checks import ParamError, strict_keys
 from burstbench.cost import job
-from burstbench.wait.history import LEVELS, cdf_at
+from burstbench.wait.history import LEVELS, cdf_at, remaining
 
 # -- job classes ----------------------------------------------------------------------------
 
@@ -248,6 +253,35 @@ def p_sooner(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarra
                      np.ascontiguousarray(fixed), np.ascontiguousarray(ratio),
                      np.ascontiguousarray(run_guess_h, dtype=np.float64),
                      np.ascontiguousarray(c.takes))
+
+
+#: The moments after its submit at which a job still waiting is decided again (s): 5 minutes,
+#: then each a quarter longer than the last, up to 29 days (40 moments).  The advice's watch
+#: reads the queue every 5 minutes by default; most jobs burst so go at the first
+#: (comparisons/README.md, "Decided again while a job waits").
+WATCH_MOMENTS_S = tuple(300.0 * 1.25 ** np.arange(40))
+
+
+def watched(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray,
+            wait_s: np.ndarray, levels: list[float],
+            moments_s: tuple[float, ...] = WATCH_MOMENTS_S) -> np.ndarray:
+    """When each job bursts under ``watch`` at each of `levels` (levels x jobs, s after its
+    submit; NaN: never): the first of its submit and the `moments_s` before its logged wait
+    `wait_s` ended at which its P(sooner) (:func:`p_sooner`, on what is left of its
+    predicted wait `q` given the wait so far) passes the level."""
+    at = np.full((len(levels), len(wait_s)), np.nan)
+    for e in (0.0, *moments_s):
+        m = c.takes & ((wait_s > e) | (e == 0.0)) & np.isnan(at).any(axis=0)
+        if not m.any():
+            continue
+        idx = np.flatnonzero(m)
+        p = p_sooner(remaining(q[idx], np.full(len(idx), e)),
+                     Costed(c.hours[idx], c.jpy[idx], c.takes[idx], c.ratio[idx]),
+                     run_h[idx], run_guess_h[idx])
+        for k, lv in enumerate(levels):
+            new = idx[(p >= lv) & np.isnan(at[k, idx])]
+            at[k, new] = e
+    return at
 
 
 def expected_saving(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray

@@ -39,10 +39,12 @@ def log_path(log: str) -> Path:
 
 
 def policy_label(row: dict | pd.Series) -> str:
-    """'P(sooner) >= 0.9', 'expected saving >= 64 h x P(later)', 'median wait > 1 h',
-    'queue state > 1 h', 'perfect'."""
+    """'P(sooner) >= 0.9', 'P(sooner) >= 0.9, again while it waits', 'expected saving >= 64 h
+    x P(later)', 'median wait > 1 h', 'queue state > 1 h', 'perfect'."""
     if row["policy"] == "probability":
         return f"P(sooner) >= {row['p_sooner_min']:g}"
+    if row["policy"] == "watch":
+        return f"P(sooner) >= {row['p_sooner_min']:g}, again while it waits"
     if row["policy"] == "gain":
         return f"expected saving >= {row['gain_h']:g} h x P(later)"
     if row["policy"] == "threshold":
@@ -273,11 +275,13 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
     style.apply_style()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.0))
     d = rows[rows["vm"] == lead]
-    colors = dict(zip(("probability", "gain", "threshold", "queue state", "perfect"),
-                      style.palette(5)))
-    names = {"probability": "P(sooner) >= p", "gain": "expected saving >= h x P(later)"}
+    colors = dict(zip(("probability", "gain", "threshold", "queue state", "perfect", "watch"),
+                      style.palette(6)))
+    names = {"probability": "P(sooner) >= p", "gain": "expected saving >= h x P(later)",
+             "watch": "P(sooner) >= p, again while it waits"}
     for pol, ls, mk in (("threshold", "-", "s"), ("queue state", ":", "v"),
-                        ("probability", "-", "o"), ("gain", "--", "D"), ("perfect", "", "*")):
+                        ("probability", "-", "o"), ("watch", "-.", "^"), ("gain", "--", "D"),
+                        ("perfect", "", "*")):
         e = d[d["policy"] == pol].sort_values(["p_sooner_min", "gain_h", "threshold_h"])
         ax.plot(e["jpy_spent"] / 1e6, (e["hours_saved"] + e["stays_hours_saved"]) / 1e3,
                 ls, marker=mk, ms=9 if pol == "perfect" else 5, color=colors[pol], lw=1.2,
@@ -285,7 +289,7 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
         for _, q in e.iterrows():
             if pol == "perfect":
                 continue
-            label = f"p={q['p_sooner_min']:g}" if pol == "probability" else \
+            label = f"p={q['p_sooner_min']:g}" if pol in ("probability", "watch") else \
                 f"{q['gain_h']:g} h" if pol == "gain" else run.hours_label(q["threshold_h"])
             ax.annotate(label, (q["jpy_spent"] / 1e6,
                                 (q["hours_saved"] + q["stays_hours_saved"]) / 1e3),
@@ -300,6 +304,7 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
     vms = sorted(set(rows["vm"]))
     for vm, color in zip(vms, style.palette(len(vms))):
         for pol, key, ls, fmt in (("probability", "p_sooner_min", "o-", "{:g}"),
+                                  ("watch", "p_sooner_min", "^-.", "{:g}"),
                                   ("gain", "gain_h", "D--", "{:g} h")):
             e = rows[(rows["vm"] == vm) & (rows["policy"] == pol)].sort_values(key)
             share = e["hours_saved"] / e["perfect_hours_saved"]
@@ -312,14 +317,17 @@ def figure(rows: pd.DataFrame, lead: str, best: dict, about: str, data: list[str
     bx.set_ylim(0, 0.7)
     bx.set_xlabel("hours saved / the perfect policy's")
     bx.set_ylabel("share of burst jobs made later")
-    bx.set_title("Every VM: P(sooner) >= p (solid, by p),\nexpected saving >= h x P(later) "
-                 "(dashed, by h)", fontsize=9)
+    bx.set_title("Every VM: P(sooner) >= p (solid, by p),\nthe same again while it waits "
+                 "(dash-dot),\nexpected saving >= h x P(later) (dashed, by h)", fontsize=9)
     bx.legend(fontsize=7, loc="upper left")
     caption = (choice_line(best) + " Left: every policy on " + lead + " (the probability "
-               "policies by p, the gain policies by the hours a job must be expected to "
+               "policies by p, decided at the submit and again while the job waits (not "
+               "picked from: the stays' hours as if it had left at its submit), the gain "
+               "policies by the hours a job must be expected to "
                "save per chance of coming back later, thresholds on the predicted median "
                "wait, the old queue-state baseline, the perfect policy), the hours the burst "
-               "jobs save and the stays gain. Right: the probability and gain policies on "
+               "jobs save and the stays gain. Right: the probability, watch and gain "
+               "policies on "
                f"every VM, labelled on {lead}. " + about)
     return figure_entry(fig, fig_dir, "replay_curve", "Replay: what each burst policy buys, "
                         "beside the perfect policy", caption, data, show)

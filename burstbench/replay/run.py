@@ -234,11 +234,20 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         saving_h = policy.expected_saving(pred.q, costed, run_h, guess_h)
         decided = policy.decisions(p_levels, thresholds, p_vm, median_h, qs_h, turnaround_h,
                                    costed, gains, saving_h)
+        # watch: decided again while each job waits; a job burst after waiting saves what
+        # was left of its wait
+        watch_s = policy.watched(pred.q, costed, run_h, guess_h, wait, p_levels)
+        waited_h = {lv: np.nan_to_num(at) / 3600 for lv, at in zip(p_levels, watch_s)}
+        decided[len(p_levels):len(p_levels)] = [
+            ({"policy": "watch", "p_sooner_min": lv, "threshold_h": math.nan,
+              "gain_h": math.nan}, ~np.isnan(at) & costed.takes)
+            for lv, at in zip(p_levels, watch_s)]
         stays.prepare([mask for _, mask in decided],
                       [mask for keys, mask in decided if keys["policy"] in THINNED_FOR])
         for keys, burst_mask in decided:
-            vm_rows.append(base | keys | policy.summary(burst_mask, turnaround_h, costed,
-                                                        flow_jpy)
+            turn = turnaround_h - waited_h[keys["p_sooner_min"]] \
+                if keys["policy"] == "watch" else turnaround_h
+            vm_rows.append(base | keys | policy.summary(burst_mask, turn, costed, flow_jpy)
                            | {"stays_hours_saved": stays.gain_h(burst_mask),
                               "share_later_if_others_left": stays.later_if_others_left(
                                   burst_mask, costed.hours[:, 0])
@@ -253,7 +262,7 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
         perfect = next(r["hours_saved"] for r in vm_rows if r["policy"] == "perfect")
         rows += [r | {"perfect_hours_saved": perfect} for r in vm_rows]
         # freed before the next VM's are made: a million jobs' draws take a GB
-        del costed, p_vm, saving_h, decided, saved_h
+        del costed, p_vm, saving_h, decided, saved_h, watch_s, waited_h
     if not rows:
         problems.append(f"no VM priced for {billing} in {region}: nothing replayed")
     out = pd.DataFrame(rows)
