@@ -8,6 +8,10 @@ on waits predicted (burstbench.wait.predict, as the replay does) from a world wh
 earlier chunks' burst jobs are gone, from the queue and from the history, and every job
 left waits its logged wait less what the re-simulation (EASY, as the thinned queue's)
 says it waits less without them.  A chunk's own decisions do not reach its predictions.
+`watch` (the replay's: decided again while a job waits) reads a job as still waiting at a
+moment by its wait in its world, and a job burst after waiting is gone from the world from
+its submit (as the replay's stays count it); its hours and its later shares count what was
+left of its wait.
 
 Judged for both, on one VM:
 - jobs burst, the share made later against the logged waits, the hours saved (their own
@@ -85,8 +89,8 @@ def main() -> None:
     ap.add_argument("--shared-nodes", action="store_true")
     a = ap.parse_args()
     rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
-    if bad := [r for r, _ in rules if r not in ("probability", "gain", "none")]:
-        ap.error(f"--rules: {', '.join(bad)}: a policy is probability, gain or none")
+    if bad := [r for r, _ in rules if r not in ("probability", "gain", "watch", "none")]:
+        ap.error(f"--rules: {', '.join(bad)}: a policy is probability, gain, watch or none")
 
     t0 = time.perf_counter()
     pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
@@ -111,15 +115,21 @@ def main() -> None:
                                       before) - submit
         return bases[hi]
 
-    def decide(q: np.ndarray, ix: np.ndarray, rule: str, level: float) -> np.ndarray:
+    def decide(q: np.ndarray, ix: np.ndarray, rule: str, level: float,
+               waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The jobs `ix` burst, and when (s after the submit; watch: while they wait, their
+        `waits` in their world saying which are still waiting at a moment)."""
         c = policy.Costed(costed.hours[ix], costed.jpy[ix], costed.takes[ix], costed.ratio[ix])
+        if rule == "watch":
+            at = policy.watched(q, c, run_h[ix], guess_h[ix], waits, [level])[0]
+            return ~np.isnan(at), np.nan_to_num(at)
         p = policy.p_sooner(q, c, run_h[ix], guess_h[ix])
         if rule == "probability":
-            return p >= level
+            return p >= level, np.zeros(len(ix))
         return (p > 0) & (policy.gain_rank(p, policy.expected_saving(
-            q, c, run_h[ix], guess_h[ix])) >= level)
+            q, c, run_h[ix], guess_h[ix])) >= level), np.zeros(len(ix))
 
-    def later_in_its_world(burst: np.ndarray) -> float:
+    def later_in_its_world(burst: np.ndarray, when: np.ndarray) -> float:
         idx = np.flatnonzero(burst)
         groups = np.random.default_rng(1).permutation(len(idx)) % max(1, round(1 / GROUP))
         later = np.zeros(len(idx), bool)
@@ -128,14 +138,15 @@ def main() -> None:
             active = ~burst
             active[mine] = True
             later[groups == g] = costed.hours[mine, 0] > (stays.wait_among(active)[mine]
-                                                          + runs[mine]) / 3600
+                                                          - when[mine] + runs[mine]) / 3600
         return float(np.mean(later)) if len(idx) else float("nan")
 
-    def judge(burst: np.ndarray) -> str:
+    def judge(burst: np.ndarray, when: np.ndarray) -> str:
         b = burst & costed.takes
-        per = turn_h[b] - costed.hours[b, 0]
+        per = turn_h[b] - when[b] / 3600 - costed.hours[b, 0]
         own, gain = per.sum(), stays.gain_h(b)
-        return (f"{int(b.sum()):6,d} | {np.mean(per < 0):.3f} | {later_in_its_world(b):.3f} | "
+        return (f"{int(b.sum()):6,d} | {np.mean(per < 0):.3f} | "
+                f"{later_in_its_world(b, when):.3f} | "
                 f"{own:,.0f} + {gain:,.0f} = {own + gain:,.0f} | "
                 f"{costed.jpy[b, 0].sum() / 1e6:.1f}")
 
@@ -148,29 +159,31 @@ def main() -> None:
     for rule, level in rules:
         t1 = time.perf_counter()
         burst = np.zeros(n, bool)
+        when = np.zeros(n)
         moved = 0.0
         for lo in range(0, n, a.chunk):
             hi = min(lo + a.chunk, n)
             active = ~burst
             active[hi:] = False
             ix = np.flatnonzero(active)
+            world = wait if lo == 0 else stays.wait_among(active, base_before(hi))
             q = opened.q[ix] if lo == 0 else predict(
-                submit[ix], queue[ix], stays.wait_among(active, base_before(hi))[ix],
-                runs[ix], req[ix], user[ix], capacity,
+                submit[ix], queue[ix], world[ix], runs[ix], req[ix], user[ix], capacity,
                 **{k: None if v is None else v[ix] for k, v in cats.items()}).q
             mine = ix >= lo
             if rule == "none":
                 moved = max(moved, float(np.nanmax(np.abs(q[mine] - opened.q[ix[mine]]),
                                                    initial=0.0)))
                 continue
-            burst[ix[mine]] = decide(q[mine], ix[mine], rule, level)
+            burst[ix[mine]], when[ix[mine]] = decide(q[mine], ix[mine], rule, level,
+                                                     world[ix[mine]])
         if rule == "none":  # the loop with nothing burst is the log: its waits, the replay's
             print(f"| nothing burst | closed | predicted wait at most {moved:.3g} s from the "
                   "replay's (0: the loop's world is the log where nothing bursts) |")
             continue
         name = f"{rule} {level:g}"
-        print(f"| {name} | open | {judge(decide(opened.q, everyone, rule, level))} |")
-        print(f"| {name} | closed | {judge(burst)} |  ({time.perf_counter() - t1:.0f} s)",
+        print(f"| {name} | open | {judge(*decide(opened.q, everyone, rule, level, wait))} |")
+        print(f"| {name} | closed | {judge(burst, when)} |  ({time.perf_counter() - t1:.0f} s)",
               flush=True)
 
 

@@ -822,6 +822,28 @@ def test_five_jobs_through_the_decision_machines(tmp_path):
     assert np.all(np.isnan(shares) | ((shares >= -1) & (shares <= 1 + 1e-9)))
 
 
+def test_a_watch_row_counts_what_was_left_of_each_burst_jobs_wait(tmp_path, monkeypatch):
+    """Watch decided as the probability policy at each level but half an hour after the
+    submit (policy.watched stubbed): each watch row bursts the probability row's jobs and
+    saves half an hour a job less, at its own level, on every VM."""
+    def half_an_hour_late(q, c, run_h, guess_h, wait_s, levels, *a):
+        p = policy.p_sooner(q, c, run_h, guess_h)
+        return np.array([np.where(c.takes & (p >= lv), 1800.0, np.nan) for lv in levels])
+    monkeypatch.setattr(policy, "watched", half_an_hour_late)
+    r = run.replay(logs.read_log(five_jobs(tmp_path)), thresholds_h=[1.0],
+                   p_sooner=[0.5, 0.9], gain_h=[1.0], draws=10)
+    t = r.rows.set_index(["vm", "policy", "p_sooner_min"])
+    checked = 0
+    for vm in r.rows["vm"].unique():
+        for lv in (0.5, 0.9):
+            w, p = t.loc[(vm, "watch", lv)], t.loc[(vm, "probability", lv)]
+            assert w["jobs_burst"] == p["jobs_burst"]
+            assert w["hours_saved"] == pytest.approx(p["hours_saved"] - 0.5 * p["jobs_burst"])
+            assert w["jpy_spent"] == pytest.approx(p["jpy_spent"])
+            checked += int(p["jobs_burst"] > 0)
+    assert checked >= 2  # some level bursts a job somewhere
+
+
 def test_the_replay_says_which_run_each_vms_figures_come_from(tmp_path):
     """A newer local ping-pong run whose table no longer matches its manifest: the replay,
     like the decision, prices from the complete run and its notes say so."""
