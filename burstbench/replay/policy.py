@@ -271,8 +271,13 @@ def watched(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray
     `wait_s` ended at which its P(sooner) (:func:`p_sooner`, on what is left of its
     predicted wait `q` given the wait so far) passes the level."""
     at = np.full((len(levels), len(wait_s)), np.nan)
-    for e in (0.0, *moments_s):
-        m = c.takes & ((wait_s > e) | (e == 0.0)) & np.isnan(at).any(axis=0)
+    # at the submit, every job as the probability policy decides it (what is left of a wait
+    # not begun is the wait): no copy of a million jobs' draws
+    p0 = p_sooner(q, c, run_h, run_guess_h)
+    for k, lv in enumerate(levels):
+        at[k, p0 >= lv] = 0.0
+    for e in moments_s:
+        m = c.takes & (wait_s > e) & np.isnan(at).any(axis=0)
         if not m.any():
             continue
         idx = np.flatnonzero(m)
