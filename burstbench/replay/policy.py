@@ -31,6 +31,10 @@ its time on the VM (at the logged run time).  The jobs that stay start sooner on
 leave: that gain is the re-simulation's (burstbench.replay.run), in a column of its own.
 Everything is vectorised over jobs and over the uncertain inputs' draws (a job x draw
 matrix per option).
+
+Long: every policy with what it decides on (P(sooner), the expected saving, the moments a
+waiting job is decided again) and the sums a director reads, which the replay, the closed
+loop and the live advice share.
 """
 
 from __future__ import annotations
