@@ -59,6 +59,21 @@ class Prepared:
     costed: policy.Costed
 
 
+def log_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options that say which log, read how, priced on which VM (:func:`prepared`)."""
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
+    ap.add_argument("--vm", default="HB120-16rs_v3")
+    ap.add_argument("--machine-nodes", type=int, default=0)
+    ap.add_argument("--procs-per-node", type=float, default=0)
+    ap.add_argument("--shared-nodes", action="store_true")
+
+
+def prepared(a: argparse.Namespace) -> Prepared:
+    """:func:`prepare` of the log :func:`log_arguments` named."""
+    return prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
+
+
 def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
             procs_per_node: float = 0, shared_nodes: bool = False) -> Prepared:
     """The log at `path` (its first `jobs`, 0: all) as burstbench.replay.run.replay reads
@@ -78,22 +93,17 @@ def prepare(path: str, jobs: int, vm: str, machine_nodes: int = 0,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
+    log_arguments(ap)
     ap.add_argument("--chunk", type=int, default=1000, help="submits decided together")
-    ap.add_argument("--vm", default="HB120-16rs_v3")
     ap.add_argument("--rules", default=RULES, help=f"policy:level, comma list ({RULES}); "
                     "none:0 checks that the loop with nothing burst predicts as the replay")
-    ap.add_argument("--machine-nodes", type=int, default=0)
-    ap.add_argument("--procs-per-node", type=float, default=0)
-    ap.add_argument("--shared-nodes", action="store_true")
     a = ap.parse_args()
     rules = [(r.split(":")[0], float(r.split(":")[1])) for r in a.rules.split(",")]
     if bad := [r for r, _ in rules if r not in ("probability", "gain", "watch", "none")]:
         ap.error(f"--rules: {', '.join(bad)}: a policy is probability, gain, watch or none")
 
     t0 = time.perf_counter()
-    pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
+    pp = prepared(a)
     jb, vm, costed = pp.jobs, pp.vm, pp.costed
     guess_h, capacity, cats = jb.guess_h, jb.capacity, jb.categories
     submit, wait, runs, req, user, queue, plan = (jb.submit, jb.wait, jb.run, jb.req,

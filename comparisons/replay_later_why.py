@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from replay_closed_loop import prepare  # comparisons/ is on sys.path: these run as scripts
+from replay_closed_loop import log_arguments, prepared  # comparisons/ is on sys.path
 
 from burstbench.replay import policy, run
 
@@ -38,15 +38,10 @@ BUCKETS_H = (0.1, 1.0, 4.0, 12.0)  # the 10% guess's buckets (h)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
-    ap.add_argument("--vm", default="HB120-16rs_v3")
-    ap.add_argument("--machine-nodes", type=int, default=0)
-    ap.add_argument("--procs-per-node", type=float, default=0)
-    ap.add_argument("--shared-nodes", action="store_true")
+    log_arguments(ap)
     a = ap.parse_args()
 
-    pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
+    pp = prepared(a)
     c, guess_h = pp.costed, pp.jobs.guess_h
     run_h, wait_h = pp.jobs.run / 3600, pp.jobs.wait / 3600
     q = pp.jobs.predict().q

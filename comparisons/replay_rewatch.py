@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from replay_closed_loop import prepare  # comparisons/ is on sys.path: these run as scripts
+from replay_closed_loop import log_arguments, prepared  # comparisons/ is on sys.path
 
 from burstbench.replay import policy
 
@@ -38,23 +38,18 @@ LEVELS = (0.9, 0.95, 0.98)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--jobs", type=int, default=0, help="the log's first N jobs (0: all)")
-    ap.add_argument("--vm", default="HB120-16rs_v3")
+    log_arguments(ap)
     ap.add_argument("--first", type=float, default=300.0, help="the first moment, s")
     ap.add_argument("--steps", type=int, default=40, help="moments after the submit")
     ap.add_argument("--growth", type=float, default=1.25, help="each moment over the last")
     ap.add_argument("--every", type=float, default=0.0,
                     help="s: moments this far apart instead (as the advice's --watch)")
-    ap.add_argument("--machine-nodes", type=int, default=0)
-    ap.add_argument("--procs-per-node", type=float, default=0)
-    ap.add_argument("--shared-nodes", action="store_true")
     a = ap.parse_args()
     if a.steps < 0 or not a.growth > 1 or not a.first > 0 or not a.every >= 0:
         ap.error("--steps must be at least 0, --growth above 1, --first above 0, --every "
                  "at least 0")
 
-    pp = prepare(a.log, a.jobs, a.vm, a.machine_nodes, a.procs_per_node, a.shared_nodes)
+    pp = prepared(a)
     c, guess_h = pp.costed, pp.jobs.guess_h
     wait, run_h = pp.jobs.wait, pp.jobs.run / 3600
     q = pp.jobs.predict().q

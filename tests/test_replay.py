@@ -826,7 +826,7 @@ def test_a_watch_row_counts_what_was_left_of_each_burst_jobs_wait(tmp_path, monk
     """Watch decided as the probability policy at each level but half an hour after the
     submit (policy.watched stubbed): each watch row bursts the probability row's jobs and
     saves half an hour a job less, at its own level, on every VM."""
-    def half_an_hour_late(q, c, run_h, guess_h, wait_s, levels, *a):
+    def half_an_hour_late(q, c, run_h, guess_h, wait_s, levels, *a, **kw):
         p = policy.p_sooner(q, c, run_h, guess_h)
         return np.array([np.where(c.takes & (p >= lv), 1800.0, np.nan) for lv in levels])
     monkeypatch.setattr(policy, "watched", half_an_hour_late)

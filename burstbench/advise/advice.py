@@ -258,7 +258,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     # that estimate from now (the scheduler knows what took the machine since, which the
     # queue at the submit does not), as is every one uncalibrated; those read now a
     # millisecond apart in submit order, each seeing those before it queued ahead of it.
-    at_submit = [calibrated and not j.estimate == j.estimate for j in pend]
+    at_submit = np.array([calibrated and not j.estimate == j.estimate for j in pend], bool)
     known = sorted(hist + running, key=lambda j: j.submit)
     first = sorted(known + [j for j, a in zip(pend, at_submit) if a], key=lambda j: j.submit)
     read_now = [j for j, a in zip(pend, at_submit) if not a]
@@ -267,7 +267,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     rows = np.array([at[id(j)] for j in pend], np.int64)
     waiting = np.zeros(len(every), bool)
     waiting[rows] = True
-    t0 = every[0].submit if first else min(j.submit for j in every)
+    t0 = min(j.submit for j in every)
     now = snap.now - t0
     submit = np.concatenate([[j.submit - t0 for j in first],
                              now + PENDING_APART_S * np.arange(len(read_now))])
@@ -286,13 +286,13 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
                    learn=learn and calibrated, min_count=max(1, min(50, min_history)),
                    estimate=given, partition=parts, seed=seed)
-    back = np.array(at_submit, bool)
     # the estimate from now: the scheduler's; else simulated now, or where read at its
     # submit, the simulation's then less the wait since
-    est = np.where(back, np.maximum(pred.estimate[rows] - waited, 0.0), pred.estimate[rows])
+    est = np.where(at_submit, np.maximum(pred.estimate[rows] - waited, 0.0),
+                   pred.estimate[rows])
     if calibrated:
         q = pred.q[rows]
-        q[back] = remaining(q[back], waited[back])
+        q[at_submit] = remaining(q[at_submit], waited[at_submit])
         how = pred.how + ("; a pending job without the scheduler's estimate read at its "
                           "submit, its wait from now what is left given the wait so far, "
                           f"or where its model keeps under {MODEL_TAIL:.0%} of its waits "

@@ -269,15 +269,18 @@ WATCH_MOMENTS_S = tuple(300.0 * 1.25 ** np.arange(40))
 
 def watched(q: np.ndarray, c: Costed, run_h: np.ndarray, run_guess_h: np.ndarray,
             wait_s: np.ndarray, levels: list[float],
-            moments_s: tuple[float, ...] = WATCH_MOMENTS_S) -> np.ndarray:
+            moments_s: tuple[float, ...] = WATCH_MOMENTS_S,
+            p_at_submit: np.ndarray | None = None) -> np.ndarray:
     """When each job bursts under ``watch`` at each of `levels` (levels x jobs, s after its
     submit; NaN: never): the first of its submit and the `moments_s` before its logged wait
     `wait_s` ended at which its P(sooner) (:func:`p_sooner`, on what is left of its
-    predicted wait `q` given the wait so far) passes the level."""
+    predicted wait `q` given the wait so far) passes the level.  `p_at_submit`: the
+    probability policy's P(sooner) of the same jobs where the caller has it (computed
+    here where not)."""
     at = np.full((len(levels), len(wait_s)), np.nan)
     # at the submit, every job as the probability policy decides it (what is left of a wait
     # not begun is the wait): no copy of a million jobs' draws
-    p0 = p_sooner(q, c, run_h, run_guess_h)
+    p0 = p_sooner(q, c, run_h, run_guess_h) if p_at_submit is None else p_at_submit
     for k, lv in enumerate(levels):
         at[k, p0 >= lv] = 0.0
     for e in moments_s:

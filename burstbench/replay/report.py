@@ -340,9 +340,10 @@ def summary_text(r: run.Replayed) -> str:
     best = pick(r.rows)
     t = pd.DataFrame(choices(r.rows, str(best["vm"]), best, "")).drop(columns="data")
     cal = r.calibration.set_index("quantile")["coverage"]
+    watch = watch_line(r.rows, best)
     return (f"{r.log.machine}: {len(r.log.jobs):,} jobs\n" + choice_line(best) + "\n"
             + (f"The live queue by this pick: {advise_options(best)}\n" if picked(best)
-               else "") + (watch_line(r.rows, best) + "\n" if watch_line(r.rows, best) else "")
+               else "") + (watch + "\n" if watch else "")
             + t.to_string(index=False) + "\n"
             f"predicted wait: 50% quantile covered {_share(cal.get(0.5, math.nan))}, 90% "
             f"{_share(cal.get(0.9, math.nan))}")

@@ -236,7 +236,8 @@ def replay(log: Log, *, runs_dir: Path | str = "", reference_dir: Path | str = "
                                    costed, gains, saving_h)
         # watch: decided again while each job waits; a job burst after waiting saves what
         # was left of its wait
-        watch_s = policy.watched(pred.q, costed, run_h, guess_h, wait, p_levels)
+        watch_s = policy.watched(pred.q, costed, run_h, guess_h, wait, p_levels,
+                                 p_at_submit=p_vm)
         waited_h = {lv: np.nan_to_num(at) / 3600 for lv, at in zip(p_levels, watch_s)}
         decided[len(p_levels):len(p_levels)] = [
             ({"policy": "watch", "p_sooner_min": lv, "threshold_h": math.nan,
