@@ -8,12 +8,15 @@ last `--history` of them), the rest running.  Each pending job's predicted wait 
 (the advice's quantiles) is scored against its real one: the pinball loss on log(1 + wait),
 the rank correlation of the median, the share of real waits at or under the 10%, 50% and 90%
 quantiles, and the jobs the advice bursts (P(sooner) >= 0.9, the default classes).  One row,
-this checkout's advice: run it at another commit to compare.  `--estimates SIGMA` gives
-each pending job the scheduler's estimate, emulated from its real start (the future, as a
+this checkout's advice: run it at another commit to compare.  `--estimates` gives each
+pending job the scheduler's estimate, emulated: `easy`, what a scheduler that plans with
+requested times says at the moment (the easy rules run forward from the queue then, as
+Slurm's backfill plans); a number SIGMA, its real start (the future, as a perfect
 scheduler's guess of it), its error lognormal.
 
     .venv/bin/python comparisons/advise_backtest.py
     .venv/bin/python comparisons/advise_backtest.py --log ../shared/workloads/RICC-2010-2.swf.gz
+    .venv/bin/python comparisons/advise_backtest.py --estimates easy
 
 Results: comparisons/README.md, "The live advice backtested".
 """
@@ -21,7 +24,6 @@ Results: comparisons/README.md, "The live advice backtested".
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 import pandas as pd
@@ -30,16 +32,33 @@ from advise_round import log_job  # comparisons/ is on sys.path: these run as sc
 from burstbench.advise import advice, queue
 from burstbench.replay import logs
 from burstbench.replay.pricing import pricing
-from burstbench.wait import score
+from burstbench.wait import easy, score
 
 NOW = 1.8e9  # the log's time 0, as a Unix time
 
 
-def moment(j, t: float, history: int, sigma: float = math.nan
+def scheduled(run: list[queue.Job], pend: list[queue.Job], now: float, capacity: int
+              ) -> np.ndarray:
+    """What a scheduler that plans with requested times (Slurm's backfill, ``squeue
+    --start``) says at `now` of each pending job's start, s from `now`: the running jobs
+    ending at their start plus their requested time (at once where past it), the pending
+    ones in submit order each running its requested time, under the easy rules
+    (burstbench.wait.easy).  A job without a requested time is planned at an hour."""
+    def req(job: queue.Job) -> float:
+        return job.limit_s if job.limit_s == job.limit_s else 3600.0
+    left = [max(job.start + req(job) - now, 1.0) for job in run]
+    plan = np.array(left + [req(job) for job in pend], float)
+    nodes = np.array([job.nodes for job in run + pend], np.int64)
+    start = easy.simulate(np.zeros(len(plan)), nodes, plan, plan, capacity)
+    return start[len(run):]
+
+
+def moment(j, t: float, history: int, estimates: str = ""
            ) -> tuple[queue.Snapshot, pd.Series]:
     """The log `j` (its jobs, s from its start) as a queue at `t`, and the pending jobs' real
-    waits from `t`, s, by job id; where `sigma` is a number, each pending job has the
-    scheduler's estimate: its real start, its wait from `t` times a lognormal error of
+    waits from `t`, s, by job id.  `estimates`, the scheduler's estimate each pending job is
+    given: none (""); "easy", the easy rules' plan with requested times at `t` (:func:`
+    scheduled`); or a number, its real start, its wait from `t` times a lognormal error of
     that sigma (seeded by `t`)."""
     known = j[j["submit"] <= t]
     jobs = [log_job(r, NOW, NOW + t) for r in known.itertuples()]
@@ -47,15 +66,26 @@ def moment(j, t: float, history: int, sigma: float = math.nan
                        for state in ("finished", "running", "pending"))
     waits = (known["submit"] + known["wait"] - t)[[job.state == "pending" for job in jobs]]
     waits.index = [job.id for job in pend]
-    if sigma == sigma:
-        err = np.exp(sigma * np.random.default_rng(int(t)).standard_normal(len(pend)))
+    nodes = int(j["procs"].max())
+    if estimates == "easy":
+        for job, s in zip(pend, scheduled(run, pend, NOW + t, nodes)):
+            job.estimate = NOW + t + s
+    elif estimates:
+        err = np.exp(float(estimates) * np.random.default_rng(int(t)).standard_normal(len(pend)))
         for job, w, x in zip(pend, waits.to_numpy(float), err):
             job.estimate = NOW + t + max(w, 0.0) * x
-    nodes = int(j["procs"].max())
     snap = queue.Snapshot("slurm", "a log backtested", NOW + t, run + pend, hist[-history:],
                           {"onprem": [f"n{k}" for k in range(nodes)], "cloud": ["c0"]},
                           "none (simulated)", "the log")
     return snap, waits
+
+
+def _sigma(text: str) -> bool:
+    """Whether `text` is a number at least 0."""
+    try:
+        return float(text) >= 0
+    except ValueError:
+        return False
 
 
 def main() -> None:
@@ -64,13 +94,16 @@ def main() -> None:
     ap.add_argument("--log", default="../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
     ap.add_argument("--moments", type=int, default=24)
     ap.add_argument("--history", type=int, default=20000)
-    ap.add_argument("--estimates", type=float, default=math.nan, metavar="SIGMA",
-                    help="give the pending jobs the scheduler's estimate, emulated: the real "
-                    "start, the wait from the moment times a lognormal error of this sigma "
-                    "(0: exact; default: none, simulated)")
+    ap.add_argument("--estimates", default="", metavar="easy|SIGMA",
+                    help="give the pending jobs the scheduler's estimate, emulated: 'easy', "
+                    "the easy rules' plan at the moment with requested times (as Slurm's "
+                    "backfill plans); a number, the real start, the wait from the moment "
+                    "times a lognormal error of this sigma (0: exact); default: none")
     a = ap.parse_args()
-    if a.moments < 1 or a.history < 1 or a.estimates < 0:
-        ap.error("--moments and --history must be at least 1, --estimates at least 0")
+    if a.moments < 1 or a.history < 1:
+        ap.error("--moments and --history must be at least 1")
+    if a.estimates not in ("", "easy") and not _sigma(a.estimates):
+        ap.error(f"--estimates: 'easy' or a number at least 0, not {a.estimates!r}")
     j = logs.read_log(a.log).jobs
     rules = advice.rules(None, 10.0, 30.0)
     pr = pricing([r.cls for r in rules], draws=10)

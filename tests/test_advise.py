@@ -562,9 +562,10 @@ def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
     (and the running job's remaining limit); one that has waited 90 min has at most the 3 h
     less 90 min left; one that has waited 10 h, past every wait its model knows, has what
     the wait so far says (P(more than r x 10 h) = 1 / (1 + r)): 10 h at the median, 90 h at
-    90%.  Two the scheduler expects in 5 min, one waiting 10 h, one a minute: read now, the
-    scheduler's estimate from now, the wait so far is not theirs to read (it would send the
-    first to the cloud 5 minutes before it starts): the same wait for both."""
+    90%.  Two the scheduler expects in 5 min, one waiting 10 h, one a minute: read at their
+    submits too (the wait of the first is the third's), the scheduler's estimate shown, and
+    read as a veto: the first, which the wait so far alone would send to the cloud, stays, as
+    the scheduler starts it within the VM's break-even wait."""
     pr, rules = prices
     t0 = NOW - 400 * 1200 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", "onprem", 1, 2, 1800.0, t0 + i * 1200,
@@ -584,15 +585,23 @@ def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
         pytest.approx([10 / 9, 10.0, 90.0])
     assert t.loc["4", "estimate_from"] == "scheduler"
     assert t.loc["4", "estimate_h"] == t.loc["5", "estimate_h"] == pytest.approx(300 / 3600)
-    assert np.array_equal(a.q[3], a.q[4]) and t.loc["4", "wait_q50_h"] < 10.0
+    assert np.array_equal(a.q[3], a.q[2]) and not np.array_equal(a.q[3], a.q[4])
+    assert t.loc["3", "verdict"] == "burst" and t.loc["3", "p_sooner"] >= adv.P_SOONER
+    assert t.loc["4", "p_sooner"] == t.loc["3", "p_sooner"]
+    be = a.per_vm.set_index(["job", "vm"]).loc[("4", t.loc["4", "vm"]), "break_even_wait_h"]
+    assert (t.loc["4", "verdict"], t.loc["4", "why"]) == (
+        "stay", f"the scheduler expects it to start in 0.08 h, within the VM's break-even "
+        f"wait of {be:.2f} h")
     assert t.loc["1", "estimate_from"] == "simulated at its submit (the scheduler gave none)"
     assert "given the wait so far" in a.basis["wait"]
 
 
 def test_the_learned_wait_reads_each_jobs_partition(prices):
     """2,400 finished jobs alike but for their partition: those of 'debug' started at once,
-    those of 'long' after 2 h.  Two pending jobs alike but for theirs, the scheduler
-    expecting both in 30 min: the learned model tells them apart by the partition alone."""
+    those of 'long' after 2 h.  Two pending jobs alike but for theirs, submitted a minute
+    ago to the machine idle as it always was: the learned model tells them apart by the
+    partition alone (the machine full, their simulated estimate would pass every one it
+    learned from, and the history's calibration would read them alike)."""
     pr, rules = prices
     t0 = NOW - 2400 * 900 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", p, 1, 2, 1800.0, t0 + i * 900,
@@ -600,8 +609,8 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
             for i in range(2400) for p, w in [(("debug", 0.0), ("long", 7200.0))[i % 2]]]
     snap = snapshot([])
     snap.history = hist
-    snap.jobs += [queue.Job(j, "pending", "u", p, 1, 2, 1800.0, NOW - 60,
-                            estimate=NOW + 1800) for j, p in (("1", "debug"), ("2", "long"))]
+    snap.jobs = [queue.Job(j, "pending", "u", p, 1, 2, 1800.0, NOW - 60)
+                 for j, p in (("1", "debug"), ("2", "long"))]
     a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50)
     assert "partition)" in a.basis["wait"]
     t = a.table.set_index("job")
@@ -610,11 +619,12 @@ def test_the_learned_wait_reads_each_jobs_partition(prices):
 
 def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_lists(
         prices, monkeypatch):
-    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3, each with the
-    scheduler's estimate: the predictor reads them now, a millisecond apart in submit order
-    (so that each sees those submitted before it queued ahead, as the history's jobs saw
-    theirs), and the table, the VMs' rows and the quantiles keep the scheduler's order;
-    listed in another order, each job's numbers are the same."""
+    """Three pending jobs listed 2, 3, 1 by the scheduler, submitted 1, 2, 3 a minute
+    apart, each with the scheduler's estimate: calibrated, the predictor reads them at their
+    submits; uncalibrated, now, a millisecond apart in submit order (so that each sees those
+    submitted before it queued ahead, as the history's jobs saw theirs).  The table, the
+    VMs' rows and the quantiles keep the scheduler's order; listed in another order, each
+    job's numbers are the same."""
     pr, rules = prices
     jobs = {k: queue.Job(k, "pending", "u", "onprem", n, 2 * n, 1800.0, NOW - 600 + 60 * int(k),
                          estimate=NOW + e) for k, n, e in (("1", 1, 900), ("2", 2, 3600),
@@ -626,10 +636,14 @@ def test_pending_jobs_are_predicted_in_submit_order_and_listed_as_the_scheduler_
         seen["submit"] = np.array(submit)
         return real(submit, *a, **kw)
     monkeypatch.setattr(adv, "predict", spy)
+    adv.advise(snapshot([jobs["2"], jobs["3"], jobs["1"]], history=10), pr, rules,
+               cloud="cloud", min_history=50)
+    pending = seen["submit"][-3:]
+    assert np.diff(pending).tolist() == pytest.approx([adv.PENDING_APART_S] * 2)
     a = adv.advise(snapshot([jobs["2"], jobs["3"], jobs["1"]], history=60), pr, rules,
                    cloud="cloud", min_history=50)
     pending = seen["submit"][-3:]
-    assert np.diff(pending).tolist() == pytest.approx([adv.PENDING_APART_S] * 2)
+    assert np.diff(pending).tolist() == pytest.approx([60.0] * 2)
     assert a.table["job"].tolist() == ["2", "3", "1"]
     assert a.per_vm["job"].tolist()[:3] == ["2", "3", "1"]
     b = adv.advise(snapshot([jobs["1"], jobs["2"], jobs["3"]], history=60), pr, rules,
@@ -799,3 +813,29 @@ def test_the_advise_notebook_runs_offline_on_the_committed_snapshot(tmp_path, cl
         row = next(s for s in lines if s.startswith(f"{job}  "))
         assert f"  {verdict} (" in row, row
     assert "pinned by its owner" in json.dumps(outputs) and "HB120-16rs_v3" in json.dumps(outputs)
+
+
+def test_the_backtests_scheduler_plans_with_requested_times():
+    """comparisons/advise_backtest.py's emulated scheduler (``--estimates easy``): on 4
+    nodes, a 4-node job running since 100 s ago with 1,000 s requested ends, as planned, at
+    900 s from now; then A (2 nodes, 600 s) starts, B (4 nodes) waits for A's end at 1,500 s,
+    and C (1 node, 300 s), behind B, backfills at 900 s as it ends before B's start; a job
+    past its requested time is taken to end at once.  A bad ``--estimates`` is refused."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "comparisons"))
+    try:
+        from advise_backtest import scheduled
+    finally:
+        sys.path.remove(str(root / "comparisons"))
+    run = [queue.Job("r", "running", "u", "onprem", 4, 4, 1000.0, NOW - 200, NOW - 100)]
+    pend = [queue.Job(k, "pending", "u", "onprem", n, n, lim, NOW - 50)
+            for k, n, lim in (("A", 2, 600.0), ("B", 4, 100.0), ("C", 1, 300.0))]
+    assert scheduled(run, pend, NOW, 4).tolist() == [900.0, 1500.0, 900.0]
+    run[0].start = NOW - 5000
+    assert scheduled(run, pend, NOW, 4).tolist() == pytest.approx([1.0, 601.0, 1.0])
+    bad = subprocess.run([sys.executable, str(root / "comparisons" / "advise_backtest.py"),
+                          "--estimates", "soon"], capture_output=True, text=True, cwd=root)
+    assert bad.returncode == 2
+    assert "--estimates: 'easy' or a number at least 0, not 'soon'" in bad.stderr

@@ -2,14 +2,13 @@
 cost on each priced VM, P(the VM returns it sooner), and a verdict.
 
 - **The wait** (from now): burstbench.wait.predict fed with this centre's history (the
-  finished jobs and the running ones at their submits) and the pending ones: one the
-  scheduler gives an estimate of its start for (``squeue``'s expected start, PBS's
-  ``estimated.start_time``) read now, that estimate in place of the simulated one; one it
-  gives none for read at its own submit, as the history's jobs were, its wait from now what
-  is left of its predicted wait given the time it has waited
-  (burstbench.wait.history.remaining).  The history's jobs have the simulated estimate (EASY
-  with requested times, what the scheduler would have said), and every job its partition
-  (queue), a category of the learned model.
+  finished jobs and the running ones at their submits) and the pending ones, each read at
+  its own submit, as the history's jobs were, its wait from now what is left of its
+  predicted wait given the time it has waited (burstbench.wait.history.remaining).  The
+  history's jobs have the simulated estimate (EASY with requested times, what the scheduler
+  would have said), and every job its partition (queue), a category of the learned model.
+  Uncalibrated (too short a history), the wait is the scheduler's estimate of the start
+  (``squeue``'s expected start, PBS's ``estimated.start_time``), else the simulated one, now.
 - **The run time**: the requested time x the run-to-request ratios of the user's (else the
   class's) last finished jobs (burstbench.replay.run.run_guess), at five levels.
 - **The VM**: the decision's machines and prices (burstbench.replay.pricing): deployment,
@@ -21,8 +20,10 @@ cost on each priced VM, P(the VM returns it sooner), and a verdict.
   the likeliest to be sooner); with `gain_h`, where the expected saving is at least
   `gain_h` x P(later) instead (the VM: the one asked for, else the one with the most
   expected hours per chance of coming back later), the replay's gain policy; and where its
-  cost at the requested time stays within `max_jpy`.  A job its owner pinned, or one no VM
-  takes, stays.
+  cost at the requested time stays within `max_jpy`.  A job its owner pinned, one no VM
+  takes, or one the scheduler expects to start within the VM's break-even wait (its
+  estimate read as a veto, not as the wait: comparisons/README.md, "The scheduler's
+  estimate: a veto"), stays.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ P_SOONER = 0.9
 MIN_HISTORY = 50
 #: A pending job's wait stands in the arrays as this (s): it starts after every event read.
 NOT_YET_S = 1e9
-#: Pending jobs read now (those with the scheduler's estimate) are read this far apart (s),
-#: in submit order: at the same second, none would see another queued ahead of it.
+#: Pending jobs read now (uncalibrated: the estimate alone) are read this far apart (s), in
+#: submit order: at the same second, none would see another queued ahead of it.
 PENDING_APART_S = 1e-3
 MATCH_KEYS = ("partition", "account", "name")
 CLASS_KEYS = MATCH_KEYS + ("class", "max_nodes", "input_gb", "output_gb", "keep_months",
@@ -251,14 +252,16 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     n_h, n_r = len(hist), len(running)
     calibrated = n_h >= min_history
     # The predictor reads the jobs in submit order (a job still running was often submitted
-    # before one that has finished).  A pending job the scheduler gives no estimate for is
-    # read at its own submit, as the history's jobs were (the queue then ahead of it, the
-    # history's jobs after it seeing it queued), and its wait from now is what is left of
-    # its predicted wait given the wait so far.  One it gives an estimate for is read now,
-    # that estimate from now (the scheduler knows what took the machine since, which the
-    # queue at the submit does not), as is every one uncalibrated; those read now a
-    # millisecond apart in submit order, each seeing those before it queued ahead of it.
-    at_submit = np.array([calibrated and not j.estimate == j.estimate for j in pend], bool)
+    # before one that has finished).  Calibrated, a pending job is read at its own submit,
+    # as the history's jobs were (the queue then ahead of it, the history's jobs after it
+    # seeing it queued), and its wait from now is what is left of its predicted wait given
+    # the wait so far; the scheduler's estimate, where it gives one, is not read as the wait
+    # (read so, as the history's simulated ones calibrate it, it predicted the waits too
+    # short, an exact one included) but as a veto on the verdict (below).  Uncalibrated,
+    # every pending job is read now, the scheduler's estimate from now in place of the
+    # simulated one, a millisecond apart in submit order, each seeing those before it
+    # queued ahead of it.
+    at_submit = np.full(len(pend), calibrated)
     known = sorted(hist + running, key=lambda j: j.submit)
     first = sorted(known + [j for j, a in zip(pend, at_submit) if a], key=lambda j: j.submit)
     read_now = [j for j, a in zip(pend, at_submit) if not a]
@@ -279,8 +282,9 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                     else j.end - j.start for j, w in zip(every, waiting)])
     nodes = np.array([j.nodes for j in every], np.int64)
     users = pd.factorize(pd.Series([j.user for j in every]))[0].astype(np.int64)
-    given = np.full(len(every), np.nan)  # the scheduler's, from now
-    given[rows] = [j.estimate - snap.now for j in pend]
+    told = np.array([j.estimate - snap.now for j in pend])  # the scheduler's, from now
+    given = np.full(len(every), np.nan)  # in place of the simulated one: the rows read now
+    given[rows] = np.where(at_submit, np.nan, told)
     # a job that may run in several partitions ("a,b") is in no one of them: unknown
     parts = name_codes([j.partition if "," not in j.partition else "" for j in every])
     pred = predict(submit, nodes, wait, run, limit, users, capacity,
@@ -288,16 +292,17 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                    estimate=given, partition=parts, seed=seed)
     # the estimate from now: the scheduler's; else simulated now, or where read at its
     # submit, the simulation's then less the wait since
-    est = np.where(at_submit, np.maximum(pred.estimate[rows] - waited, 0.0),
-                   pred.estimate[rows])
+    est = np.where(~np.isnan(told), told, np.where(
+        at_submit, np.maximum(pred.estimate[rows] - waited, 0.0), pred.estimate[rows]))
     if calibrated:
         q = pred.q[rows]
         q[at_submit] = remaining(q[at_submit], waited[at_submit])
-        how = pred.how + ("; a pending job without the scheduler's estimate read at its "
+        how = pred.how + ("; a pending job read at its "
                           "submit, its wait from now what is left given the wait so far, "
                           f"or where its model keeps under {MODEL_TAIL:.0%} of its waits "
                           "past that (or predicted none), the wait so far again at the "
-                          "median (a Pareto tail)")
+                          "median (a Pareto tail); the scheduler's estimate a veto: a "
+                          "job it expects to start within the VM's break-even wait stays")
         notes += pred.notes
     else:
         q = np.repeat(est[:, None], len(LEVELS), axis=1)
@@ -352,7 +357,7 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
         row = {"job": j.id, "user": j.user, "partition": j.partition, "nodes": j.nodes,
                "limit_h": limit_h[i], "waited_h": (snap.now - j.submit) / 3600,
                "estimate_h": est[i] / 3600,
-               "estimate_from": "scheduler" if j.estimate == j.estimate
+               "estimate_from": "scheduler" if not np.isnan(told[i])
                else "simulated at its submit (the scheduler gave none)" if at_submit[i]
                else "simulated (the scheduler gave none)",
                "wait_q10_h": q[i, 4] / 3600, "wait_q50_h": q[i, 20] / 3600,
@@ -379,6 +384,10 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                 verdict, why = "stay", gain.format("<")
             elif not gain_h and p < p_sooner:
                 verdict, why = "stay", f"P(sooner) {p:.2f} < {p_sooner:g}"
+            elif told[i] < 3600 * best["break_even_wait_h"]:
+                verdict, why = "stay", (f"the scheduler expects it to start in "
+                                        f"{told[i] / 3600:.2f} h, within the VM's break-even "
+                                        f"wait of {best['break_even_wait_h']:.2f} h")
             elif best["jpy_at_limit"] > max_jpy:
                 verdict, why = "stay", (f"up to {best['jpy_at_limit']:,.0f} JPY at its limit, "
                                         f"over --max-jpy {max_jpy:,.0f}")
