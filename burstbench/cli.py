@@ -459,9 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
         "cloud now, at what price, how sure; --apply moves them", "Read the pending jobs and "
         "the scheduler's estimate of each start (squeue --json or squeue's %S; qstat -f -F "
         "json's estimated.start_time) and the centre's history (sacct, the job completion "
-        "log, PBS accounting); predict each wait from now as a distribution (the estimate "
-        "calibrated on the history), price each VM (deployment, staging, computing), and "
-        "give P(VM sooner), the whole cost and a verdict. Read-only unless --apply.",
+        "log, PBS accounting); predict each wait from now as a distribution (each job at "
+        "its submit, what is left given the wait so far; the scheduler's estimate a veto: "
+        "a job it starts within the VM's break-even wait stays), price each VM "
+        "(deployment, staging, computing), and give P(VM sooner), the whole cost and a "
+        "verdict. Read-only unless --apply.",
         "burstbench advise --scheduler slurm --cloud cloud\n"
         "  burstbench advise --scheduler slurm --cloud cloud --vm HB120-16rs_v3 --apply "
         "--max-jpy 20000 --budget-jpy 200000 --watch 300"))

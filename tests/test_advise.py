@@ -424,10 +424,10 @@ def test_the_advice_bursts_a_long_wait_and_keeps_a_short_one(prices):
     """Uncalibrated (no history): the wait is the scheduler's estimate alone, labelled.  A
     2-hour estimate against a VM ready in 4-10 minutes: P(sooner) 1, burst; 60 s: 0, stay;
     pinned: stays whatever its odds; 2 nodes on D96s_v5 (no InfiniBand: one node): the VM
-    does not take it."""
+    does not take it; 48 h, past the predictor's horizon: 24 h, shown so too."""
     pr, rules = prices
     snap = snapshot([pend("1", 7200), pend("2", 60), pend("3", 7200, pinned=True),
-                     pend("4", 7200, nodes=2)])
+                     pend("4", 7200, nodes=2), pend("5", 48 * 3600)])
     a = adv.advise(snap, pr, rules, cloud="cloud", vm="HB120-16rs_v3")
     t = a.table.set_index("job")
     assert a.basis["wait"].startswith("UNCALIBRATED: the estimate alone (the history has 0 "
@@ -438,6 +438,8 @@ def test_the_advice_bursts_a_long_wait_and_keeps_a_short_one(prices):
         ("stay", 0.0, "P(sooner) 0.00 < 0.9")
     assert (t.loc["3", "verdict"], t.loc["3", "why"]) == ("stay", "pinned by its owner")
     assert t.loc["4", "verdict"] == "burst"
+    assert t.loc["5", ["estimate_h", "wait_q10_h", "wait_q90_h"]].tolist() == \
+        pytest.approx([24.0] * 3)
     one = adv.advise(snap, pr, rules, cloud="cloud", vm="D96s_v5").table.set_index("job")
     assert (one.loc["4", "verdict"], one.loc["4", "why"]) == ("stay", "no VM takes it "
                                                               "(D96s_v5)")
@@ -565,7 +567,8 @@ def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
     90%.  Two the scheduler expects in 5 min, one waiting 10 h, one a minute: read at their
     submits too (the wait of the first is the third's), the scheduler's estimate shown, and
     read as a veto: the first, which the wait so far alone would send to the cloud, stays, as
-    the scheduler starts it within the VM's break-even wait."""
+    the scheduler starts it within the VM's break-even wait, under either rule (P(sooner),
+    --gain-h); one it expects in 2 h, waiting 10 h, bursts, as the third."""
     pr, rules = prices
     t0 = NOW - 400 * 1200 - 86400
     hist = [queue.Job(str(1000 + i), "finished", "u", "onprem", 1, 2, 1800.0, t0 + i * 1200,
@@ -574,11 +577,12 @@ def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
     snap = snapshot([queue.Job(k, "pending", "u", "onprem", 1, 2, 1800.0, NOW - e,
                                estimate=NOW + 300 if k in "45" else math.nan)
                      for k, e in (("1", 0.0), ("2", 5400.0), ("3", 36000.0), ("4", 36000.0),
-                                  ("5", 60.0))])
+                                  ("5", 60.0), ("6", 36000.0))])
+    snap.jobs[-1].estimate = NOW + 7200
     snap.history = hist
     a = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False)
     t = a.table.set_index("job")
-    assert t["waited_h"].tolist() == pytest.approx([0.0, 1.5, 10.0, 10.0, 1 / 60])
+    assert t["waited_h"].tolist() == pytest.approx([0.0, 1.5, 10.0, 10.0, 1 / 60, 10.0])
     assert t.loc["1", "wait_q10_h"] >= 1.0
     assert 0 < t.loc["2", "wait_q50_h"] <= t.loc["2", "wait_q90_h"] <= 1.5
     assert t.loc["3", ["wait_q10_h", "wait_q50_h", "wait_q90_h"]].tolist() == \
@@ -589,9 +593,21 @@ def test_a_pending_jobs_wait_from_now_reads_how_long_it_has_waited(prices):
     assert t.loc["3", "verdict"] == "burst" and t.loc["3", "p_sooner"] >= adv.P_SOONER
     assert t.loc["4", "p_sooner"] == t.loc["3", "p_sooner"]
     be = a.per_vm.set_index(["job", "vm"]).loc[("4", t.loc["4", "vm"]), "break_even_wait_h"]
-    assert (t.loc["4", "verdict"], t.loc["4", "why"]) == (
-        "stay", f"the scheduler expects it to start in 0.08 h, within the VM's break-even "
-        f"wait of {be:.2f} h")
+    veto = ("stay", "the scheduler expects it to start in 5.0 min, within the VM's break-even "
+            f"wait of {adv.duration_text(3600 * be)}")
+    assert 5 / 60 < be < 1 and (t.loc["4", "verdict"], t.loc["4", "why"]) == veto
+    assert t.loc["6", "verdict"] == "burst" and np.array_equal(a.q[5], a.q[2])
+    g = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False, gain_h=1.0)
+    tg = g.table.set_index("job")
+    assert tg.loc["4", "saving_h"] > 1 and (tg.loc["4", "verdict"], tg.loc["4", "why"]) == veto
+    assert tg.loc["6", "verdict"] == "burst"
+    # as the advice read them before (comparisons/advise_estimate_rules.py): the two jobs
+    # the scheduler expects in 5 min read now, the same wait (their estimate calibrated)
+    old = adv.advise(snap, pr, rules, cloud="cloud", min_history=50, learn=False,
+                     estimates_read_now=True)
+    to = old.table.set_index("job")
+    assert np.array_equal(old.q[3], old.q[4]) and not np.array_equal(old.q[3], a.q[3])
+    assert np.array_equal(old.q[2], a.q[2]) and to.loc["4", "why"].startswith("P(sooner) ")
     assert t.loc["1", "estimate_from"] == "simulated at its submit (the scheduler gave none)"
     assert "given the wait so far" in a.basis["wait"]
 

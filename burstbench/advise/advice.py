@@ -21,9 +21,9 @@ cost on each priced VM, P(the VM returns it sooner), and a verdict.
   `gain_h` x P(later) instead (the VM: the one asked for, else the one with the most
   expected hours per chance of coming back later), the replay's gain policy; and where its
   cost at the requested time stays within `max_jpy`.  A job its owner pinned, one no VM
-  takes, or one the scheduler expects to start within the VM's break-even wait (its
-  estimate read as a veto, not as the wait: comparisons/README.md, "The scheduler's
-  estimate: a veto"), stays.
+  takes, or, calibrated, one the scheduler expects to start within the VM's break-even wait
+  (its estimate read as a veto, not as the wait: comparisons/README.md, "the scheduler's
+  estimate: a veto, not the wait"), stays.
 """
 
 from __future__ import annotations
@@ -168,6 +168,14 @@ def onprem_nodes(snap: Snapshot, cloud: str) -> list[str]:
                   - cloud_nodes)
 
 
+def duration_text(s: float) -> str:
+    """`s` seconds as a reader takes them: minutes under an hour (to a tenth under 10),
+    else hours."""
+    if s < 600:
+        return f"{max(s, 0.0) / 60:.1f} min"
+    return f"{s / 60:.0f} min" if s < 3600 else f"{s / 3600:.2f} h"
+
+
 def _span(jobs: list[Job]) -> str:
     if not jobs:
         return "none"
@@ -199,10 +207,12 @@ def vm_problem(pr: Pricing, vm: str) -> str:
 def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "",
            vm: str = "", p_sooner: float = P_SOONER, gain_h: float = 0.0,
            max_jpy: float = math.inf, min_history: int = MIN_HISTORY, learn: bool = True,
-           seed: int = 2023) -> Advice:
+           seed: int = 2023, estimates_read_now: bool = False) -> Advice:
     """The advice for every pending job of `snap` outside partition `cloud` (see the module
     docstring); ParamError, one line, for an unknown `vm`, a P(sooner) not in (0, 1) or a
-    negative `gain_h`."""
+    negative `gain_h`.  `estimates_read_now`: a job with the scheduler's estimate read now,
+    that estimate the wait, no veto (the advice before 778287e, for
+    comparisons/advise_estimate_rules.py)."""
     problem = p_sooner_problem(p_sooner) or gain_problem(gain_h) or vm_problem(pr, vm)
     if problem:
         raise ParamError(problem)
@@ -261,7 +271,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     # every pending job is read now, the scheduler's estimate from now in place of the
     # simulated one, a millisecond apart in submit order, each seeing those before it
     # queued ahead of it.
-    at_submit = np.full(len(pend), calibrated)
+    at_submit = np.array([calibrated and not (estimates_read_now and j.estimate == j.estimate)
+                          for j in pend], bool)
     known = sorted(hist + running, key=lambda j: j.submit)
     first = sorted(known + [j for j, a in zip(pend, at_submit) if a], key=lambda j: j.submit)
     read_now = [j for j, a in zip(pend, at_submit) if not a]
@@ -292,8 +303,8 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                    estimate=given, partition=parts, seed=seed)
     # the estimate from now: the scheduler's; else simulated now, or where read at its
     # submit, the simulation's then less the wait since
-    est = np.where(~np.isnan(told), told, np.where(
-        at_submit, np.maximum(pred.estimate[rows] - waited, 0.0), pred.estimate[rows]))
+    est = np.where(~at_submit, pred.estimate[rows], np.where(
+        np.isnan(told), np.maximum(pred.estimate[rows] - waited, 0.0), told))
     if calibrated:
         q = pred.q[rows]
         q[at_submit] = remaining(q[at_submit], waited[at_submit])
@@ -384,10 +395,11 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
                 verdict, why = "stay", gain.format("<")
             elif not gain_h and p < p_sooner:
                 verdict, why = "stay", f"P(sooner) {p:.2f} < {p_sooner:g}"
-            elif told[i] < 3600 * best["break_even_wait_h"]:
+            elif at_submit[i] and told[i] < 3600 * best["break_even_wait_h"]:
+                be_s = 3600 * best["break_even_wait_h"]
                 verdict, why = "stay", (f"the scheduler expects it to start in "
-                                        f"{told[i] / 3600:.2f} h, within the VM's break-even "
-                                        f"wait of {best['break_even_wait_h']:.2f} h")
+                                        f"{duration_text(told[i])}, within the VM's break-even "
+                                        f"wait of {duration_text(be_s)}")
             elif best["jpy_at_limit"] > max_jpy:
                 verdict, why = "stay", (f"up to {best['jpy_at_limit']:,.0f} JPY at its limit, "
                                         f"over --max-jpy {max_jpy:,.0f}")
