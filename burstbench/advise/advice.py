@@ -24,6 +24,10 @@ cost on each priced VM, P(the VM returns it sooner), and a verdict.
   takes, or, calibrated, one the scheduler expects to start within the VM's break-even wait
   (its estimate read as a veto, not as the wait: comparisons/README.md, "the scheduler's
   estimate: a veto, not the wait"), stays.
+
+Long: one reading of a whole queue (:func:`advise`: the history, the running and pending
+jobs in the predictor's order, each VM priced, the verdicts and their reasons), beside the
+job classes it matches the jobs to.
 """
 
 from __future__ import annotations
