@@ -12,7 +12,8 @@ this checkout's advice: run it at another commit to compare.  `--estimates` give
 pending job the scheduler's estimate, emulated: `easy`, what a scheduler that plans with
 requested times says at the moment (the easy rules run forward from the queue then, as
 Slurm's backfill plans); a number SIGMA, its real start (the future, as a perfect
-scheduler's guess of it), its error lognormal.
+scheduler's guess of it), its error lognormal.  `--read-now`: a job with an estimate read
+as the advice before 778287e read it (as submitted now, that estimate the wait, no veto).
 
     .venv/bin/python comparisons/advise_backtest.py
     .venv/bin/python comparisons/advise_backtest.py --log ../shared/workloads/RICC-2010-2.swf.gz
@@ -99,6 +100,9 @@ def main() -> None:
                     "the easy rules' plan at the moment with requested times (as Slurm's "
                     "backfill plans); a number, the real start, the wait from the moment "
                     "times a lognormal error of this sigma (0: exact); default: none")
+    ap.add_argument("--read-now", action="store_true",
+                    help="read a job with the scheduler's estimate as the advice before 778287e "
+                    "did: as submitted now, that estimate the wait, no veto")
     a = ap.parse_args()
     if a.moments < 1 or a.history < 1:
         ap.error("--moments and --history must be at least 1")
@@ -111,7 +115,7 @@ def main() -> None:
     snaps = [moment(j, t, a.history, a.estimates) for t in times]
     qs, real, burst, later = [], [], 0, 0
     for snap, waits in snaps:
-        out = advice.advise(snap, pr, rules, cloud="cloud")
+        out = advice.advise(snap, pr, rules, cloud="cloud", estimates_read_now=a.read_now)
         qs.append(out.q)
         real.append(waits.loc[out.table["job"]].to_numpy(float))
         # a burst job comes back later where its real wait from now is under its VM's

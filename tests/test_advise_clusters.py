@@ -3,8 +3,8 @@ node n1, a ``cloud`` partition on n2) and a real OpenPBS (queue ``workq`` on n1,
 n2).  On each: a long job and a short one fill the on-premise node; the job behind them that
 needs the whole node is advised "burst" (its predicted wait about 2 h, the scheduler's own
 estimate 2 h), a job the scheduler starts in minutes "stay" (its estimate a veto: the
-history's simulation counts nodes, not a node's CPUs, and predicts it 2 h behind the long
-job), a job its owner pinned "stay"; --apply moves the first,
+history's simulation counts nodes, not a node's CPUs, and predicts it about 3 h out), a
+job its owner pinned "stay"; --apply moves the first,
 and it runs on the cloud node.  The history is the cluster's own finished jobs.  On Slurm,
 the ledger survives ``kill -9`` at either side of a move."""
 
@@ -170,7 +170,9 @@ def test_slurm_apply_refuses_a_cloud_partition_that_does_not_exist(slurm_queue):
 def test_slurm_advice_to_a_partition_whose_nodes_sinfo_does_not_list(slurm_queue):
     """A cloud partition of powered-down nodes (here State=FUTURE; a cloud's are CLOUD):
     sinfo lists none of them, and the partition is still found (scontrol's): the others'
-    nodes, n1 and n2, are the on-premise ones."""
+    nodes, n1 and n2, are the on-premise ones.  The simulation, one pool of the two nodes,
+    then predicts the job behind the 2-hour one minutes out, and it stays: the scheduler's 2
+    hours are only a veto (docs/advise.md, Limits)."""
     c, jobs, _, base = slurm_queue
     assert "c1" not in c.run("sinfo", "-h", "-a", "-N", "-o", "%N", check=True).stdout
     p = advise(c.env, *[a if a != "cloud" else "asleep" for a in base], "--json")
@@ -178,6 +180,9 @@ def test_slurm_advice_to_a_partition_whose_nodes_sinfo_does_not_list(slurm_queue
     out = json.loads(p.stdout)
     assert (out["basis"]["cloud"], out["basis"]["on_premise_nodes"]) == ("asleep", 2)
     assert {r["job"] for r in out["jobs"]} == set(jobs.values())
+    b = next(r for r in out["jobs"] if r["job"] == jobs["burst"])
+    assert b["estimate_h"] > 1.5 and b["wait_q50_h"] < 0.5, b
+    assert b["verdict"] == "stay" and b["why"].startswith("P(sooner) "), b
 
 
 def test_slurm_apply_within_an_exhausted_budget_moves_nothing(slurm_queue):

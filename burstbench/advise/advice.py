@@ -312,12 +312,14 @@ def advise(snap: Snapshot, pr: Pricing, rule_list: list[Rule], *, cloud: str = "
     if calibrated:
         q = pred.q[rows]
         q[at_submit] = remaining(q[at_submit], waited[at_submit])
-        how = pred.how + ("; a pending job read at its "
-                          "submit, its wait from now what is left given the wait so far, "
-                          f"or where its model keeps under {MODEL_TAIL:.0%} of its waits "
-                          "past that (or predicted none), the wait so far again at the "
-                          "median (a Pareto tail); the scheduler's estimate a veto: a "
-                          "job it expects to start within the VM's break-even wait stays")
+        estimate = ("one with the scheduler's estimate read now, that estimate the wait, no "
+                    "veto (the advice before 778287e); every other" if estimates_read_now else
+                    "the scheduler's estimate a veto: a job it expects to start within the "
+                    "VM's break-even wait stays; every")
+        how = pred.how + (f"; {estimate} pending job read at its submit, its wait from now "
+                          "what is left given the wait so far, or where its model keeps "
+                          f"under {MODEL_TAIL:.0%} of its waits past that (or predicted none), "
+                          "the wait so far again at the median (a Pareto tail)")
         notes += pred.notes
     else:
         q = np.repeat(est[:, None], len(LEVELS), axis=1)
