@@ -89,29 +89,45 @@ def _sigma(text: str) -> bool:
         return False
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def queue_arguments(ap: argparse.ArgumentParser, estimates: str = "") -> None:
+    """The log, its moments, the history and the emulated estimates (default `estimates`):
+    the options of this script and of advise_estimate_rules.py."""
     ap.add_argument("--log", default="../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
     ap.add_argument("--moments", type=int, default=24)
     ap.add_argument("--history", type=int, default=20000)
-    ap.add_argument("--estimates", default="", metavar="easy|SIGMA",
+    ap.add_argument("--estimates", default=estimates, metavar="easy|SIGMA",
                     help="give the pending jobs the scheduler's estimate, emulated: 'easy', "
                     "the easy rules' plan at the moment with requested times (as Slurm's "
                     "backfill plans); a number, the real start, the wait from the moment "
-                    "times a lognormal error of this sigma (0: exact); default: none")
-    ap.add_argument("--read-now", action="store_true",
-                    help="read a job with the scheduler's estimate as the advice before 778287e "
-                    "did: as submitted now, that estimate the wait, no veto")
+                    f"times a lognormal error of this sigma (0: exact); default: "
+                    f"{estimates or 'none'}")
+
+
+def queues(ap: argparse.ArgumentParser, need_estimates: bool = False):
+    """The options of :func:`queue_arguments` parsed and checked (a bad one: the parser's
+    error; no estimates, one where `need_estimates`), the log's jobs, the classes and prices
+    of the advice, and the moments."""
     a = ap.parse_args()
     if a.moments < 1 or a.history < 1:
         ap.error("--moments and --history must be at least 1")
-    if a.estimates not in ("", "easy") and not _sigma(a.estimates):
+    if a.estimates not in ("easy",) + (() if need_estimates else ("",)) \
+            and not _sigma(a.estimates):
         ap.error(f"--estimates: 'easy' or a number at least 0, not {a.estimates!r}")
     j = logs.read_log(a.log).jobs
     rules = advice.rules(None, 10.0, 30.0)
     pr = pricing([r.cls for r in rules], draws=10)
     times = np.quantile(j["submit"].to_numpy(float), np.linspace(0.55, 0.98, a.moments))
+    return a, j, rules, pr, times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    queue_arguments(ap)
+    ap.add_argument("--read-now", action="store_true",
+                    help="read a job with the scheduler's estimate as the advice before 778287e "
+                    "did: as submitted now, that estimate the wait, no veto")
+    a, j, rules, pr, times = queues(ap)
     snaps = [moment(j, t, a.history, a.estimates) for t in times]
     qs, real, burst, later = [], [], 0, 0
     for snap, waits in snaps:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from advise_backtest import _sigma, moment  # comparisons/ is on sys.path: these run as scripts
+
+# comparisons/ is on sys.path: these run as scripts
+from advise_backtest import moment, queue_arguments, queues
 from scipy.stats import spearmanr
 
 from burstbench.advise import advice
-from burstbench.replay import logs
-from burstbench.replay.pricing import pricing
 from burstbench.wait import score
 from burstbench.wait.history import LEVELS
 
@@ -57,20 +57,8 @@ def mixture(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log", default="../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz")
-    ap.add_argument("--moments", type=int, default=24)
-    ap.add_argument("--history", type=int, default=20000)
-    ap.add_argument("--estimates", default="easy", metavar="easy|SIGMA",
-                    help="the scheduler's estimate, emulated as advise_backtest.py's")
-    a = ap.parse_args()
-    if a.moments < 1 or a.history < 1:
-        ap.error("--moments and --history must be at least 1")
-    if a.estimates != "easy" and not _sigma(a.estimates):
-        ap.error(f"--estimates: 'easy' or a number at least 0, not {a.estimates!r}")
-    j = logs.read_log(a.log).jobs
-    rules = advice.rules(None, 10.0, 30.0)
-    pr = pricing([r.cls for r in rules], draws=10)
-    times = np.quantile(j["submit"].to_numpy(float), np.linspace(0.55, 0.98, a.moments))
+    queue_arguments(ap, "easy")
+    a, j, rules, pr, times = queues(ap, need_estimates=True)
     qn, qs, w, e, s = [], [], [], [], []
     for t in times:
         snap, waits = moment(j, t, a.history, a.estimates)
