@@ -1040,6 +1040,19 @@ def test_the_padded_sweeps_compute_the_solvers_z(tmp_path):
     assert rec["precond_ms"] > 0 and rec["padded_ms"] > 0
 
 
+def test_the_sweeps_other_passes_compute_the_solvers_z(tmp_path):
+    """comparisons/biccg_template.c (run by biccg_template.py) times the solver's sweeps
+    against their passes unrolled for a 4 x 4 x 2 tile, a face at a time and over flat
+    lists: each subtracts a row's terms in the solver's order, so built without fused
+    multiply-adds (-O2, no -march) z is the solver's bit for bit.  The grid's whole tiles
+    (3 x 2 x 4 of its 3 x 3 x 5) are the ones whose pattern is matched and unrolled."""
+    rec = tile_driver(tmp_path, "biccg_template.c")
+    assert rec["n"] == 12 * 10 * 9 and rec["blocks"] == 45 and rec["matched"] == 24
+    for v in ("unrolled", "faces", "flat_unrolled", "flat"):
+        assert rec[f"{v}_z_diff"] == 0.0, v
+        assert rec[f"{v}_ms"] > 0
+
+
 def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
     """comparisons/biccg_split_spmv.c times the solver's SpMV against the product on A stored
     in the factor's pattern (lower, diagonal, upper apart): the sums run in the same order,
