@@ -8,6 +8,7 @@
 #ifndef BURSTBENCH_BICCG_BENCH_H
 #define BURSTBENCH_BICCG_BENCH_H
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,12 +109,16 @@ static double median(double *t, int n)
 }
 
 /* The largest |a_i - b_i| over the largest |b_i| (over 1 where b is zero): how far a
- * variant's vector is from the solver's. */
+ * variant's vector is from the solver's; DBL_MAX where either holds a NaN (which fmax
+ * would pass over), so that a vector of NaNs cannot read as the same. */
 static inline double max_rel_diff(const double *a, const double *b, size_t n)
 {
     double d = 0.0, m = 0.0;
     for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs(a[i] - b[i]));
+        const double e = fabs(a[i] - b[i]);
+        if (isnan(e))
+            return DBL_MAX;
+        d = fmax(d, e);
         m = fmax(m, fabs(b[i]));
     }
     return m > 0.0 ? d / m : d;

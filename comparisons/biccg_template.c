@@ -11,9 +11,10 @@
  *     registers; its values copied into 64 floats a tile for L and for U,
  *     in the solver's order.  Other blocks, and every first pass, as the
  *     solver runs them.
- *   2 "faces": as 1, and each matched tile's first pass (its couplings to
- *     other blocks) a face of the tile at a time, loops of fixed counts, in
- *     place of a loop over each row's 0-3 entries.
+ *   2 "faces": as 1, and the first pass (its couplings to other blocks) of
+ *     each matched tile whose faces each meet one block, all their rows
+ *     alike, a face of the tile at a time: loops of fixed counts, in place
+ *     of a loop over each row's 0-3 entries.
  *   3 "flat + unrolled": as 1, and every block's first pass one loop over a
  *     copy of its entries to other blocks (column, value, the row's place in
  *     the block: one byte), in row order.
@@ -25,7 +26,9 @@
  * (-ffp-contract=off), to rounding otherwise.  Run by biccg_template.py;
  * usage: NX NY NZ ROUNDS TX TY TZ.  One JSON line: the medians of ROUNDS
  * alternating calls, each after a flush and once more at once (warm), the
- * tiles matched, and each variant's largest z difference.  Exit 3 where the
+ * tiles matched (and faced), each variant's largest z difference and
+ * whether its z is the same bits, and whether it reads its own copies
+ * (reads_its_copies).  Exit 3 where the
  * tile is not 4 x 4 x 2 (the unrolled pattern's).
  */
 #include "biccg_bench.h"
@@ -157,6 +160,10 @@ static int match_faces(const bc_local *L, const int *blockof, int b, tile_faces 
                 used |= 1 << f, fb[f] = B, side[f] = sd, seen[f]++;
             }
     }
+    for (int f = 0; f < 6; f++) /* a block on two faces: entry_to would take one entry twice */
+        for (int g = f + 1; g < 6; g++)
+            if (fb[f] >= 0 && fb[f] == fb[g])
+                return 0;
     t->nl = t->nu = 0;
     for (int f = 0; f < 6; f++) {
         if (fb[f] < 0)
@@ -482,6 +489,53 @@ static void kernel_call(void *vc, int v)
         precond_variant(c->L, v, c->x, c->y, &c->rr, &c->rz);
 }
 
+/* Variant v's z beside the solver's (in b->y0): y filled with NaN first, so
+ * that a row a variant leaves alone cannot keep another's value; *same
+ * whether the bits are the solver's, the return its largest difference. */
+static double run_beside(tile_bench *b, kernel_ctx *ctx, int v, int *same)
+{
+    for (bc_gidx i = 0; i < b->n; i++)
+        b->y[i] = NAN;
+    kernel_call(ctx, v);
+    *same = memcmp(b->y, b->y0, (size_t)b->n * sizeof *b->y) == 0;
+    return max_rel_diff(b->y, b->y0, (size_t)b->n);
+}
+
+/* Whether variant v reads its own copies, not the factor's entries it has
+ * copies of: those entries doubled (inside matched tiles: every variant;
+ * to other blocks: flat lists always, faces where the tile's matched; all:
+ * flat), v run again, z the solver's still; the factor restored. */
+static int reads_its_copies(tile_bench *b, kernel_ctx *ctx, int v)
+{
+    bc_local *L = &b->L;
+    const int n = L->nloc;
+    const size_t nl = (size_t)L->lptr[n], nu = (size_t)L->uptr[n];
+    float *keep_l = malloc(nl * sizeof *keep_l + 1), *keep_u = malloc(nu * sizeof *keep_u + 1);
+    if (!keep_l || !keep_u)
+        return 0;
+    memcpy(keep_l, L->lval32, nl * sizeof *keep_l);
+    memcpy(keep_u, L->uval32, nu * sizeof *keep_u);
+    for (int blk = 0; blk < L->nblocks; blk++) {
+        const int inside = v == FLAT || tpos[blk] >= 0;
+        const int out = v == FLAT || v == FLAT_UNROLLED || (v == FACES && faces_ok[blk]);
+        for (int i = L->bstart[blk]; i < L->bstart[blk + 1]; i++) {
+            const int64_t lcut = L->lptr[i + 1] - L->lin[i], ucut = L->uptr[i] + L->uin[i];
+            for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
+                if (p < lcut ? out : inside)
+                    L->lval32[p] *= 2.0f;
+            for (int64_t p = L->uptr[i]; p < L->uptr[i + 1]; p++)
+                if (p < ucut ? inside : out)
+                    L->uval32[p] *= 2.0f;
+        }
+    }
+    int same;
+    run_beside(b, ctx, v, &same);
+    memcpy(L->lval32, keep_l, nl * sizeof *keep_l);
+    memcpy(L->uval32, keep_u, nu * sizeof *keep_u);
+    free(keep_l), free(keep_u);
+    return same;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 8 && (atoi(argv[5]) != 4 || atoi(argv[6]) != 4 || atoi(argv[7]) != 2)) {
@@ -493,18 +547,25 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc;
     const int matched = pack(&b.L);
-    if (matched < 0 || pack_faces(&b.L) != 0 || flatten(&b.L, 0, &flo) || flatten(&b.L, 1, &fli) ||
-        flatten(&b.L, 2, &fuo) || flatten(&b.L, 3, &fui)) {
+    if (matched < 0 || pack_faces(&b.L) != 0) {
         fprintf(stderr, "error: no memory\n");
         MPI_Finalize();
         return 2;
     }
-    double rr0, rz0, dz[4];
+    if (flatten(&b.L, 0, &flo) || flatten(&b.L, 1, &fli) || flatten(&b.L, 2, &fuo) ||
+        flatten(&b.L, 3, &fui)) {
+        fprintf(stderr, "error: no memory, or a block of more than 256 rows (the lists' "
+                        "row byte)\n");
+        MPI_Finalize();
+        return 2;
+    }
+    double rr0, rz0, dz[NV];
+    int same[NV], own[NV];
     bc_precond(&b.L, 0.0, NULL, b.x, b.y0, &rr0, &rz0);
     kernel_ctx ctx = {&b.L, b.x, b.y, 0.0, 0.0};
-    for (int v = 1; v < 5; v++) {
-        kernel_call(&ctx, v);
-        dz[v - 1] = max_rel_diff(b.y, b.y0, (size_t)b.n);
+    for (int v = 1; v < NV; v++) {
+        dz[v] = run_beside(&b, &ctx, v, &same[v]);
+        own[v] = v < NO_FIRST && reads_its_copies(&b, &ctx, v);
     }
     int faced = 0;
     for (int k = 0; k < b.L.nblocks; k++)
@@ -522,8 +583,11 @@ int main(int argc, char **argv)
            (long long)b.n, omp_get_max_threads(), b.rounds, b.L.nblocks, matched, faced);
     for (int v = 0; v < NV; v++)
         printf(", \"%s_ms\": %.4f, \"%s_warm_ms\": %.4f", name[v], ms[v], name[v], ms[NV + v]);
-    for (int v = 1; v < 5; v++)
-        printf(", \"%s_z_diff\": %.3g", name[v], dz[v - 1]);
+    for (int v = 1; v < NV; v++)
+        printf(", \"%s_z_diff\": %.3g, \"%s_same_bits\": %s", name[v], dz[v], name[v],
+               same[v] ? "true" : "false");
+    for (int v = 1; v < NO_FIRST; v++)
+        printf(", \"%s_reads_its_copies\": %s", name[v], own[v] ? "true" : "false");
     printf("}\n");
     MPI_Finalize();
     return 0;

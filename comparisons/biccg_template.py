@@ -32,8 +32,8 @@ VARIANTS = (("unrolled", "unrolled"), ("faces", "faces"),
 def main() -> int:
     a, tile = tile_args(__doc__, 9)
     names = " | ".join(f"{name} (ms, / solver's)" for _, name in VARIANTS)
-    print(f"| grid | threads | tiles unrolled | solver's (ms) | {names} | warm: solver's, "
-          "flat + unrolled (ms) | z's largest difference |")
+    print(f"| grid | threads | tiles unrolled, by faces | solver's (ms) | {names} | "
+          "warm: solver's, flat + unrolled (ms) | z's largest difference |")
     print("|---|---|---|---:|" + "---|" * len(VARIANTS) + "---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "template"
@@ -42,7 +42,8 @@ def main() -> int:
             cells = " | ".join(f"{r[k + '_ms']:.2f} ({r[k + '_ms'] / r['precond_ms']:.2f})"
                                for k, _ in VARIANTS)
             diff = max(r[k + "_z_diff"] for k, _ in VARIANTS[:4])
-            print(f"| {grid} | {t} | {r['matched']} of {r['blocks']} | {r['precond_ms']:.2f} | "
+            print(f"| {grid} | {t} | {r['matched']}, {r['faced']} of {r['blocks']} | "
+                  f"{r['precond_ms']:.2f} | "
                   f"{cells} | {r['precond_warm_ms']:.2f}, {r['flat_unrolled_warm_ms']:.2f} | "
                   f"{diff:.1e} |")
     return 0

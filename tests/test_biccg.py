@@ -1021,10 +1021,10 @@ def tile_driver_exe(tmp_path: Path, source: str, flags: str = "-O2 -fopenmp -std
     return exe
 
 
-def tile_driver(tmp_path: Path, source: str) -> dict:
+def tile_driver(tmp_path: Path, source: str, flags: str = "-O2 -fopenmp -std=gnu99") -> dict:
     """tile_driver_exe's driver run once on 12 x 10 x 9 (tiles 4 x 4 x 2, 2 threads): its
     record.  The grid's tiles leave rows with every split of their three lower entries."""
-    exe = tile_driver_exe(tmp_path, source)
+    exe = tile_driver_exe(tmp_path, source, flags)
     out = subprocess.run([str(exe), "12", "10", "9", "1", "4", "4", "2"], capture_output=True,
                          text=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
     assert out.returncode == 0, out.stderr
@@ -1044,13 +1044,20 @@ def test_the_sweeps_other_passes_compute_the_solvers_z(tmp_path):
     """comparisons/biccg_template.c (run by biccg_template.py) times the solver's sweeps
     against their passes unrolled for a 4 x 4 x 2 tile, a face at a time and over flat
     lists: each subtracts a row's terms in the solver's order, so built without fused
-    multiply-adds (-O2, no -march) z is the solver's bit for bit.  The grid's whole tiles
-    (3 x 2 x 4 of its 3 x 3 x 5) are the ones whose pattern is matched and unrolled."""
-    rec = tile_driver(tmp_path, "biccg_template.c")
-    assert rec["n"] == 12 * 10 * 9 and rec["blocks"] == 45 and rec["matched"] == 24
+    multiply-adds z is the solver's bit for bit (z first filled with NaN).  The grid's
+    whole tiles (3 x 2 x 4 of its 3 x 3 x 5 blocks) are unrolled, and those of them whose
+    faces each meet a whole tile (the 12 at y = 0) run a face at a time.  Each variant
+    must read its own copies: with the factor's entries it copied doubled, its z stays
+    the same (a variant that fell back to the solver's loops would change).  The bound
+    without first passes must differ (the comparison can fail)."""
+    rec = tile_driver(tmp_path, "biccg_template.c", "-O2 -ffp-contract=off -fopenmp -std=gnu99")
+    assert rec["n"] == 12 * 10 * 9 and rec["blocks"] == 45
+    assert rec["matched"] == 24 and rec["faced"] == 12
     for v in ("unrolled", "faces", "flat_unrolled", "flat"):
-        assert rec[f"{v}_z_diff"] == 0.0, v
+        assert rec[f"{v}_same_bits"] and rec[f"{v}_z_diff"] == 0.0, v
+        assert rec[f"{v}_reads_its_copies"], v
         assert rec[f"{v}_ms"] > 0
+    assert not rec["no_first_same_bits"] and rec["no_first_z_diff"] > 0.1
 
 
 def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
