@@ -51,6 +51,13 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
     pointers and split counts, 1/d, r read and written, q read, z written (in q's array)
     then read and written); the vector updates, 40 n (x and p read and written, z read).
     568 MB at Poisson 128^3 with the single factor.
+
+    The count of the factor's row layout.  Blocks that are whole 4 x 4 x 2 tiles of a grid
+    (the default blocking of a Poisson grid) sweep copies instead (ic0.c, pack_sweeps): 5 +
+    f bytes an entry to another block, f an entry inside the block, no row pointers; on a
+    7-point grid 38 bytes a row fewer with the single factor (488 MB at 128^3), so a rate
+    computed with this count overstates theirs by up to 16%.  The time model's fit absorbs
+    the difference in its efficiency; the count follows the copies at its next revision.
     """
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")

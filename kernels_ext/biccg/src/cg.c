@@ -238,8 +238,9 @@ void bc_local_free(bc_local *L)
                    L->iperm,  L->dinv,  L->lptr,  L->uptr,   L->lidx,   L->uidx,
                    L->lval,   L->uval,  L->rrank, L->rcount, L->roff,   L->srank,
                    L->scount, L->soff,  L->sidx,  L->sbuf,   L->req,    L->halo_g,
-                   L->lin,    L->uin,   L->pfptr, L->pf,     L->lval32, L->uval32,
-                   L->dinv32};
+                   L->lin,    L->uin,   L->pfptr, L->pf,     L->fptr,   L->bptr,
+                   L->fcol,   L->bcol,  L->tpos,  L->fval,   L->bval,   L->tl,
+                   L->tu,     L->frow,  L->brow,  L->lval32, L->uval32, L->dinv32};
     if (L->uval_in_uidx)
         all[sizeof all / sizeof all[0] - 2] = NULL;
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)

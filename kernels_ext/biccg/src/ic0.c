@@ -167,6 +167,118 @@ static void transpose_serial(bc_local *L)
         }
 }
 
+/* Whether block b couples inside itself as a 4 x 4 x 2 tile of a 7-point
+ * grid, rows x fastest: row k to k - 16, k - 4, k - 1 below and k + 1, k +
+ * 4, k + 16 above, where the tile has them, in that order.  Read from the
+ * pattern. */
+static int tile_pattern(const bc_local *L, int b)
+{
+    const int i0 = L->bstart[b];
+    if (L->bstart[b + 1] - i0 != 32)
+        return 0;
+    for (int k = 0; k < 32; k++) {
+        const int x = k & 3, y = (k >> 2) & 3, z = k >> 4, i = i0 + k;
+        const int lo[3] = {i - 16, i - 4, i - 1}, has_lo[3] = {z > 0, y > 0, x > 0};
+        const int hi[3] = {i + 1, i + 4, i + 16}, has_hi[3] = {x < 3, y < 3, z < 1};
+        if (L->lin[i] != has_lo[0] + has_lo[1] + has_lo[2] ||
+            L->uin[i] != has_hi[0] + has_hi[1] + has_hi[2])
+            return 0;
+        int64_t pl = L->lptr[i + 1] - L->lin[i], pu = L->uptr[i];
+        for (int j = 0; j < 3; j++) {
+            if (has_lo[j] && L->lidx[pl++] != lo[j])
+                return 0;
+            if (has_hi[j] && L->uidx[pu++] != hi[j])
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* One value of `size` bytes (the factor's float or double) copied: memcpy
+ * with a size known only at run time is a call an entry. */
+static inline void copy_value(char *to, const char *from, size_t size)
+{
+    if (size == sizeof(float))
+        *(float *)to = *(const float *)from;
+    else
+        *(double *)to = *(const double *)from;
+}
+
+/* The sweeps' copies (bc_local.tpos, fptr ...), the factor's values of
+ * `size` bytes: the tiles found and counted, then each block's copies
+ * written by the thread that sweeps it (color by color, as the sweeps share
+ * the blocks out).  BC_OK or BC_ENOMEM. */
+static int pack_sweeps(bc_local *L, size_t size)
+{
+    const int nb = L->nblocks;
+    L->fptr = bc_alloc((size_t)nb + 1, sizeof(int64_t));
+    L->bptr = bc_alloc((size_t)nb + 1, sizeof(int64_t));
+    L->tpos = bc_alloc((size_t)nb + 1, sizeof(int32_t));
+    if (!L->fptr || !L->bptr || !L->tpos)
+        return BC_ENOMEM;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+            int64_t nf = 0, nu = 0;
+            L->tpos[b] = tile_pattern(L, b);
+            for (int i = L->bstart[b]; L->tpos[b] && i < L->bstart[b + 1]; i++) {
+                nf += L->lptr[i + 1] - L->lptr[i] - L->lin[i];
+                nu += L->uptr[i + 1] - L->uptr[i] - L->uin[i];
+            }
+            L->fptr[b + 1] = nf, L->bptr[b + 1] = nu;
+        }
+    }
+    int32_t tiles = 0;
+    L->fptr[0] = L->bptr[0] = 0;
+    for (int b = 0; b < nb; b++) {
+        L->fptr[b + 1] += L->fptr[b], L->bptr[b + 1] += L->bptr[b];
+        L->tpos[b] = L->tpos[b] ? tiles++ : -1;
+    }
+    const int64_t nf = L->fptr[nb], nu = L->bptr[nb];
+    L->fcol = bc_alloc((size_t)nf + 1, sizeof(int32_t));
+    L->bcol = bc_alloc((size_t)nu + 1, sizeof(int32_t));
+    L->fval = bc_alloc((size_t)nf + 1, size);
+    L->bval = bc_alloc((size_t)nu + 1, size);
+    L->frow = bc_alloc((size_t)nf + 1, 1);
+    L->brow = bc_alloc((size_t)nu + 1, 1);
+    L->tl = bc_alloc(64 * (size_t)tiles + 1, size);
+    L->tu = bc_alloc(64 * (size_t)tiles + 1, size);
+    if (!L->fcol || !L->bcol || !L->fval || !L->bval || !L->frow || !L->brow || !L->tl || !L->tu)
+        return BC_ENOMEM;
+    const char *lv = L->lval32 ? (const char *)L->lval32 : (const char *)L->lval;
+    const char *uv = L->uval32 ? (const char *)L->uval32 : (const char *)L->uval;
+    char *fv = L->fval, *bv = L->bval, *tl = L->tl, *tu = L->tu;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+        for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+            if (L->tpos[b] < 0)
+                continue;
+            const int i0 = L->bstart[b], i1 = L->bstart[b + 1];
+            int64_t f = L->fptr[b], u = L->bptr[b], t = 64 * (int64_t)L->tpos[b];
+            for (int i = i0; i < i1; i++) {
+                for (int64_t p = L->lptr[i]; p < L->lptr[i + 1] - L->lin[i]; p++, f++) {
+                    L->fcol[f] = L->lidx[p], L->frow[f] = (unsigned char)(i - i0);
+                    copy_value(fv + (size_t)f * size, lv + (size_t)p * size, size);
+                }
+                for (int64_t p = L->uptr[i] + L->uin[i]; p < L->uptr[i + 1]; p++, u++) {
+                    L->bcol[u] = L->uidx[p], L->brow[u] = (unsigned char)(i - i0);
+                    copy_value(bv + (size_t)u * size, uv + (size_t)p * size, size);
+                }
+            }
+            for (int i = i0; i < i1; i++)
+                for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++, t++)
+                    copy_value(tl + (size_t)t * size, lv + (size_t)p * size, size);
+            t = 64 * (int64_t)L->tpos[b];
+            for (int i = i0; i < i1; i++)
+                for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++, t++)
+                    copy_value(tu + (size_t)t * size, uv + (size_t)p * size, size);
+        }
+    }
+    return BC_OK;
+}
+
 int bc_factor(bc_local *L, int single)
 {
     const int n = L->nloc;
@@ -219,15 +331,21 @@ int bc_factor(bc_local *L, int single)
             }
     }
     BC_PHASE("factor: transpose");
-    return BC_OK;
+    const int rc = pack_sweeps(L, single ? sizeof(float) : sizeof(double));
+    BC_PHASE("factor: sweeps' copies");
+    return rc;
 }
 
 /* The substitutions, once per precision of the factor's values (sweeps.h). */
 #define BC_FT double
 #define BC_SWEEPS sweeps_double
+#define BC_TILE_FORWARD tile_forward_double
+#define BC_TILE_BACKWARD tile_backward_double
 #include "sweeps.h"
 #define BC_FT float
 #define BC_SWEEPS sweeps_float
+#define BC_TILE_FORWARD tile_forward_float
+#define BC_TILE_BACKWARD tile_backward_float
 #include "sweeps.h"
 
 void bc_precond(const bc_local *L, double alpha, const double *q, double *r, double *z,

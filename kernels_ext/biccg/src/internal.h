@@ -44,6 +44,20 @@ typedef struct {
     /* entries of row i coupling it to its own block: the last lin[i] of its L
      * row, the first uin[i] of its U row (the rest couple other blocks) */
     int32_t *lin, *uin;
+    /* the sweeps' copies of the factor (ic0.c, pack_sweeps), for each block
+     * that is a 4 x 4 x 2 tile of a 7-point grid (tpos[b] >= 0, its place
+     * among them; -1 for other blocks): its entries to other blocks, L's
+     * (forward) and U's (backward), as one list in row order, [fptr[b],
+     * fptr[b + 1]) and [bptr[b], bptr[b + 1]) (empty for other blocks):
+     * column, value (the factor's type), the row's place in the block; and
+     * its 64 values inside it of L (at tl + 64 tpos[b]) and of U (tu), in
+     * row order.  A first pass is then one loop a block, not a loop a row of
+     * 0-3 entries (a branch miss a row), and the recurrence is unrolled
+     * (sweeps.h; comparisons/README.md, "The sweeps a block at a time"). */
+    int64_t *fptr, *bptr;
+    int32_t *fcol, *bcol, *tpos;
+    void *fval, *bval, *tl, *tu;
+    unsigned char *frow, *brow;
     /* prefetch plan: the first entry of every cache line of x (or z) that
      * block b reads outside itself, in three runs: earlier colors
      * [pf[pfptr[3b]], pf[pfptr[3b+1])), later colors, then halo slots */
