@@ -4,7 +4,8 @@
  *   - "before" SpMV: CSR rows in the multicolor order, no prefetch;
  *   - "before" preconditioner: the solver's sweeps without the register
  *     carry and the prefetch (row_runs and sweep_prefetch set to 0: its path
- *     for tiles within the cache).
+ *     for tiles within the cache; whole 4 x 4 x 2 tiles take the copies'
+ *     path either way since e586e11, so for them "before" is the solver).
  * Calls alternate, each after a write of twice the last-level cache (192 MiB
  * at least) that leaves nothing of the operands in cache (as in CG, where
  * other kernels run in between), and each is timed again at once, its

@@ -10,7 +10,8 @@
  *     pattern: constant offsets, no column read, the rows' values in
  *     registers; its values copied into 64 floats a tile for L and for U,
  *     in the solver's order.  Other blocks, and every first pass, as the
- *     solver runs them.
+ *     solver ran them before e586e11 (a loop a row; the solver now sweeps
+ *     tiles as variant 3 does).
  *   2 "faces": as 1, and the first pass (its couplings to other blocks) of
  *     each matched tile whose faces each meet one block, all their rows
  *     alike, a face of the tile at a time: loops of fixed counts, in place

@@ -1048,7 +1048,8 @@ def test_the_sweeps_other_passes_compute_the_solvers_z(tmp_path):
     whole tiles (3 x 2 x 4 of its 3 x 3 x 5 blocks) are unrolled, and those of them whose
     faces each meet a whole tile (the 12 at y = 0) run a face at a time.  Each variant
     must read its own copies: with the factor's entries it copied doubled, its z stays
-    the same (a variant that fell back to the solver's loops would change).  The bound
+    the same (a variant that fell back to the row loops would change; since e586e11 the
+    solver itself sweeps tiles over copies too).  The bound
     without first passes must differ (the comparison can fail)."""
     rec = tile_driver(tmp_path, "biccg_template.c", "-O2 -ffp-contract=off -fopenmp -std=gnu99")
     assert rec["n"] == 12 * 10 * 9 and rec["blocks"] == 45

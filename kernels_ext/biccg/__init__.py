@@ -54,10 +54,13 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
 
     The count of the factor's row layout.  Blocks that are whole 4 x 4 x 2 tiles of a grid
     (the default blocking of a Poisson grid) sweep copies instead (ic0.c, pack_sweeps): 5 +
-    f bytes an entry to another block, f an entry inside the block, no row pointers; on a
-    7-point grid 38 bytes a row fewer with the single factor (488 MB at 128^3), so a rate
-    computed with this count overstates theirs by up to 16%.  The time model's fit absorbs
-    the difference in its efficiency; the count follows the copies at its next revision.
+    f bytes an entry to another block, f an entry inside the block, no row pointers or split
+    counts; on a 7-point grid 38 bytes a row fewer (489 MB at 128^3 with the single factor),
+    so a rate computed with this count overstates theirs by about 16% (14.5% with the double
+    factor; row blocks and matrix files read what it counts).  The time model's efficiency,
+    fitted on tiles with the single factor, absorbs that for such solves; the count follows
+    the copies at the model's next revision (comparisons/README.md, "The sweeps a block at a
+    time").
     """
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")
@@ -74,6 +77,13 @@ def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
     (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
     the four vectors x, r, p, q, 32 n (z lies in q's array).  417 MB at Poisson 128^3 with
     the single factor.
+
+    The row layout's, as bytes_per_iteration.  Whole 4 x 4 x 2 tiles touch their copies in
+    place of L and U (ic0.c, pack_sweeps): about 338 MB at 128^3, 5,190 MiB for the study's
+    256 x 256 x 512 against the 6,388 counted here.  No fitted efficiency corrects this: it
+    picks the memory tier.  On 4 HB120rs_v3 nodes the study's job would fit their L3 (about
+    1,298 MiB a node against 1,536), where this count puts it in memory, so the model prices
+    that row slower than the solver would run; it follows at the model's next revision.
     """
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")
