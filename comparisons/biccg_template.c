@@ -28,8 +28,9 @@
  * usage: NX NY NZ ROUNDS TX TY TZ.  One JSON line: the medians of ROUNDS
  * alternating calls, each after a flush and once more at once (warm), the
  * tiles matched (and faced), each variant's largest z difference and
- * whether its z is the same bits, and whether it reads its own copies
- * (reads_its_copies).  Exit 3 where the
+ * whether its z is the same bits, whether it reads its own copies
+ * (reads_its_copies), and whether the solver's own tile path (e586e11) gives
+ * its row path's bits (solver_rows_same_bits, tiles switched off for a call).  Exit 3 where the
  * tile is not 4 x 4 x 2 (the unrolled pattern's).
  */
 #include "biccg_bench.h"
@@ -568,6 +569,23 @@ int main(int argc, char **argv)
         dz[v] = run_beside(&b, &ctx, v, &same[v]);
         own[v] = v < NO_FIRST && reads_its_copies(&b, &ctx, v);
     }
+    /* the solver's own tile path (its copies) against its row path, tiles
+     * switched off for the call: the same bits without fused multiply-adds */
+    int solver_tiles = 0, solver_rows_same;
+    int32_t *keep_tpos = malloc((size_t)b.L.nblocks * sizeof *keep_tpos);
+    if (keep_tpos == NULL) {
+        fprintf(stderr, "error: no memory\n");
+        MPI_Finalize();
+        return 2;
+    }
+    for (int k = 0; k < b.L.nblocks; k++)
+        keep_tpos[k] = b.L.tpos[k], solver_tiles += b.L.tpos[k] >= 0, b.L.tpos[k] = -1;
+    for (bc_gidx i = 0; i < b.n; i++)
+        b.y[i] = NAN;
+    bc_precond(&b.L, 0.0, NULL, b.x, b.y, &rr0, &rz0);
+    solver_rows_same = memcmp(b.y, b.y0, (size_t)b.n * sizeof *b.y) == 0;
+    memcpy(b.L.tpos, keep_tpos, (size_t)b.L.nblocks * sizeof *keep_tpos);
+    free(keep_tpos);
     int faced = 0;
     for (int k = 0; k < b.L.nblocks; k++)
         faced += faces_ok[k];
@@ -589,6 +607,8 @@ int main(int argc, char **argv)
                same[v] ? "true" : "false");
     for (int v = 1; v < NO_FIRST; v++)
         printf(", \"%s_reads_its_copies\": %s", name[v], own[v] ? "true" : "false");
+    printf(", \"solver_tiles\": %d, \"solver_rows_same_bits\": %s", solver_tiles,
+           solver_rows_same ? "true" : "false");
     printf("}\n");
     MPI_Finalize();
     return 0;

@@ -1059,6 +1059,8 @@ def test_the_sweeps_other_passes_compute_the_solvers_z(tmp_path):
         assert rec[f"{v}_reads_its_copies"], v
         assert rec[f"{v}_ms"] > 0
     assert not rec["no_first_same_bits"] and rec["no_first_z_diff"] > 0.1
+    # the solver's own sweeps over its copies (24 tiles) against its row loops: same bits
+    assert rec["solver_tiles"] == 24 and rec["solver_rows_same_bits"]
 
 
 def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
