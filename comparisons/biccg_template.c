@@ -8,8 +8,9 @@
  *     below, k + 1, k + 4, k + 16 above, where the tile has them), its
  *     second pass (the recurrence inside the block) unrolled for that
  *     pattern: constant offsets, no column read, the rows' values in
- *     registers; its values copied into 64 floats a tile for L and for U,
- *     in the solver's order.  Other blocks, and every first pass, as the
+ *     registers; its values the 64 floats a tile of L and of U that the
+ *     solver copies (ic0.c's pack_sweeps, which also finds the tiles), in
+ *     the solver's order.  Other blocks, and every first pass, as the
  *     solver ran them before e586e11 (a loop a row; the solver now sweeps
  *     tiles as variant 3 does).
  *   2 "faces": as 1, and the first pass (its couplings to other blocks) of
@@ -44,61 +45,19 @@ static const int offl[TR] = {0,  0,  1,  2,  3,  4,  6,  8,  10, 11, 13, 15, 17,
 static const int offu[TR] = {0,  3,  6,  9,  11, 14, 17, 20, 22, 25, 28, 31, 33, 35, 37, 39,
                              40, 42, 44, 46, 47, 49, 51, 53, 54, 56, 58, 60, 61, 62, 63, 64};
 
-static int *tpos;        /* block -> its tile's place in tl/tu, or -1 */
-static float *tl, *tu;   /* TE values a matched tile */
+/* The solver's tiles (ic0.c's pack_sweeps finds them by their pattern):
+ * block -> its place among them, or -1; their 64 values inside of L and U. */
+static const int32_t *tpos;
+static const float *tl, *tu;
 
-/* Whether block b's couplings inside it are the tile's stencil, in order. */
-static int matches(const bc_local *L, int b)
-{
-    const int i0 = L->bstart[b];
-    if (L->bstart[b + 1] - i0 != TR)
-        return 0;
-    for (int k = 0; k < TR; k++) {
-        const int x = k & 3, y = (k >> 2) & 3, z = k >> 4, i = i0 + k;
-        const int lo[3] = {i - 16, i - 4, i - 1}, lok[3] = {z > 0, y > 0, x > 0};
-        const int hi[3] = {i + 1, i + 4, i + 16}, hik[3] = {x < 3, y < 3, z < 1};
-        int64_t p = L->lptr[i + 1] - L->lin[i];
-        int n = 0;
-        for (int j = 0; j < 3; j++)
-            if (lok[j] && (p >= L->lptr[i + 1] || L->lidx[p++] != lo[j]))
-                return 0;
-            else
-                n += lok[j];
-        if (n != L->lin[i])
-            return 0;
-        p = L->uptr[i], n = 0;
-        for (int j = 0; j < 3; j++)
-            if (hik[j] && (p >= L->uptr[i] + L->uin[i] || L->uidx[p++] != hi[j]))
-                return 0;
-            else
-                n += hik[j];
-        if (n != L->uin[i])
-            return 0;
-    }
-    return 1;
-}
-
-/* The matched tiles' values copied; how many matched, -1 without memory. */
+/* The solver's tiles taken, as the unrolled variants' (its own single
+ * factor's copies); how many. */
 static int pack(const bc_local *L)
 {
-    tpos = malloc((size_t)L->nblocks * sizeof *tpos);
+    tpos = L->tpos, tl = L->tl, tu = L->tu;
     int nt = 0;
-    for (int b = 0; tpos && b < L->nblocks; b++)
-        tpos[b] = matches(L, b) ? nt++ : -1;
-    tl = bc_alloc((size_t)nt * TE + 1, sizeof *tl), tu = bc_alloc((size_t)nt * TE + 1, sizeof *tu);
-    if (!tpos || !tl || !tu)
-        return -1;
-    for (int b = 0; b < L->nblocks; b++) {
-        if (tpos[b] < 0)
-            continue;
-        float *vl = tl + (size_t)tpos[b] * TE, *vu = tu + (size_t)tpos[b] * TE;
-        for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-            for (int64_t p = L->lptr[i + 1] - L->lin[i]; p < L->lptr[i + 1]; p++)
-                *vl++ = L->lval32[p];
-            for (int64_t p = L->uptr[i]; p < L->uptr[i] + L->uin[i]; p++)
-                *vu++ = L->uval32[p];
-        }
-    }
+    for (int b = 0; b < L->nblocks; b++)
+        nt += tpos[b] >= 0;
     return nt;
 }
 
@@ -549,7 +508,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc;
     const int matched = pack(&b.L);
-    if (matched < 0 || pack_faces(&b.L) != 0) {
+    if (pack_faces(&b.L) != 0) {
         fprintf(stderr, "error: no memory\n");
         MPI_Finalize();
         return 2;
