@@ -33,7 +33,7 @@ import statistics
 import sys
 import time
 
-from biccg_vs_baselines import bytes_per_iteration, ours  # comparisons/ is on sys.path
+from biccg_vs_baselines import ours, record_bytes  # comparisons/ is on sys.path
 
 #: Triads before and after a solve within this of each other: the state held through it.
 STEADY = 0.10
@@ -41,7 +41,7 @@ STEADY = 0.10
 
 def rate(grid: list[int], rec: dict) -> float:
     """The byte model over the solve's time an iteration, GB/s."""
-    return bytes_per_iteration(grid, rec["factor_precision"]) / (
+    return record_bytes(grid, rec) / (
         rec["solve_s"] / rec["iterations"]) / 1e9
 
 

@@ -7,12 +7,16 @@ worked out by hand."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from test_biccg import cli, tile_driver_exe
 
 from burstbench.benchmarks.triad import params as triad_params
 from burstbench.benchmarks.triad import results as triad_results
@@ -22,24 +26,95 @@ from burstbench.cost import burst, inputs, job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.model import Model
 from burstbench.cost.predict import Link, MatrixModel, NodeModel, SolveLayout, predict
-from kernels_ext.biccg import bytes_per_iteration, working_set_bytes
+from kernels_ext.biccg import bytes_per_iteration, partition, tile_copies, working_set_bytes
+from kernels_ext.common.errors import BadInput
 
 MIB = 2 ** 20
 
 
 def test_a_solves_working_set_counts_each_array_once():
-    """Poisson 4 x 4 x 4: 64 rows, 7 x 64 - 2 x 48 = 352 nonzeros.  A: 12 x 352 + 8 x 64;
-    L and U (single): 8 x (352 - 64) + 16 x 64, split counts 8 x 64; 1/d 4 x 64; four
+    """Poisson 4 x 4 x 4: 64 rows, 7 x 64 - 2 x 48 = 352 nonzeros.  In rows: A 12 x 352 + 8 x
+    64; L and U (single): 8 x (352 - 64) + 16 x 64, split counts 8 x 64; 1/d 4 x 64; four
     vectors 32 x 64 (z lies in q's array): 4,224 + 512 + 2,304 + 1,024 + 512 + 256 + 2,048
-    = 10,880 bytes."""
-    p = MatrixModel.poisson(4, 4, 4)
-    assert (p.n, p.nnz) == (64, 352)
-    assert working_set_bytes(64, 352) == 10_880 == p.working_set
+    = 10,880 bytes.  In tiles (the default): two whole 4 x 4 x 2 tiles, 128 entries of L
+    and U inside each at 4 bytes, the 32 between them at 9 (column, value, the row's place),
+    no row pointers or split counts: 4,736 + 1,024 + 288 + 256 + 2,048 = 8,352 bytes."""
+    rows = MatrixModel.poisson(4, 4, 4, tiles=False)
+    assert (rows.n, rows.nnz) == (64, 352)
+    assert working_set_bytes(64, 352) == 10_880 == rows.working_set()
     # the double factor: 4 more bytes a value of L and U and of 1/d
     assert working_set_bytes(64, 352, "double") == 10_880 + 4 * 288 + 4 * 64
     # an iteration streams more than it holds: vectors pass several times
     assert bytes_per_iteration(64, 352) > working_set_bytes(64, 352)
     assert working_set_bytes(2_097_152, MatrixModel.poisson(128, 128, 128).nnz) == 417_464_320
+    tiles = MatrixModel.poisson(4, 4, 4)
+    assert tiles.copies(1) == (64, 288)
+    assert tiles.working_set() == 4_736 + 1_024 + 288 + 256 + 2_048 == 8_352
+    assert working_set_bytes(64, 352, "double", (64, 288)) == 8_352 + 4 * 256 + 4 * 32 + 4 * 64
+    # two ranks hold a layer of tiles each; three cut both layers: no tile whole, rows again
+    assert tiles.copies(2) == (64, 288)
+    assert tiles.copies(3) == (0, 0) and tiles.working_set(3) == 10_880
+    assert MatrixModel.poisson(128, 128, 128).working_set() == 337_674_240
+    with pytest.raises(BadInput, match=r"copies \(65 rows, 288 entries\) do not fit a matrix "
+                       r"of 64 rows and 352 nonzeros"):
+        working_set_bytes(64, 352, copies=(65, 288))
+
+
+def brute_tile_copies(grid: tuple[int, int, int], ranks: int) -> tuple[int, int]:
+    """tile_copies by its definition, point by point: the 4 x 4 x 2 tiles inside the grid
+    whose 32 rows one rank holds, and the sum of their rows' neighbours in the grid."""
+    nx, ny, nz = grid
+    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    rank = np.empty(nx * ny * nz, np.int64)
+    for r in range(ranks):
+        a, b = partition(nx * ny * nz, ranks, r)
+        rank[a:b] = r
+    rank = rank.reshape(z.shape)
+    degree = 6 - sum((v == 0).astype(int) + (v == m - 1) for v, m in ((x, nx), (y, ny), (z, nz)))
+    rows = entries = 0
+    for k in range(nz // 2):
+        for j in range(ny // 4):
+            for i in range(nx // 4):
+                t = (slice(2 * k, 2 * k + 2), slice(4 * j, 4 * j + 4), slice(4 * i, 4 * i + 4))
+                if (rank[t] == rank[t].flat[0]).all():
+                    rows, entries = rows + 32, entries + int(degree[t].sum())
+    return rows, entries
+
+
+@pytest.mark.parametrize("grid,ranks,some", [
+    ((12, 10, 9), 1, True), ((12, 10, 9), 3, True), ((13, 9, 10), 4, True),
+    ((16, 16, 16), 7, True), ((9, 17, 6), 2, True), ((16, 16, 16), 16, False),
+    ((9, 17, 6), 5, False), ((8, 8, 1), 1, False), ((4, 4, 2), 2, False)])
+def test_the_tiles_swept_from_copies_are_counted_as_the_solver_copies_them(tmp_path, grid,
+                                                                          ranks, some):
+    """kernels_ext.biccg.tile_copies against its definition point by point, and against the
+    solver's own setup of each rank's part (comparisons/biccg_copies.c): the same rows, and
+    entries = those the copies hold + those to other ranks' rows (counted, as the byte
+    model counts the factor, in the whole matrix)."""
+    want = tile_copies(grid, ranks)
+    assert want == brute_tile_copies(grid, ranks)
+    exe = tile_driver_exe(tmp_path, "biccg_copies.c")
+    out = subprocess.run([str(exe), *map(str, grid), str(ranks)], capture_output=True,
+                         text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    rec = json.loads(out.stdout)
+    assert (rec["rows"], rec["entries"] + rec["to_other_ranks"]) == want
+    # none where a rank holds less than a layer of tiles, or the grid is one plane
+    assert (want[0] > 0) == some
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_the_solver_records_the_rows_it_swept_from_copies(ranks):
+    """The solver's record says how many rows its sweeps ran from copies (the time model
+    counts a measured solve's bytes by it): tile_copies' rows on 12 x 10 x 8 with 1-3 ranks
+    (three cut a layer of tiles), and none with blocks of rows."""
+    proc = cli("--poisson", "12", "10", "8", n=ranks)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(proc.stdout)
+    assert rec["copied_rows"] == tile_copies((12, 10, 8), ranks)[0] > 0
+    assert (ranks == 3) == (rec["copied_rows"] < 12 * 8 * 8)
+    rows = json.loads(cli("--poisson", "12", "10", "8", "--blocking", "rows", n=ranks).stdout)
+    assert rows["blocking"] == "rows of 32" and rows["copied_rows"] == 0
 
 
 @pytest.mark.parametrize("given,wanted", [
@@ -187,16 +262,17 @@ def test_a_working_set_in_cache_is_priced_at_the_drawn_speed_up():
 def test_the_figure_12_check_is_given_without_and_with_the_tiers():
     """The committed check: both views at 1-32 nodes; without tiers every working set at
     the DRAM Triad; with them HB120rs_v3's 1,536 MiB of L3 a node holds the study job's
-    working set from 8 nodes on (798 MiB) and not at 4 (1,597), HC44rs's 66 MiB never."""
+    working set in tiles from 4 nodes on (1,293 MiB) and not at 2 (2,585), HC44rs's 66 MiB
+    never."""
     check = pd.read_csv(Path(__file__).resolve().parents[1] / "figures/biccg_model_study.csv")
     assert list(check["caches"].unique()) == ["DRAM Triad only", "L3 tiers"]
     before = check[check["caches"] == "DRAM Triad only"]
     after = check[check["caches"] == "L3 tiers"].set_index("nodes")
     assert (before["HB120rs_v3_tier"] == "memory").all()
-    assert list(after["HB120rs_v3_tier"]) == ["memory"] * 3 + ["cache"] * 3
+    assert list(after["HB120rs_v3_tier"]) == ["memory"] * 2 + ["cache"] * 4
     assert (after["HC44rs_tier"] == "memory").all()
     assert after.loc[8, "working_set_mib_per_node"] == pytest.approx(
-        MatrixModel.poisson(256, 256, 512).working_set / 8 / MIB, abs=1e-3)
+        MatrixModel.poisson(256, 256, 512).working_set(16) / 8 / MIB, abs=1e-3)
     # in cache the memory part is the DRAM one over the cache speed-up's mode: the
     # geometric mean of 1 and its top, the lesser of the L3's peak over the DRAM Triad
     # (49x) and what 120 cores take at the solver's in-cache rate a core measured here
@@ -219,15 +295,15 @@ def test_a_cache_feeds_the_solver_no_faster_than_its_cores_take():
     (16 cores: 0.68x, under 1) gains nothing, a known 1."""
     p = MatrixModel.poisson(32, 32, 32)
     m = NodeModel(name="here", cores=2, triad_gbs={2: 30.0}, measured=True,
-                  ladder={2: ((p.working_set / 2, 60.0), (p.working_set * 2, 60.0))},
+                  ladder={2: ((p.working_set(2) / 2, 60.0), (p.working_set(2) * 2, 60.0))},
                   rule_bytes=2 ** 32, intra=Link(latency_us=1.0, bandwidth_gbs=10.0))
     lay = SolveLayout(1, 2, 1)
     free = predict(p, m, lay, 10, 0.8, tiers=True)
     capped = predict(p, m, lay, 10, 0.8, tiers=True, core_gbs=10.0)
-    assert free.memory_s == pytest.approx(p.bytes / 48e9)
-    assert capped.memory_s == pytest.approx(p.bytes / 24e9)
+    assert free.memory_s == pytest.approx(p.bytes(2) / 48e9)
+    assert capped.memory_s == pytest.approx(p.bytes(2) / 24e9)
     assert predict(p, m, lay, 10, 0.8, tiers=True, core_gbs=20.0).memory_s == pytest.approx(
-        p.bytes / 40e9)
+        p.bytes(2) / 40e9)
     big = NodeModel(name="HB120rs_v3", cores=120, triad_gbs={24: 235.1}, measured=False,
                     cache_bytes=1536 * MIB, cache_peak_gbs=11_520.0)
     small = NodeModel(name="HB120-16rs_v3", cores=16, triad_gbs={16: 248.1}, measured=False,

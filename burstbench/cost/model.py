@@ -117,8 +117,10 @@ def _build(value) -> str:
 
 
 def _problem(row) -> MatrixModel:
+    copies = row.get("copies")  # missing (NaN) where the row is not one of ours
     return MatrixModel.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
-                         str(row.get("factor") or "single"))
+                             str(row.get("factor") or "single"),
+                             not pd.isna(copies) and bool(copies))
 
 
 @dataclass
@@ -306,7 +308,7 @@ def fit(merits: list[Merits], machine_of: dict[str, NodeModel], reference: dict)
                      "predicted_s": p.solve_s, "error": p.solve_s / s["value"] - 1,
                      "predicted_rule_s": rule.solve_s,
                      "error_rule": rule.solve_s / s["value"] - 1, "tier": p.tier,
-                     "working_set_mib": problem.working_set / lay.nodes / 2**20,
+                     "working_set_mib": problem.working_set(lay.ranks) / lay.nodes / 2**20,
                      "cpu": m.cpu, "llc_mib": m.cache_bytes / 2**20,
                      "memory_share": p.memory_s / p.iteration_s, "reference": is_ref,
                      "triad_gbs": m.bandwidth(lay.cores_per_node),
@@ -358,13 +360,14 @@ def core_rate(solves: list, build: str, machine: NodeModel) -> tuple[float, str]
                 lay.ranks_per_node != RANKS_PER_NODE:
             continue
         dram = m.bandwidth(lay.cores_per_node)
-        gbs, tier = m.tier(lay.cores_per_node, problem.working_set / lay.nodes)
+        gbs, tier = m.tier(lay.cores_per_node, problem.working_set(lay.ranks) / lay.nodes)
         if tier != "ladder" or gbs < IN_CACHE * dram:
             continue
-        rate = problem.bytes / lay.nodes / (float(s["value"]) / n) / lay.cores_per_node / 1e9
+        per_iteration = float(s["value"]) / n
+        rate = problem.bytes(lay.ranks) / lay.nodes / per_iteration / lay.cores_per_node / 1e9
         if rate > best:
             best = rate
             how = (f"{rate:.2f} GB/s a core: {problem.name} "
-                   f"({problem.working_set / 2**20:,.0f} MiB, the ladder's Triad {gbs:.1f} "
-                   f"GB/s against {dram:.1f} from memory) on {m.cpu} ({s['data']})")
+                   f"({problem.working_set(lay.ranks) / 2**20:,.0f} MiB, the ladder's Triad "
+                   f"{gbs:.1f} GB/s against {dram:.1f} from memory) on {m.cpu} ({s['data']})")
     return best, how

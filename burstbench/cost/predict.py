@@ -4,9 +4,11 @@ memory bandwidth (STREAM Triad) and interconnect (ping-pong), measured here or p
 The model, each assumption a choice the validation checks (predicted against measured
 where nothing was fitted):
 
-1. Memory.  One iteration moves ``kernels_ext.biccg.bytes_per_iteration(n, nnz, factor)``
-   bytes (the solver's own byte model), spread evenly over the nodes, at `efficiency` x
-   the Triad bandwidth of the cores the layout uses on a node.  `efficiency` is fitted on
+1. Memory.  One iteration moves ``kernels_ext.biccg.bytes_per_iteration(n, nnz, factor,
+   copies)`` bytes (the solver's own byte model; `copies` the rows it sweeps from copies on
+   the layout's ranks, whole 4 x 4 x 2 tiles of a grid: MatrixModel.copies), spread evenly
+   over the nodes, at `efficiency` x the Triad bandwidth of the cores the layout uses on a
+   node.  `efficiency` is fitted on
    one measured solve (the reference) and used for every other problem, layout and
    machine; comparisons/README.md measured 0.83 of Triad beside the solve on this VM.
    A measured solve is priced at the Triad its own process measured just before and
@@ -21,10 +23,10 @@ where nothing was fitted):
    c >= t, and best x c / t below (bandwidth grows at most linearly with cores).
    That is the Triad at STREAM's rule size (arrays of 4x the caches), as the study
    published it; with memory tiers (``tiers=True``: the decision's) a node's working set
-   (``kernels_ext.biccg.working_set_bytes`` / nodes) is priced at the tier it fits: on a
-   measured machine at the Triad its ladder measured for that working set (log-log
-   between the ladder's points and the rule size's, the rule size's beyond); on a
-   published one at its DRAM Triad where the set exceeds its L3 (Table 1's, all sockets)
+   (``kernels_ext.biccg.working_set_bytes``, the same copies, / nodes) is priced at the
+   tier it fits: on a measured machine at the Triad its ladder measured for that working
+   set (log-log between the ladder's points and the rule size's, the rule size's beyond);
+   on a published one at its DRAM Triad where the set exceeds its L3 (Table 1's, all sockets)
    or where no L3 bandwidth is published for it, else at the DRAM Triad x the cache's
    speed-up, an uncertain input the decision draws (uncertainty.cache(name)).  A cache
    feeds the solver no faster than its cores consume: where the fitted machine solved
@@ -70,42 +72,51 @@ at every color (the validation shows what these cost).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
 
-from kernels_ext.biccg import bytes_per_iteration, working_set_bytes
+from kernels_ext.biccg import bytes_per_iteration, tile_copies, working_set_bytes
 
 _GRID = re.compile(r"poisson(\d+)x(\d+)x(\d+)$")
+#: tile_copies once per grid and rank count (the decision's draws ask again and again)
+_tile_copies = functools.lru_cache(maxsize=1024)(tile_copies)
 
 
 @dataclass(frozen=True)
 class MatrixModel:
     """A matrix as the model sees it: rows, nonzeros (both triangles), the factor's
-    precision, and the grid where it is a Poisson one."""
+    precision, the grid where it is a Poisson one, and whether the solver blocks it in
+    tiles (the default blocking of a grid), whose whole 4 x 4 x 2 tiles it sweeps from
+    copies (kernels_ext.biccg.tile_copies)."""
 
     name: str
     n: int
     nnz: int
     factor: str = "single"
     grid: tuple[int, int, int] | None = None
+    tiles: bool = False
 
     @classmethod
-    def poisson(cls, nx: int, ny: int, nz: int, factor: str = "single") -> MatrixModel:
-        """The solver's 7-point Poisson matrix of an nx x ny x nz grid (5-point where nz = 1)."""
+    def poisson(cls, nx: int, ny: int, nz: int, factor: str = "single",
+                tiles: bool = True) -> MatrixModel:
+        """The solver's 7-point Poisson matrix of an nx x ny x nz grid (5-point where nz = 1),
+        blocked in tiles unless `tiles` is False (--blocking rows)."""
         n = nx * ny * nz
         nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
-        return cls(f"poisson{nx}x{ny}x{nz}", n, nnz, factor, (nx, ny, nz))
+        return cls(f"poisson{nx}x{ny}x{nz}", n, nnz, factor, (nx, ny, nz), tiles)
 
     @classmethod
     def named(cls, name: str, n: float = math.nan, nnz: float = math.nan,
-              factor: str = "single") -> MatrixModel:
+              factor: str = "single", copies: bool = True) -> MatrixModel:
         """A problem by the name the solver records: a Poisson grid's from its name, any
-        other's from the `n` and `nnz` measured with it."""
+        other's from the `n` and `nnz` measured with it; `copies`: whether its sweeps ran
+        whole tiles from copies (a measured solve's record says: its copied_rows)."""
         m = _GRID.match(name)
         if m:
             nx, ny, nz = (int(x) for x in m.groups())
-            return cls.poisson(nx, ny, nz, factor=factor)
+            return cls.poisson(nx, ny, nz, factor=factor, tiles=copies)
         if not (n > 0 and nnz > 0):
             raise ValueError(f"problem {name}: its rows and nonzeros are not known")
         return cls(name, int(n), int(nnz), factor)
@@ -115,15 +126,18 @@ class MatrixModel:
         """True where `name` is a Poisson grid's (its size known from the name alone)."""
         return _GRID.match(name) is not None
 
-    @property
-    def bytes(self) -> int:
-        """Bytes one iteration moves (assumption 1)."""
-        return bytes_per_iteration(self.n, self.nnz, self.factor)
+    def copies(self, ranks: int) -> tuple[int, int]:
+        """(rows, entries) the sweeps run from copies on `ranks` ranks (tile_copies; none
+        for a matrix file or rows)."""
+        return _tile_copies(self.grid, ranks) if self.tiles and self.grid else (0, 0)
 
-    @property
-    def working_set(self) -> int:
-        """Bytes one iteration touches, each once (assumption 2's tiers)."""
-        return working_set_bytes(self.n, self.nnz, self.factor)
+    def bytes(self, ranks: int = 1) -> int:
+        """Bytes one iteration moves on `ranks` ranks, all together (assumption 1)."""
+        return bytes_per_iteration(self.n, self.nnz, self.factor, self.copies(ranks))
+
+    def working_set(self, ranks: int = 1) -> int:
+        """Bytes one iteration touches on `ranks` ranks, each once (assumption 2's tiers)."""
+        return working_set_bytes(self.n, self.nnz, self.factor, self.copies(ranks))
 
     def traffic(self, ranks: int) -> Traffic:
         """What one iteration sends when no count was recorded (assumption 3's rule)."""
@@ -351,12 +365,13 @@ def iteration(problem: MatrixModel, machine: NodeModel, layout: SolveLayout, eff
         raise ValueError(f"{machine.name}: no interconnect for {layout.nodes} nodes (a VM "
                          "without InfiniBand runs on one)")
     dram = machine.bandwidth(layout.cores_per_node) * efficiency
-    gbs, tier = machine.tier(layout.cores_per_node, problem.working_set / layout.nodes) \
-        if tiers else (machine.bandwidth(layout.cores_per_node), "memory")
+    node_set = problem.working_set(layout.ranks) / layout.nodes
+    gbs, tier = machine.tier(layout.cores_per_node, node_set) if tiers else (
+        machine.bandwidth(layout.cores_per_node), "memory")
     rate = gbs * efficiency
     if tier == "ladder" and core_gbs > 0:  # a cache feeds no faster than the cores consume
         rate = min(rate, max(core_gbs * layout.cores_per_node, dram))
-    memory = problem.bytes / layout.nodes / (rate * 1e9)
+    memory = problem.bytes(layout.ranks) / layout.nodes / (rate * 1e9)
     if layout.ranks == 1:
         return memory, 0.0, 0.0, tier
     across = layout.nodes > 1

@@ -46,7 +46,7 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
         jc = JobClass(f"{problem.name}, {n} node(s)", n, job.Data(1, 1), problem, 1)
         row: dict = {"caches": CACHES[tiers], "problem": problem.name, "nodes": n,
                      "ranks": 2 * n,
-                     "working_set_mib_per_node": problem.working_set / n / 2**20}
+                     "working_set_mib_per_node": problem.working_set(2 * n) / n / 2**20}
         times, split = {}, {}
         for vm in pair:
             p = parts(jc, machine_of[vm], model, machine_of[vm], tiers)

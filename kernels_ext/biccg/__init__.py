@@ -39,7 +39,24 @@ DEFAULT_FACTOR = "single"
 DEFAULT_BLOCKING = "auto"
 
 
-def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
+#: The tile whose blocks the sweeps run from copies (ic0.c, pack_sweeps): 4 x 4 x 2 points of a
+#: 7-point grid, the default blocking's with blocks of 32 (auto_tile(32)).
+COPIED_TILE = (4, 4, 2)
+
+
+def _checked(n: int, nnz: int, factor: str, copies: tuple[int, int]) -> int:
+    """f, the bytes of a factor value, after the byte counts' arguments are checked."""
+    if factor not in ("single", "double"):
+        raise BadInput(f"factor must be single or double, not {factor!r}")
+    rows, entries = copies
+    if not (0 <= rows <= n and 0 <= entries <= nnz - n and entries >= 4 * rows):
+        raise BadInput(f"copies ({rows} rows, {entries} entries) do not fit a matrix of {n} "
+                       f"rows and {nnz} nonzeros")
+    return 4 if factor == "single" else 8
+
+
+def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
+                        copies: tuple[int, int] = (0, 0)) -> int:
     """Bytes one CG iteration of this solver moves through memory, for a matrix of `n` rows
     and `nnz` nonzeros (both triangles) and an IC(0) factor stored in `factor` precision.
 
@@ -50,45 +67,84 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
     factor value (indices and values of L and U = the pattern of A less its diagonal, row
     pointers and split counts, 1/d, r read and written, q read, z written (in q's array)
     then read and written); the vector updates, 40 n (x and p read and written, z read).
-    568 MB at Poisson 128^3 with the single factor.
 
-    The count of the factor's row layout.  Blocks that are whole 4 x 4 x 2 tiles of a grid
-    (the default blocking of a Poisson grid) sweep copies instead (ic0.c, pack_sweeps): 5 +
-    f bytes an entry to another block, f an entry inside the block, no row pointers or split
-    counts; on a 7-point grid 38 bytes a row fewer (489 MB at 128^3 with the single factor),
-    so a rate computed with this count overstates theirs by about 16% (14.5% with the double
-    factor; row blocks and matrix files read what it counts).  The time model's efficiency,
-    fitted on tiles with the single factor, absorbs that for such solves; the count follows
-    the copies at the model's next revision (comparisons/README.md, "The sweeps a block at a
-    time").
+    `copies`: (rows, entries) of the blocks the sweeps run from copies (tile_copies: whole
+    4 x 4 x 2 tiles of a grid; ic0.c, pack_sweeps), those rows' off-diagonal entries.  Such
+    a block reads no row pointers or split counts; an entry to another block costs 5 + f
+    (column, value, the row's place in a byte), one inside its tile (4 a row) f: entries -
+    44 rows bytes against the row layout's count.  568 MB at Poisson 128^3 with the single
+    factor in rows, 489 MB in tiles (tile_copies((128, 128, 128))).  Per-block arrays
+    (block starts, list offsets) are not counted.
     """
-    if factor not in ("single", "double"):
-        raise BadInput(f"factor must be single or double, not {factor!r}")
-    f = 4 if factor == "single" else 8
-    return 12 * nnz + 24 * n + (4 + f) * (nnz - n) + (72 + f) * n + 40 * n
+    f = _checked(n, nnz, factor, copies)
+    return (12 * nnz + 24 * n + (4 + f) * (nnz - n) + (72 + f) * n + 40 * n
+            + copies[1] - 44 * copies[0])
 
 
-def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR) -> int:
+def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
+                      copies: tuple[int, int] = (0, 0)) -> int:
     """Bytes of the arrays one CG iteration of this solver touches, each counted once: what
     a cache must hold for the next iteration to find it there (bytes_per_iteration counts
     a vector each time a pass streams it).
 
     A: 12 nnz + 8 n (values, columns, row pointers); L and U: (4 + f)(nnz - n) + 16 n
     (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
-    the four vectors x, r, p, q, 32 n (z lies in q's array).  417 MB at Poisson 128^3 with
-    the single factor.
-
-    The row layout's, as bytes_per_iteration.  Whole 4 x 4 x 2 tiles touch their copies in
-    place of L and U (ic0.c, pack_sweeps): about 338 MB at 128^3, 5,190 MiB for the study's
-    256 x 256 x 512 against the 6,388 counted here.  No fitted efficiency corrects this: it
-    picks the memory tier.  On 4 HB120rs_v3 nodes the study's job would fit their L3 (about
-    1,298 MiB a node against 1,536), where this count puts it in memory, so the model prices
-    that row slower than the solver would run; it follows at the model's next revision.
+    the four vectors x, r, p, q, 32 n (z lies in q's array).  `copies` as in
+    bytes_per_iteration, with the same difference (each array is touched once in both
+    counts).  417 MB at Poisson 128^3 with the single factor in rows, 338 MB in tiles;
+    5,171 MiB for the study's 256 x 256 x 512 in tiles (6,388 in rows).
     """
-    if factor not in ("single", "double"):
-        raise BadInput(f"factor must be single or double, not {factor!r}")
-    f = 4 if factor == "single" else 8
-    return 12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 32 * n
+    f = _checked(n, nnz, factor, copies)
+    return (12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 32 * n
+            + copies[1] - 44 * copies[0])
+
+
+def tile_copies(grid: Sequence[int], ranks: int = 1) -> tuple[int, int]:
+    """(rows, entries) the sweeps run from copies on the 7-point nx x ny x nz grid with the
+    default blocking (blocks of 32: COPIED_TILE) and `ranks` ranks splitting the rows as
+    partition does: the rows of the whole tiles (inside the grid, all of a tile's rows on
+    one rank; a rank's broken tiles are smaller blocks, swept in the row layout), and
+    their off-diagonal entries in the whole matrix (a neighbour on another rank counted
+    too, as bytes_per_iteration counts the factor).  (0, 0) where no tile is whole: a
+    5-point grid (nz = 1), or ranks of too few rows to hold a tile's two planes."""
+    nx, ny, nz = (int(v) for v in grid)
+    tx, ty, tz = COPIED_TILE
+    qx, qy, qz = nx // tx, ny // ty, nz // tz
+    if ranks < 1:
+        raise BadInput(f"ranks must be at least 1, not {ranks}")
+    if not (qx and qy and qz):
+        return 0, 0
+
+    def faces(q: int, size: int, t: int) -> np.ndarray:
+        """Per tile along one axis: how many of the grid's two faces on that axis it lies on."""
+        f = np.zeros(q, np.int64)
+        f[0] += 1
+        f[-1] += t * q == size
+        return f
+
+    fx, fy, fz = faces(qx, nx, tx), faces(qy, ny, ty), faces(qz, nz, tz)
+    # a tile's off-diagonal entries: 6 a point, less one for each of its points on a face
+    face_points = (ty * tz, tx * tz, tx * ty)
+    e_xy = (6 * tx * ty * tz - face_points[0] * fx[None, :] - face_points[1] * fy[:, None])
+    plane, n = nx * ny, nx * ny * nz
+    bounds = np.array([n * r // ranks for r in range(ranks + 1)], np.int64)
+
+    def rank(i: np.ndarray) -> np.ndarray:
+        return np.searchsorted(bounds, i, side="right") - 1
+
+    z0 = np.arange(qz, dtype=np.int64) * tz * plane
+    whole = rank(z0) == rank(z0 + tz * plane - 1)  # a layer of tiles on one rank
+    layers = int(whole.sum())
+    rows = layers * qx * qy * tx * ty * tz
+    entries = layers * int(e_xy.sum()) - int((fz * whole).sum()) * face_points[2] * qx * qy
+    y = np.arange(qy, dtype=np.int64)[:, None] * ty * nx
+    x = np.arange(qx, dtype=np.int64)[None, :] * tx
+    for k in np.flatnonzero(~whole):  # a layer a rank boundary cuts: tile by tile
+        first = z0[k] + y + x
+        ok = rank(first) == rank(first + (tz - 1) * plane + (ty - 1) * nx + tx - 1)
+        rows += int(ok.sum()) * tx * ty * tz
+        entries += int((e_xy - face_points[2] * fz[k])[ok].sum())
+    return rows, entries
 
 
 def partition(n: int, nranks: int, rank: int) -> tuple[int, int]:
@@ -443,6 +499,9 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "per_iteration_s": {k: t[k] / it
                                 for k in ("spmv", "precond", "dots", "halo", "vector")},
             "halo_entries": st["halo_entries"],
+            # rows the sweeps ran from copies, all ranks (tile_copies counts them): the
+            # time model counts an iteration's bytes in that layout (bytes_per_iteration)
+            "copied_rows": st["copied_rows"],
             # what one iteration sends, counted by the solver (busiest rank): the time model
             # prices these at the ping-pong's latency and bandwidth for their size
             "halo_messages": st["traffic"]["messages"],

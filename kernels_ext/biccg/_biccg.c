@@ -162,17 +162,18 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
         PyList_SET_ITEM(hist, k, PyFloat_FromDouble(res.history[k]));
     free(res.history);
     return Py_BuildValue(
-        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
+        "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
         "s:{s:d,s:d,s:d,s:d},s:O}",
         "iterations", res.iterations, "converged", res.converged ? Py_True : Py_False,
         "relative_residual", res.relative_residual, "cg_residual", res.cg_residual,
         "colors_used", res.colors_used, "shift", res.shift, "halo_entries",
-        (long long)res.halo_rows, "times", "setup", res.t_setup, "input", res.t_input,
-        "ordering", res.t_ordering, "factorization", res.t_factor, "halo_setup",
-        res.t_halo_setup, "vectors", res.t_vectors, "solve", res.t_solve, "spmv", res.t_spmv,
-        "precond", res.t_precond, "dots", res.t_dots, "halo", res.t_halo, "vector",
-        res.t_vector, "history", hist, "traffic", "messages", res.msgs_per_iter, "message_bytes",
-        res.msg_bytes_per_iter, "reductions", res.reductions_per_iter, "reduction_bytes",
+        (long long)res.halo_rows, "copied_rows", (long long)res.copied_rows, "times", "setup",
+        res.t_setup, "input", res.t_input, "ordering", res.t_ordering, "factorization",
+        res.t_factor, "halo_setup", res.t_halo_setup, "vectors", res.t_vectors, "solve",
+        res.t_solve, "spmv", res.t_spmv, "precond", res.t_precond, "dots", res.t_dots, "halo",
+        res.t_halo, "vector", res.t_vector, "history", hist, "traffic", "messages",
+        res.msgs_per_iter, "message_bytes", res.msg_bytes_per_iter, "reductions",
+        res.reductions_per_iter, "reduction_bytes",
         res.reduction_bytes_per_iter, "sweep_prefetch", res.sweep_prefetch ? Py_True : Py_False);
 }
 

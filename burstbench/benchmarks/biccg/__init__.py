@@ -14,7 +14,7 @@ from burstbench.registry import Benchmark, lazy
 
 #: The configuration columns of its rows (besides store.HEAD and store.TAIL).
 COLUMNS = ("problem", "nodes", "ranks", "threads", "block_size", "colors", "size", "nnz",
-           "function", "blocking", "factor_precision")
+           "function", "blocking", "factor_precision", "copied_rows")
 
 SPEC = Benchmark(
     name="biccg", params=tuple(PARAMS), columns=COLUMNS, notebook="030_measure_biccg.ipynb",

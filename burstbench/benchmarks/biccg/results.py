@@ -46,7 +46,8 @@ def parse(task: runner.Task, stdout: str, stderr: str) -> tuple[list[dict], list
                                     f"{r.get('iterations')} iterations")
     extra = {"host": rec.get("host"), "size": rec.get("n"), "nnz": rec.get("nnz"),
              "timestamp": store.now_iso(),
-             "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision")}
+             "blocking": rec.get("blocking"), "factor_precision": rec.get("factor_precision"),
+             "copied_rows": rec.get("copied_rows")}
     rows = [task.config | extra | {"metric": metric, "value": rec[key], "unit": unit}
             for key, metric, unit in METRICS if key in rec]
     if rec.get("triad_beside_gbs"):  # the node's Triad just before and after the solve
@@ -135,7 +136,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     measured by the solve's process just before and after it, their mean, where
     biccg_triad_beside asked for it): the medians of every run of each VM measured here
     (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem
-    (``size`` rows, ``nnz``, the factor's precision), solver or layout (``label``) and
+    (``size`` rows, ``nnz``, the factor's precision, ``copies``: whether the sweeps ran
+    whole tiles from copies), solver or layout (``label``) and
     node count, with the ranks, threads and cores used, and ``build``: the digest of the
     solver's C the run measured (its provenance's builds; empty where not recorded).  The
     study published curves, not numbers: nothing of it here."""
@@ -153,7 +155,10 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     facts = loaded.table.groupby(["run_id", "problem"], sort=False).agg(
         size=("size", "max"), nnz=("nnz", "max"),
         factor=("factor_precision", lambda s: s.dropna().iloc[0] if s.notna().any()
-                else "double"))  # runs from before it was recorded used a double factor
+                else "double"),  # runs from before it was recorded used a double factor
+        # whether the sweeps ran whole tiles from copies (a build from before they did
+        # recorded no count)
+        copies=("copied_rows", lambda s: bool((s.fillna(0) > 0).any())))
     rows = []
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
@@ -168,6 +173,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "impl": r.impl, "problem": r.problem, "nodes": int(r.nodes),
                          "ranks": int(r.ranks), "threads": int(r.threads),
                          "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
-                         "factor": f["factor"], "run_id": run["run_id"], "build": build,
+                         "factor": f["factor"], "copies": f["copies"],
+                         "run_id": run["run_id"], "build": build,
                          "newest": run["run_id"] in newest})
     return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)

@@ -95,6 +95,8 @@ typedef struct {
     double t_input, t_ordering, t_factor, t_halo_setup, t_vectors, t_setup, t_solve;
     double t_spmv, t_precond, t_dots, t_halo, t_vector;
     bc_gidx halo_rows;             /* halo entries received per SpMV (sum over ranks) */
+    bc_gidx copied_rows;           /* rows the sweeps ran from copies (sum over ranks):
+                                    * whole 4 x 4 x 2 tiles of a grid (ic0.c) */
     /* What one iteration sends, counted where the solver sends it (the loop's
      * calls only, averaged over its iterations): halo messages and their bytes
      * on the busiest rank, and the Allreduces with their payload in bytes. */

@@ -593,10 +593,12 @@ static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t,
     tl[T_COUNT] = L->shift;
     tl[T_COUNT + 1] = c->msgs, tl[T_COUNT + 2] = c->msg_bytes;
     tl[T_COUNT + 3] = c->reductions, tl[T_COUNT + 4] = c->reduction_bytes;
-    bc_gidx halo = L->nhalo, halo_all = 0;
+    bc_gidx mine[2] = {L->nhalo, 0}, all[2] = {0, 0}; /* halo entries, copied rows */
+    for (int b = 0; b < L->nblocks; b++)
+        mine[1] += L->tpos[b] >= 0 ? L->bstart[b + 1] - L->bstart[b] : 0;
     int colors_all = 0;
     if (MPI_Allreduce(tl, tg, T_COUNT + 5, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS ||
-        MPI_Allreduce(&halo, &halo_all, 1, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS ||
         MPI_Allreduce(&L->ncolors, &colors_all, 1, MPI_INT, MPI_MAX, comm) !=
             MPI_SUCCESS)
         return BC_EMPI;
@@ -614,7 +616,8 @@ static int cg_report(MPI_Comm comm, const bc_local *L, const bc_timer *t,
     out->msg_bytes_per_iter = tg[T_COUNT + 2] / it;
     out->reductions_per_iter = tg[T_COUNT + 3] / it;
     out->reduction_bytes_per_iter = tg[T_COUNT + 4] / it;
-    out->halo_rows = halo_all;
+    out->halo_rows = all[0];
+    out->copied_rows = all[1];
     out->colors_used = colors_all;
     return BC_OK;
 }

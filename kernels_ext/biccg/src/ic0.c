@@ -235,6 +235,7 @@ static int pack_sweeps(bc_local *L, size_t size)
         L->fptr[b + 1] += L->fptr[b], L->bptr[b + 1] += L->bptr[b];
         L->tpos[b] = L->tpos[b] ? tiles++ : -1;
     }
+    L->tpos[nb] = -1;
     const int64_t nf = L->fptr[nb], nu = L->bptr[nb];
     L->fcol = bc_alloc((size_t)nf + 1, sizeof(int32_t));
     L->bcol = bc_alloc((size_t)nu + 1, sizeof(int32_t));

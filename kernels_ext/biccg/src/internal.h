@@ -52,7 +52,7 @@ typedef struct {
      * column, value (the factor's type), the row's place in the block; and
      * its 64 values inside it of L (at tl + 64 tpos[b]) and of U (tu), in
      * row order.  A first pass is then one loop a block, not a loop a row of
-     * 0-3 entries (a branch miss a row), and the recurrence is unrolled
+     * 0-3 entries, and the recurrence is unrolled
      * (sweeps.h; comparisons/README.md, "The sweeps a block at a time"). */
     int64_t *fptr, *bptr;
     int32_t *fcol, *bcol, *tpos;

@@ -8,14 +8,15 @@
  * values are final (rows independent: the loads overlap), then the short
  * recurrence inside the block (rows in order).  Where the block is a 4 x 4 x
  * 2 tile of a 7-point grid (L->tpos, the sweeps' copies: internal.h), the
- * first pass is one loop over the block's list of those couplings (a loop a
- * row, of 0-3 entries in a tile, cost a branch miss a row) and the second is
+ * first pass is one loop over the block's list of those couplings (as a loop
+ * a row, of 0-3 entries in a tile, first passes took 0.36-0.59 of the
+ * preconditioner's time; why, no counter was read) and the second is
  * unrolled: constant offsets, no column read, its values in registers (a
  * block of rows that couples so takes it too); the preconditioner took 0.65
  * of its time in a solve at 128^3 (comparisons/README.md, "The sweeps a
  * block at a time").  Other blocks keep a loop a row: row runs have 2
- * entries a row on a grid, a count the branch foresees, and the list made
- * their preconditioner slower.  Where blocks are runs of
+ * entries a row on a grid, the same count every row, and the list made
+ * their preconditioner 1.66x slower.  Where blocks are runs of
  * consecutive rows (L->row_runs), a row's coupling inside its block is mostly
  * to its neighbour i -+ 1 (on a grid, only): that value comes from a register
  * (through memory, each row waited for the previous row's store to be
