@@ -189,18 +189,26 @@ def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
     return json.loads(proc.stdout.splitlines()[-1])["petsc_version"], ""
 
 
-def bytes_per_iteration(grid: list[int], factor: str = "double", blocking: str | None = None,
+def bytes_per_iteration(grid: list[int], factor: str = "double", copies: bool = False,
                         ranks: int = 1) -> float:
     """The solver's byte model (kernels_ext.biccg.bytes_per_iteration) for the 7-point
-    Poisson matrix of `grid`, blocked as a record names it (`blocking`: its whole tiles
-    swept from copies where it is the default, tiles 4x4x2) on `ranks` ranks."""
-    return sum(phase_bytes(grid, factor, blocking, ranks).values())
+    Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from copies where
+    `copies` (the default blocking, tiles 4x4x2, since e586e11)."""
+    return sum(phase_bytes(grid, factor, copies, ranks).values())
+
+
+def swept_copies(rec: dict) -> bool:
+    """Whether the solve a record of ours describes swept whole tiles from copies: its
+    copied_rows, else (a record from before the count) its blocking."""
+    if "copied_rows" in rec:
+        return rec["copied_rows"] > 0
+    return rec.get("blocking") == "tiles 4x4x2"
 
 
 def record_bytes(grid: list[int], rec: dict) -> float:
-    """bytes_per_iteration for the solve a record of ours describes (its factor, blocking
+    """bytes_per_iteration for the solve a record of ours describes (its factor, copies
     and ranks)."""
-    return bytes_per_iteration(grid, rec["factor_precision"], rec.get("blocking"),
+    return bytes_per_iteration(grid, rec["factor_precision"], swept_copies(rec),
                                rec.get("ranks", 1))
 
 
@@ -263,20 +271,19 @@ def triad(threads: int) -> float:
                     {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"})["best_rate_gbs"]
 
 
-def phase_bytes(grid: list[int], factor: str, blocking: str | None = None,
+def phase_bytes(grid: list[int], factor: str, copies: bool = False,
                 ranks: int = 1) -> dict[str, float]:
     """The byte model (kernels_ext.biccg.bytes_per_iteration) split by the iteration's
-    three passes, for the 7-point Poisson matrix of `grid` blocked as `blocking` on
-    `ranks` ranks (bytes_per_iteration)."""
-    from kernels_ext.biccg import COPIED_TILE, blocking_label, tile_copies
+    three passes, for the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole
+    tiles swept from copies where `copies` (bytes_per_iteration)."""
     from kernels_ext.biccg import bytes_per_iteration as model
+    from kernels_ext.biccg import tile_copies
 
     nx, ny, nz = grid
     n = nx * ny * nz
     nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
     f = 4 if factor == "single" else 8
-    rows, entries = (tile_copies(grid, ranks) if blocking == blocking_label(COPIED_TILE, 32)
-                     else (0, 0))
+    rows, entries = tile_copies(grid, ranks) if copies else (0, 0)
     out = {"spmv": 12 * nnz + 24 * n,
            "precond": (4 + f) * (nnz - n) + (72 + f) * n + entries - 44 * rows,
            "vector": 40 * n}
@@ -287,7 +294,7 @@ def phase_bytes(grid: list[int], factor: str, blocking: str | None = None,
 def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
     """Achieved GB/s of each pass of one solve's iteration (model bytes over its time; the
     whole iteration's too, its time including dots and halo)."""
-    model = phase_bytes(grid, rec["factor_precision"], rec.get("blocking"), rec.get("ranks", 1))
+    model = phase_bytes(grid, rec["factor_precision"], swept_copies(rec), rec.get("ranks", 1))
     per = rec["per_iteration_s"]
     out = {k: model[k] / per[k] / 1e9 for k in model if per[k] > 0}
     out["iteration"] = sum(model.values()) / (rec["solve_s"] / rec["iterations"]) / 1e9
@@ -444,10 +451,10 @@ def bandwidth(a: argparse.Namespace, out: dict) -> None:
         env=os.environ | {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}).stdout)
     runs = [x["biccg"] for x in rounds]
     per_it = [x["solve_s"] / x["iterations"] for x in runs]
-    from kernels_ext.biccg import COPIED_TILE, DEFAULT_FACTOR, blocking_label
+    from kernels_ext.biccg import DEFAULT_FACTOR
 
-    # the child solves with the default blocking (tiles) on one rank
-    model = bytes_per_iteration(g, DEFAULT_FACTOR, blocking_label(COPIED_TILE, 32))
+    # the child solves with the default blocking (tiles, swept from copies) on one rank
+    model = bytes_per_iteration(g, DEFAULT_FACTOR, copies=True)
     gbs = [model / t / 1e9 for t in per_it]
     tri = [(x["triad_before"] + x["triad_after"]) / 2 for x in rounds]
     ratios = [e / t for e, t in zip(gbs, tri)]

@@ -102,6 +102,39 @@ def test_the_tiles_swept_from_copies_are_counted_as_the_solver_copies_them(tmp_p
     assert (want[0] > 0) == some
 
 
+def test_a_prediction_counts_the_tiles_the_layouts_ranks_keep_whole():
+    """Poisson 4 x 4 x 4 (two layers of tiles): on 2 ranks each rank holds a layer, and an
+    iteration moves the tiles' count; on 3 ranks every tile is cut, and it moves the row
+    layout's (bytes_per_iteration), whatever the problem says on one rank."""
+    p = MatrixModel.poisson(4, 4, 4)
+    m = NodeModel(name="m", cores=3, triad_gbs={3: 30.0}, measured=True,
+                  intra=Link(latency_us=1.0, bandwidth_gbs=10.0))
+    rows, tiles = bytes_per_iteration(64, 352), bytes_per_iteration(64, 352, copies=(64, 288))
+    assert tiles == rows - 44 * 64 + 288
+    for ranks, moved in ((2, tiles), (3, rows)):
+        got = predict(p, m, SolveLayout(1, ranks, 1), 10, 0.5, tiers=False).memory_s
+        assert got == pytest.approx(moved / 15e9), ranks
+
+
+def test_a_measured_solve_is_counted_as_its_build_swept():
+    """The committed runs: the fitted build of e586e11 (run 05cc, before records said) and
+    every later run that records copied_rows swept tiles from copies; the runs before
+    e586e11 swept rows; a row of another solver (no `copies`) is counted in rows."""
+    from burstbench.benchmarks.biccg import results
+    from burstbench.core import paths
+    from burstbench.cost.model import _problem
+
+    merits = results.merits(paths.project_root() / "data/runs", paths.reference_dir()).table
+    ours = merits[merits["impl"] == "c"].drop_duplicates("run_id").set_index("run_id")
+    assert bool(ours.loc["20261201T095834Z-05cc", "copies"])
+    assert not ours.loc[ours.index < "20261201T095834Z-05cc", "copies"].any()
+    later = ours[ours.index > "20261201T095834Z-05cc"]
+    assert len(later) and later["copies"].all()
+    assert _problem({"problem": "poisson64x64x64", "copies": True}).tiles
+    for copies in (False, np.bool_(False), math.nan, None):
+        assert not _problem({"problem": "poisson64x64x64", "copies": copies}).tiles, copies
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_the_solver_records_the_rows_it_swept_from_copies(ranks):
@@ -235,9 +268,9 @@ def test_the_cache_speed_up_is_drawn_between_no_gain_and_the_l3s_peak():
 
 
 def test_a_working_set_in_cache_is_priced_at_the_drawn_speed_up():
-    """Poisson 256 x 256 x 512 on 8 nodes of a published machine with 1,536 MiB of L3: 830
+    """Poisson 256 x 256 x 512 on 8 nodes of a published machine with 1,536 MiB of L3: 646
     MiB a node fits, so the memory part is the DRAM one over the drawn speed-up; on 2 nodes
-    (3,322 MiB) it does not, and no input is named."""
+    (2,585 MiB) it does not, and no input is named."""
     fitted = Model(0.9, {}, pd.DataFrame(), pd.DataFrame({
         "problem": ["poisson256x256x512"] * 2, "ranks": [16, 4], "value": [300.0, 300.0]}),
         pd.DataFrame(), 0.0)

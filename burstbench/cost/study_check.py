@@ -13,7 +13,7 @@ import pandas as pd
 from burstbench.cost import job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.burst import JobClass, parts
-from burstbench.cost.model import Model
+from burstbench.cost.model import RANKS_PER_NODE, Model
 from burstbench.cost.predict import STUDY_GRID, MatrixModel, NodeModel
 
 NODES = (1, 2, 4, 8, 16, 32)
@@ -45,8 +45,9 @@ def study_check(model: Model, machine_of: dict[str, NodeModel], ranges: dict[str
     for tiers, n in ((t, n) for t in CACHES for n in nodes):
         jc = JobClass(f"{problem.name}, {n} node(s)", n, job.Data(1, 1), problem, 1)
         row: dict = {"caches": CACHES[tiers], "problem": problem.name, "nodes": n,
-                     "ranks": 2 * n,
-                     "working_set_mib_per_node": problem.working_set(2 * n) / n / 2**20}
+                     "ranks": RANKS_PER_NODE * n,
+                     "working_set_mib_per_node":
+                         problem.working_set(RANKS_PER_NODE * n) / n / 2**20}
         times, split = {}, {}
         for vm in pair:
             p = parts(jc, machine_of[vm], model, machine_of[vm], tiers)

@@ -30,15 +30,16 @@ from typing import Any
 from burstbench.core.checks import Param, ParamError, as_number, check_typed, strict_keys
 
 #: The solve the burst decision's time model is fitted on unless told: the study's own
-#: problem, Poisson 256 x 256 x 512 (6.2 GiB), in the decision's layout on this machine
-#: (papermill_params/local-model.yaml measures it), the size the decision prices (6.2 GiB
-#: on 1 node, 798 MiB a node on 8).  Fitted on 128^3 instead (then 414 MiB, beside this VM's
-#: 300 MiB last-level cache), the efficiency followed the VM's memory state, 0.57-0.81 over
-#: four runs of one day, and the large grids' predicted times came out up to 44% longer than
-#: measured; on the study's problem it stayed at 0.79-0.89 (comparisons/README.md, "The
-#: refits of the day") until three later fits gave 0.40-0.42, each where its run's Triad
-#: had met the VM's fast state and the solve had not: a solve is now fitted at the Triad its
-#: process measures beside it (biccg_triad_beside; predict.py, assumption 1).
+#: problem, Poisson 256 x 256 x 512 (5.0 GiB in tiles), in the decision's layout on this
+#: machine (papermill_params/local-model.yaml measures it), the size the decision prices
+#: (5.0 GiB on 1 node, 646 MiB a node on 8).  Fitted on 128^3 instead (then 414 MiB,
+#: beside this VM's 300 MiB last-level cache), the efficiency followed the VM's memory
+#: state, 0.57-0.81 over four runs of one day, and the large grids' predicted times came out
+#: up to 44% longer than measured; on the study's problem it stayed at 0.79-0.89
+#: (comparisons/README.md, "The refits of the day") until three later fits gave 0.40-0.42,
+#: each where its run's Triad had met the VM's fast state and the solve had not: a solve is
+#: now fitted at the Triad its process measures beside it (biccg_triad_beside; predict.py,
+#: assumption 1).
 MODEL_REFERENCE = {"vm": "local", "problem": "poisson256x256x512", "layout": "2x1"}
 
 # -- checks that keep a valid value as written (the figures rebuild byte for byte) --------

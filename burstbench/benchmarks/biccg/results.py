@@ -128,6 +128,12 @@ MERITS = {"solve_time": "solve_time_s", "setup_time": "setup_time_s",
           "reduction_bytes": "reduction_bytes", "triad_beside": "triad_beside_gbs"}
 
 
+#: The one build whose sweeps ran whole 4 x 4 x 2 tiles from copies before its records said
+#: so (e586e11, fitted in run 20261201T095834Z-05cc): a later build records copied_rows,
+#: an earlier one swept every block in the factor's row layout.
+COPIES_UNRECORDED = frozenset({"830508582ea17bae"})
+
+
 def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     """``solve_time_s``, ``setup_time_s`` (a process's first), ``later_setup_time_s`` (its
     later solves', where it solved again), ``iterations`` and what an iteration sends
@@ -156,9 +162,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         size=("size", "max"), nnz=("nnz", "max"),
         factor=("factor_precision", lambda s: s.dropna().iloc[0] if s.notna().any()
                 else "double"),  # runs from before it was recorded used a double factor
-        # whether the sweeps ran whole tiles from copies (a build from before they did
-        # recorded no count)
-        copies=("copied_rows", lambda s: bool((s.fillna(0) > 0).any())))
+        copied=("copied_rows", lambda s: bool((s.fillna(0) > 0).any())),
+        tiles=("blocking", lambda s: bool((s == "tiles 4x4x2").any())))
     rows = []
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
@@ -173,7 +178,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "impl": r.impl, "problem": r.problem, "nodes": int(r.nodes),
                          "ranks": int(r.ranks), "threads": int(r.threads),
                          "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
-                         "factor": f["factor"], "copies": f["copies"],
+                         "factor": f["factor"],
+                         "copies": f["copied"] or (f["tiles"] and build in COPIES_UNRECORDED),
                          "run_id": run["run_id"], "build": build,
                          "newest": run["run_id"] in newest})
     return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)
