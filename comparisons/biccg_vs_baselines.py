@@ -57,7 +57,10 @@ SpMV 12 nnz + 24 n (values, columns; row pointers, p, q); preconditioner
 indices and values, row pointers and split counts (24 n), 1/d, r read and
 written, q read, z written by the forward sweep, read and written by the
 backward one; vector updates 40 n (x and p read and written, z read). The
-unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.
+unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.  Whole
+4 x 4 x 2 tiles swept from copies (the default blocking since e586e11; a record
+says so by its copied_rows) move entries - 44 rows bytes fewer in the
+preconditioner (kernels_ext.biccg.bytes_per_iteration, tile_copies).
 
     python comparisons/biccg_vs_baselines.py --rounds 5 --full
     python comparisons/biccg_vs_baselines.py --only petsc --rounds 5
@@ -189,27 +192,27 @@ def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
     return json.loads(proc.stdout.splitlines()[-1])["petsc_version"], ""
 
 
-def bytes_per_iteration(grid: list[int], factor: str = "double", copies: bool = False,
-                        ranks: int = 1) -> float:
+def grid_bytes(grid: list[int], factor: str = "double", swept_copies: bool = False,
+               ranks: int = 1) -> float:
     """The solver's byte model (kernels_ext.biccg.bytes_per_iteration) for the 7-point
     Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from copies where
-    `copies` (the default blocking, tiles 4x4x2, since e586e11)."""
-    return sum(phase_bytes(grid, factor, copies, ranks).values())
+    `swept_copies` (the default blocking, tiles 4x4x2, since e586e11)."""
+    return sum(phase_bytes(grid, factor, swept_copies, ranks).values())
 
 
-def swept_copies(rec: dict) -> bool:
+def record_swept_copies(rec: dict) -> bool:
     """Whether the solve a record of ours describes swept whole tiles from copies: its
-    copied_rows, else (a record from before the count) its blocking."""
-    if "copied_rows" in rec:
-        return rec["copied_rows"] > 0
-    return rec.get("blocking") == "tiles 4x4x2"
+    copied_rows; a record without the count is from a build before it, which swept
+    rows but for e586e11's (burstbench.benchmarks.biccg.results.COPIES_UNRECORDED: these
+    scripts do not read the build, and count such a record in rows)."""
+    return rec.get("copied_rows", 0) > 0
 
 
 def record_bytes(grid: list[int], rec: dict) -> float:
-    """bytes_per_iteration for the solve a record of ours describes (its factor, copies
-    and ranks)."""
-    return bytes_per_iteration(grid, rec["factor_precision"], swept_copies(rec),
-                               rec.get("ranks", 1))
+    """grid_bytes for the solve a record of ours describes (its factor, copies and
+    ranks)."""
+    return grid_bytes(grid, rec["factor_precision"], record_swept_copies(rec),
+                      rec.get("ranks", 1))
 
 
 def paired_child(rounds: int, threads: int) -> None:
@@ -271,11 +274,11 @@ def triad(threads: int) -> float:
                     {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"})["best_rate_gbs"]
 
 
-def phase_bytes(grid: list[int], factor: str, copies: bool = False,
+def phase_bytes(grid: list[int], factor: str, swept_copies: bool = False,
                 ranks: int = 1) -> dict[str, float]:
     """The byte model (kernels_ext.biccg.bytes_per_iteration) split by the iteration's
     three passes, for the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole
-    tiles swept from copies where `copies` (bytes_per_iteration)."""
+    tiles swept from copies where `swept_copies` (grid_bytes)."""
     from kernels_ext.biccg import bytes_per_iteration as model
     from kernels_ext.biccg import tile_copies
 
@@ -283,7 +286,7 @@ def phase_bytes(grid: list[int], factor: str, copies: bool = False,
     n = nx * ny * nz
     nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
     f = 4 if factor == "single" else 8
-    rows, entries = tile_copies(grid, ranks) if copies else (0, 0)
+    rows, entries = tile_copies(grid, ranks) if swept_copies else (0, 0)
     out = {"spmv": 12 * nnz + 24 * n,
            "precond": (4 + f) * (nnz - n) + (72 + f) * n + entries - 44 * rows,
            "vector": 40 * n}
@@ -294,7 +297,8 @@ def phase_bytes(grid: list[int], factor: str, copies: bool = False,
 def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
     """Achieved GB/s of each pass of one solve's iteration (model bytes over its time; the
     whole iteration's too, its time including dots and halo)."""
-    model = phase_bytes(grid, rec["factor_precision"], swept_copies(rec), rec.get("ranks", 1))
+    model = phase_bytes(grid, rec["factor_precision"], record_swept_copies(rec),
+                        rec.get("ranks", 1))
     per = rec["per_iteration_s"]
     out = {k: model[k] / per[k] / 1e9 for k in model if per[k] > 0}
     out["iteration"] = sum(model.values()) / (rec["solve_s"] / rec["iterations"]) / 1e9
@@ -454,7 +458,7 @@ def bandwidth(a: argparse.Namespace, out: dict) -> None:
     from kernels_ext.biccg import DEFAULT_FACTOR
 
     # the child solves with the default blocking (tiles, swept from copies) on one rank
-    model = bytes_per_iteration(g, DEFAULT_FACTOR, copies=True)
+    model = grid_bytes(g, DEFAULT_FACTOR, swept_copies=True)
     gbs = [model / t / 1e9 for t in per_it]
     tri = [(x["triad_before"] + x["triad_after"]) / 2 for x in rounds]
     ratios = [e / t for e, t in zip(gbs, tri)]

@@ -36,19 +36,19 @@ def test_the_byte_model_is_the_solvers():
     """bytes = 12 nnz + 24 n + (4 + f)(nnz - n) + (72 + f) n + 40 n in rows; 568 MB at 128^3
     with the single-precision factor (comparisons/README.md).  In tiles (the default) every
     row of 64^3 and 128^3 lies in a whole 4 x 4 x 2 tile on one or two ranks, and their
-    sweeps move (nnz - n) - 44 n bytes fewer: 489 MB at 128^3."""
-    rows = MatrixModel.poisson(64, 64, 64, tiles=False)
+    sweeps move 44 n - (nnz - n) bytes fewer: 489 MB at 128^3."""
+    rows = MatrixModel.poisson(64, 64, 64, swept_copies=False)
     assert (rows.n, rows.nnz) == (262144, 1810432)
     assert rows.bytes() == 12 * 1810432 + 24 * 262144 + 8 * (1810432 - 262144) + 76 * 262144 \
         + 40 * 262144 == 70_811_648
-    assert MatrixModel.poisson(128, 128, 128, tiles=False).bytes(2) == 568_459_264
+    assert MatrixModel.poisson(128, 128, 128, swept_copies=False).bytes(2) == 568_459_264
     tiles = MatrixModel.poisson(64, 64, 64)
-    assert tiles.copies(1) == tiles.copies(2) == (262144, 1810432 - 262144)
+    assert tiles.copied(1) == tiles.copied(2) == (262144, 1810432 - 262144)
     assert tiles.bytes() == tiles.bytes(2) == 70_811_648 + (1810432 - 262144) - 44 * 262144
     assert MatrixModel.poisson(128, 128, 128).bytes() == 488_669_184
     # a measured solve is counted as its record says it swept (no copied rows: rows)
-    assert MatrixModel.named("poisson64x64x64", copies=True) == tiles
-    assert MatrixModel.named("poisson64x64x64", copies=False) == rows
+    assert MatrixModel.named("poisson64x64x64", swept_copies=True) == tiles
+    assert MatrixModel.named("poisson64x64x64", swept_copies=False) == rows
 
 
 def test_a_prediction_worked_out_by_hand():

@@ -39,7 +39,7 @@ def test_a_solves_working_set_counts_each_array_once():
     = 10,880 bytes.  In tiles (the default): two whole 4 x 4 x 2 tiles, 128 entries of L
     and U inside each at 4 bytes, the 32 between them at 9 (column, value, the row's place),
     no row pointers or split counts: 4,736 + 1,024 + 288 + 256 + 2,048 = 8,352 bytes."""
-    rows = MatrixModel.poisson(4, 4, 4, tiles=False)
+    rows = MatrixModel.poisson(4, 4, 4, swept_copies=False)
     assert (rows.n, rows.nnz) == (64, 352)
     assert working_set_bytes(64, 352) == 10_880 == rows.working_set()
     # the double factor: 4 more bytes a value of L and U and of 1/d
@@ -48,16 +48,16 @@ def test_a_solves_working_set_counts_each_array_once():
     assert bytes_per_iteration(64, 352) > working_set_bytes(64, 352)
     assert working_set_bytes(2_097_152, MatrixModel.poisson(128, 128, 128).nnz) == 417_464_320
     tiles = MatrixModel.poisson(4, 4, 4)
-    assert tiles.copies(1) == (64, 288)
+    assert tiles.copied(1) == (64, 288)
     assert tiles.working_set() == 4_736 + 1_024 + 288 + 256 + 2_048 == 8_352
     assert working_set_bytes(64, 352, "double", (64, 288)) == 8_352 + 4 * 256 + 4 * 32 + 4 * 64
     # two ranks hold a layer of tiles each; three cut both layers: no tile whole, rows again
-    assert tiles.copies(2) == (64, 288)
-    assert tiles.copies(3) == (0, 0) and tiles.working_set(3) == 10_880
+    assert tiles.copied(2) == (64, 288)
+    assert tiles.copied(3) == (0, 0) and tiles.working_set(3) == 10_880
     assert MatrixModel.poisson(128, 128, 128).working_set() == 337_674_240
-    with pytest.raises(BadInput, match=r"copies \(65 rows, 288 entries\) do not fit a matrix "
+    with pytest.raises(BadInput, match=r"copied \(65 rows, 288 entries\) do not fit a matrix "
                        r"of 64 rows and 352 nonzeros"):
-        working_set_bytes(64, 352, copies=(65, 288))
+        working_set_bytes(64, 352, copied=(65, 288))
 
 
 def brute_tile_copies(grid: tuple[int, int, int], ranks: int) -> tuple[int, int]:
@@ -109,30 +109,46 @@ def test_a_prediction_counts_the_tiles_the_layouts_ranks_keep_whole():
     p = MatrixModel.poisson(4, 4, 4)
     m = NodeModel(name="m", cores=3, triad_gbs={3: 30.0}, measured=True,
                   intra=Link(latency_us=1.0, bandwidth_gbs=10.0))
-    rows, tiles = bytes_per_iteration(64, 352), bytes_per_iteration(64, 352, copies=(64, 288))
+    rows, tiles = bytes_per_iteration(64, 352), bytes_per_iteration(64, 352, copied=(64, 288))
     assert tiles == rows - 44 * 64 + 288
     for ranks, moved in ((2, tiles), (3, rows)):
         got = predict(p, m, SolveLayout(1, ranks, 1), 10, 0.5, tiers=False).memory_s
         assert got == pytest.approx(moved / 15e9), ranks
 
 
-def test_a_measured_solve_is_counted_as_its_build_swept():
-    """The committed runs: the fitted build of e586e11 (run 05cc, before records said) and
-    every later run that records copied_rows swept tiles from copies; the runs before
-    e586e11 swept rows; a row of another solver (no `copies`) is counted in rows."""
+def test_a_measured_solve_is_counted_as_its_build_swept(tmp_path):
+    """The committed runs: every solve of the build of e586e11 (run 05cc, before records
+    said) and of every later run (which records copied_rows) swept tiles from copies; every
+    solve of the runs before e586e11 swept rows.  The same 05cc blocked in rows swept rows.
+    A row of another solver (no `swept_copies`) is counted in rows."""
+    import shutil
+
     from burstbench.benchmarks.biccg import results
     from burstbench.core import paths
     from burstbench.cost.model import _problem
 
-    merits = results.merits(paths.project_root() / "data/runs", paths.reference_dir()).table
-    ours = merits[merits["impl"] == "c"].drop_duplicates("run_id").set_index("run_id")
-    assert bool(ours.loc["20261201T095834Z-05cc", "copies"])
-    assert not ours.loc[ours.index < "20261201T095834Z-05cc", "copies"].any()
-    later = ours[ours.index > "20261201T095834Z-05cc"]
-    assert len(later) and later["copies"].all()
-    assert _problem({"problem": "poisson64x64x64", "copies": True}).tiles
-    for copies in (False, np.bool_(False), math.nan, None):
-        assert not _problem({"problem": "poisson64x64x64", "copies": copies}).tiles, copies
+    def swept(runs: Path) -> pd.Series:
+        table = results.merits(runs, paths.reference_dir()).table
+        ours = table[table["impl"] == "c"]
+        assert ours.groupby("run_id")["swept_copies"].nunique().max() == 1
+        return ours.groupby("run_id")["swept_copies"].first()
+
+    committed = swept(paths.project_root() / "data/runs")
+    assert bool(committed["20261201T095834Z-05cc"])
+    assert not committed[committed.index < "20261201T095834Z-05cc"].any()
+    later = committed[committed.index > "20261201T095834Z-05cc"]
+    assert len(later) and later.all()
+    run = tmp_path / "local/20261201T095834Z-05cc"
+    shutil.copytree(paths.project_root() / "data/runs/local/20261201T095834Z-05cc", run)
+    table = pd.read_csv(run / "biccg.csv")
+    table["blocking"] = "rows of 32"
+    table.to_csv(run / "biccg.csv", index=False)
+    in_rows = swept(tmp_path)
+    assert list(in_rows.index) == ["20261201T095834Z-05cc"] and not in_rows.any()
+    assert _problem({"problem": "poisson64x64x64", "swept_copies": True}).swept_copies
+    for value in (False, np.bool_(False), math.nan, None):
+        assert not _problem({"problem": "poisson64x64x64",
+                             "swept_copies": value}).swept_copies, value
 
 
 @pytest.mark.mpi

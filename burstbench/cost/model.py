@@ -117,10 +117,9 @@ def _build(value) -> str:
 
 
 def _problem(row) -> MatrixModel:
-    copies = row.get("copies")  # missing (NaN) where the row is not one of ours
+    swept = row.get("swept_copies")  # missing (NaN) where the row is not one of ours
     return MatrixModel.named(row["problem"], row.get("size", math.nan), row.get("nnz", math.nan),
-                             str(row.get("factor") or "single"),
-                             not pd.isna(copies) and bool(copies))
+                             str(row.get("factor") or "single"), not pd.isna(swept) and bool(swept))
 
 
 @dataclass

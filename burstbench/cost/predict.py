@@ -5,8 +5,8 @@ The model, each assumption a choice the validation checks (predicted against mea
 where nothing was fitted):
 
 1. Memory.  One iteration moves ``kernels_ext.biccg.bytes_per_iteration(n, nnz, factor,
-   copies)`` bytes (the solver's own byte model; `copies` the rows it sweeps from copies on
-   the layout's ranks, whole 4 x 4 x 2 tiles of a grid: MatrixModel.copies), spread evenly
+   copied)`` bytes (the solver's own byte model; `copied` the rows it sweeps from copies on
+   the layout's ranks, whole 4 x 4 x 2 tiles of a grid: MatrixModel.copied), spread evenly
    over the nodes, at `efficiency` x the Triad bandwidth of the cores the layout uses on a
    node.  `efficiency` is fitted on
    one measured solve (the reference) and used for every other problem, layout and
@@ -87,36 +87,37 @@ _tile_copies = functools.lru_cache(maxsize=1024)(tile_copies)
 @dataclass(frozen=True)
 class MatrixModel:
     """A matrix as the model sees it: rows, nonzeros (both triangles), the factor's
-    precision, the grid where it is a Poisson one, and whether the solver blocks it in
-    tiles (the default blocking of a grid), whose whole 4 x 4 x 2 tiles it sweeps from
-    copies (kernels_ext.biccg.tile_copies)."""
+    precision, the grid where it is a Poisson one, and whether the solver sweeps its whole
+    4 x 4 x 2 tiles from copies (`swept_copies`: a grid in the default blocking, tiles;
+    kernels_ext.biccg.tile_copies)."""
 
     name: str
     n: int
     nnz: int
     factor: str = "single"
     grid: tuple[int, int, int] | None = None
-    tiles: bool = False
+    swept_copies: bool = False
 
     @classmethod
     def poisson(cls, nx: int, ny: int, nz: int, factor: str = "single",
-                tiles: bool = True) -> MatrixModel:
+                swept_copies: bool = True) -> MatrixModel:
         """The solver's 7-point Poisson matrix of an nx x ny x nz grid (5-point where nz = 1),
-        blocked in tiles unless `tiles` is False (--blocking rows)."""
+        its whole tiles swept from copies unless `swept_copies` is False (--blocking rows, or
+        a build from before the copies)."""
         n = nx * ny * nz
         nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
-        return cls(f"poisson{nx}x{ny}x{nz}", n, nnz, factor, (nx, ny, nz), tiles)
+        return cls(f"poisson{nx}x{ny}x{nz}", n, nnz, factor, (nx, ny, nz), swept_copies)
 
     @classmethod
     def named(cls, name: str, n: float = math.nan, nnz: float = math.nan,
-              factor: str = "single", copies: bool = True) -> MatrixModel:
+              factor: str = "single", swept_copies: bool = True) -> MatrixModel:
         """A problem by the name the solver records: a Poisson grid's from its name, any
-        other's from the `n` and `nnz` measured with it; `copies`: whether its sweeps ran
-        whole tiles from copies (a measured solve's record says: its copied_rows)."""
+        other's from the `n` and `nnz` measured with it; `swept_copies`: whether its sweeps
+        ran whole tiles from copies (a measured solve's record says: its copied_rows)."""
         m = _GRID.match(name)
         if m:
             nx, ny, nz = (int(x) for x in m.groups())
-            return cls.poisson(nx, ny, nz, factor=factor, tiles=copies)
+            return cls.poisson(nx, ny, nz, factor=factor, swept_copies=swept_copies)
         if not (n > 0 and nnz > 0):
             raise ValueError(f"problem {name}: its rows and nonzeros are not known")
         return cls(name, int(n), int(nnz), factor)
@@ -126,18 +127,18 @@ class MatrixModel:
         """True where `name` is a Poisson grid's (its size known from the name alone)."""
         return _GRID.match(name) is not None
 
-    def copies(self, ranks: int) -> tuple[int, int]:
+    def copied(self, ranks: int) -> tuple[int, int]:
         """(rows, entries) the sweeps run from copies on `ranks` ranks (tile_copies; none
         for a matrix file or rows)."""
-        return _tile_copies(self.grid, ranks) if self.tiles and self.grid else (0, 0)
+        return _tile_copies(self.grid, ranks) if self.swept_copies and self.grid else (0, 0)
 
     def bytes(self, ranks: int = 1) -> int:
         """Bytes one iteration moves on `ranks` ranks, all together (assumption 1)."""
-        return bytes_per_iteration(self.n, self.nnz, self.factor, self.copies(ranks))
+        return bytes_per_iteration(self.n, self.nnz, self.factor, self.copied(ranks))
 
     def working_set(self, ranks: int = 1) -> int:
         """Bytes one iteration touches on `ranks` ranks, each once (assumption 2's tiers)."""
-        return working_set_bytes(self.n, self.nnz, self.factor, self.copies(ranks))
+        return working_set_bytes(self.n, self.nnz, self.factor, self.copied(ranks))
 
     def traffic(self, ranks: int) -> Traffic:
         """What one iteration sends when no count was recorded (assumption 3's rule)."""

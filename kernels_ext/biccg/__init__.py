@@ -44,19 +44,19 @@ DEFAULT_BLOCKING = "auto"
 COPIED_TILE = (4, 4, 2)
 
 
-def _checked(n: int, nnz: int, factor: str, copies: tuple[int, int]) -> int:
+def _checked(n: int, nnz: int, factor: str, copied: tuple[int, int]) -> int:
     """f, the bytes of a factor value, after the byte counts' arguments are checked."""
     if factor not in ("single", "double"):
         raise BadInput(f"factor must be single or double, not {factor!r}")
-    rows, entries = copies
+    rows, entries = copied
     if not (0 <= rows <= n and 0 <= entries <= nnz - n and entries >= 4 * rows):
-        raise BadInput(f"copies ({rows} rows, {entries} entries) do not fit a matrix of {n} "
+        raise BadInput(f"copied ({rows} rows, {entries} entries) do not fit a matrix of {n} "
                        f"rows and {nnz} nonzeros")
     return 4 if factor == "single" else 8
 
 
 def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
-                        copies: tuple[int, int] = (0, 0)) -> int:
+                        copied: tuple[int, int] = (0, 0)) -> int:
     """Bytes one CG iteration of this solver moves through memory, for a matrix of `n` rows
     and `nnz` nonzeros (both triangles) and an IC(0) factor stored in `factor` precision.
 
@@ -68,7 +68,7 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
     pointers and split counts, 1/d, r read and written, q read, z written (in q's array)
     then read and written); the vector updates, 40 n (x and p read and written, z read).
 
-    `copies`: (rows, entries) of the blocks the sweeps run from copies (tile_copies: whole
+    `copied`: (rows, entries) of the blocks the sweeps run from copies (tile_copies: whole
     4 x 4 x 2 tiles of a grid; ic0.c, pack_sweeps), those rows' off-diagonal entries.  Such
     a block reads no row pointers or split counts; an entry to another block costs 5 + f
     (column, value, the row's place in a byte), one inside its tile (4 a row) f: entries -
@@ -76,27 +76,27 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
     factor in rows, 489 MB in tiles (tile_copies((128, 128, 128))).  Per-block arrays
     (block starts, list offsets) are not counted.
     """
-    f = _checked(n, nnz, factor, copies)
+    f = _checked(n, nnz, factor, copied)
     return (12 * nnz + 24 * n + (4 + f) * (nnz - n) + (72 + f) * n + 40 * n
-            + copies[1] - 44 * copies[0])
+            + copied[1] - 44 * copied[0])
 
 
 def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
-                      copies: tuple[int, int] = (0, 0)) -> int:
+                      copied: tuple[int, int] = (0, 0)) -> int:
     """Bytes of the arrays one CG iteration of this solver touches, each counted once: what
     a cache must hold for the next iteration to find it there (bytes_per_iteration counts
     a vector each time a pass streams it).
 
     A: 12 nnz + 8 n (values, columns, row pointers); L and U: (4 + f)(nnz - n) + 16 n
     (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
-    the four vectors x, r, p, q, 32 n (z lies in q's array).  `copies` as in
+    the four vectors x, r, p, q, 32 n (z lies in q's array).  `copied` as in
     bytes_per_iteration, with the same difference (each array is touched once in both
     counts).  417 MB at Poisson 128^3 with the single factor in rows, 338 MB in tiles;
     5,171 MiB for the study's 256 x 256 x 512 in tiles (6,388 in rows).
     """
-    f = _checked(n, nnz, factor, copies)
+    f = _checked(n, nnz, factor, copied)
     return (12 * nnz + 8 * n + (4 + f) * (nnz - n) + 24 * n + f * n + 32 * n
-            + copies[1] - 44 * copies[0])
+            + copied[1] - 44 * copied[0])
 
 
 def tile_copies(grid: Sequence[int], ranks: int = 1) -> tuple[int, int]:

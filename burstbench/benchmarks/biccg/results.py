@@ -142,8 +142,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
     measured by the solve's process just before and after it, their mean, where
     biccg_triad_beside asked for it): the medians of every run of each VM measured here
     (test runs never; ``newest`` marks each VM's store.merit_runs run), per problem
-    (``size`` rows, ``nnz``, the factor's precision, ``copies``: whether the sweeps ran
-    whole tiles from copies), solver or layout (``label``) and
+    (``size`` rows, ``nnz``, the factor's precision, ``swept_copies``: whether the sweeps
+    ran whole tiles from copies), solver or layout (``label``) and
     node count, with the ranks, threads and cores used, and ``build``: the digest of the
     solver's C the run measured (its provenance's builds; empty where not recorded).  The
     study published curves, not numbers: nothing of it here."""
@@ -179,7 +179,8 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
                          "ranks": int(r.ranks), "threads": int(r.threads),
                          "cores": int(r.cores), "size": f["size"], "nnz": f["nnz"],
                          "factor": f["factor"],
-                         "copies": f["copied"] or (f["tiles"] and build in COPIES_UNRECORDED),
+                         "swept_copies": f["copied"] or (f["tiles"]
+                                                         and build in COPIES_UNRECORDED),
                          "run_id": run["run_id"], "build": build,
                          "newest": run["run_id"] in newest})
     return Merits(frame(rows), loaded.runs, list(loaded.problems) + notes)
