@@ -68,6 +68,9 @@ where nothing was fitted):
 
 Nothing else is modelled: NUMA placement, a busy network, the OpenMP runtime's barriers
 at every color (the validation shows what these cost).
+
+Long: the model's six assumptions, each with the measurement it stands on, and the
+matrix, machine and layout it prices, which read those assumptions, kept in one place.
 """
 
 from __future__ import annotations
