@@ -1,8 +1,8 @@
 /*
  * biccg_bench.h - what the BICCG kernel comparisons' C drivers (biccg_kernels.c,
  * biccg_lanes.c, biccg_padded.c, biccg_split_spmv.c, biccg_sell_spmv.c,
- * biccg_eisenstat.c) share: the Poisson matrix set up as the solver sets it
- * up, a flush that leaves nothing of the operands in cache, variants timed
+ * biccg_eisenstat.c, biccg_copies.c) share: the Poisson matrix (or one rank's
+ * rows of it) set up as the solver sets it up, a flush that leaves nothing of the operands in cache, variants timed
  * alternately, medians, and the tile drivers' command line.
  */
 #ifndef BURSTBENCH_BICCG_BENCH_H
@@ -31,23 +31,17 @@ static int bench_sweep_prefetch(const bc_local *L)
                                   llc ? atoll(llc) : 0);
 }
 
-/* The 7-point Poisson matrix of an nx x ny x nz grid on one rank, ordered,
- * copied and factored into L as bc_solve's setup does (p's blocking and
- * colors; the factor in single precision where `single`; the sweeps'
- * prefetch, bench_sweep_prefetch).  0; 2 for a grid
- * out of range (n < 1 or n > n_max) or no memory; 1 where the setup fails
- * (each with a line on stderr). */
-static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, const bc_params *p,
-                         int single, bc_local *L)
+/* Rows [r0, r1) of the 7-point Poisson matrix of an nx x ny x nz grid, one
+ * rank's part, ordered, copied and factored into L as bc_solve's setup does
+ * (p's blocking and colors; the factor in single precision where `single`;
+ * the sweeps' prefetch, bench_sweep_prefetch).  The setup sends no message.
+ * 0; 2 for no memory; 1 where the setup fails (each with a line on stderr). */
+static int poisson_setup_rows(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx r0, bc_gidx r1,
+                              const bc_params *p, int single, bc_local *L)
 {
-    const bc_gidx n = nx * ny * nz;
+    const bc_gidx n = nx * ny * nz, nnz = bc_poisson_nnz(nx, ny, nz, r0, r1);
     memset(L, 0, sizeof *L);
-    if (n < 1 || n > n_max) {
-        fprintf(stderr, "error: bad sizes or no memory\n");
-        return 2;
-    }
-    const bc_gidx nnz = bc_poisson_nnz(nx, ny, nz, 0, n);
-    int64_t *indptr = malloc((size_t)(n + 1) * sizeof *indptr);
+    int64_t *indptr = malloc((size_t)(r1 - r0 + 1) * sizeof *indptr);
     int64_t *indices = malloc((size_t)nnz * sizeof *indices);
     double *data = malloc((size_t)nnz * sizeof *data);
     int rc = 0;
@@ -55,8 +49,8 @@ static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, cons
         fprintf(stderr, "error: bad sizes or no memory\n");
         rc = 2;
     } else {
-        bc_poisson_fill(nx, ny, nz, 0, n, indptr, indices, data);
-        bc_csr_in a = {n, 0, n, NULL, indptr, NULL, indices, data};
+        bc_poisson_fill(nx, ny, nz, r0, r1, indptr, indices, data);
+        bc_csr_in a = {n, r0, r1 - r0, NULL, indptr, NULL, indices, data};
         if (bc_order(&a, p, L, NULL) != BC_OK || bc_build_local(&a, L) != BC_OK ||
             bc_scan_blocks(L) != BC_OK || bc_factor(L, single) != BC_OK) {
             fprintf(stderr, "error: setup failed\n");
@@ -66,6 +60,20 @@ static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, cons
     }
     free(indptr), free(indices), free(data);
     return rc;
+}
+
+/* The whole grid on one rank (poisson_setup_rows); 2 also for a grid out of
+ * range (n < 1 or n > n_max). */
+static int poisson_setup(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx n_max, const bc_params *p,
+                         int single, bc_local *L)
+{
+    const bc_gidx n = nx * ny * nz;
+    memset(L, 0, sizeof *L);
+    if (n < 1 || n > n_max) {
+        fprintf(stderr, "error: bad sizes or no memory\n");
+        return 2;
+    }
+    return poisson_setup_rows(nx, ny, nz, 0, n, p, single, L);
 }
 
 /* doubles written by a flush: twice the last-level cache, 192 MiB at least

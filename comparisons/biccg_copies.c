@@ -6,16 +6,12 @@
  * NX NY NZ RANKS: the 7-point Poisson grid's rows split as
  * kernels_ext.biccg.partition splits them, each rank's part ordered (tiles
  * 4 x 4 x 2 of blocks of 32, 20 colors) and factored alone, as bc_solve sets
- * it up (no messages: the setup sends none).  Prints one JSON line, all ranks
+ * it up (biccg_bench.h, poisson_setup_rows).  Prints one JSON line, all ranks
  * together: the copied blocks' rows, their entries inside the rank (64 of L
  * and 64 of U a tile, and the lists to other blocks) and their entries to
  * rows of other ranks (in A, not in the factor).
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "internal.h"
+#include "biccg_bench.h"
 
 int main(int argc, char **argv)
 {
@@ -31,24 +27,11 @@ int main(int argc, char **argv)
     }
     MPI_Init(&argc, &argv);
     bc_params p = {.block_size = 32, .colors = 20, .grid = {nx, ny, nz}, .tile = {4, 4, 2}};
-    int64_t rows = 0, inside = 0, outside = 0, rc = 0;
+    int64_t rows = 0, inside = 0, outside = 0;
+    int rc = 0;
     for (int r = 0; r < ranks && rc == 0; r++) {
-        const bc_gidx r0 = n * r / ranks, r1 = n * (r + 1) / ranks;
-        const bc_gidx nnz = bc_poisson_nnz(nx, ny, nz, r0, r1);
-        int64_t *indptr = malloc((size_t)(r1 - r0 + 1) * sizeof *indptr);
-        int64_t *indices = malloc((size_t)nnz * sizeof *indices);
-        double *data = malloc((size_t)nnz * sizeof *data);
         bc_local L;
-        memset(&L, 0, sizeof L);
-        if (!indptr || !indices || !data) {
-            rc = 2;
-        } else {
-            bc_poisson_fill(nx, ny, nz, r0, r1, indptr, indices, data);
-            bc_csr_in a = {n, r0, r1 - r0, NULL, indptr, NULL, indices, data};
-            if (bc_order(&a, &p, &L, NULL) != BC_OK || bc_build_local(&a, &L) != BC_OK ||
-                bc_scan_blocks(&L) != BC_OK || bc_factor(&L, 1) != BC_OK)
-                rc = 1;
-        }
+        rc = poisson_setup_rows(nx, ny, nz, n * r / ranks, n * (r + 1) / ranks, &p, 1, &L);
         for (int b = 0; rc == 0 && b < L.nblocks; b++) {
             if (L.tpos[b] < 0)
                 continue;
@@ -59,13 +42,10 @@ int main(int argc, char **argv)
                     outside += L.col[k] >= L.nloc;
         }
         bc_local_free(&L);
-        free(indptr), free(indices), free(data);
     }
     MPI_Finalize();
-    if (rc != 0) {
-        fprintf(stderr, "error: %s\n", rc == 2 ? "no memory" : "setup failed");
-        return (int)rc;
-    }
+    if (rc != 0) /* poisson_setup_rows said why */
+        return rc;
     printf("{\"rows\": %lld, \"entries\": %lld, \"to_other_ranks\": %lld}\n", (long long)rows,
            (long long)inside, (long long)outside);
     return 0;

@@ -245,6 +245,10 @@ def blocking_label(tile: Sequence[int] | None, block_size: int) -> str:
     return f"rows of {block_size}" if tile is None else "tiles " + "x".join(map(str, tile))
 
 
+#: How a record names the blocking whose whole tiles the sweeps run from copies.
+COPIED_BLOCKING = blocking_label(COPIED_TILE, 32)
+
+
 def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_size: int = 32,
                 colors: int = 20, tol: float = 1e-7, max_iter: int = 10_000, threads: int = 0,
                 history: bool = False, x0=None, factor: str = DEFAULT_FACTOR,

@@ -12,6 +12,7 @@ import pandas as pd
 from burstbench.core import paths, runner, store
 from burstbench.core.merits import Merits, frame
 from burstbench.core.sweep import over_repetitions, typed
+from kernels_ext.biccg import COPIED_BLOCKING
 
 #: (JSON key, metric, unit) of each measured value.
 METRICS = (("solve_s", "solve_time", "s"), ("setup_s", "setup_time", "s"),
@@ -163,7 +164,7 @@ def merits(runs_dir: Path | str, reference_dir: Path | str) -> Merits:
         factor=("factor_precision", lambda s: s.dropna().iloc[0] if s.notna().any()
                 else "double"),  # runs from before it was recorded used a double factor
         copied=("copied_rows", lambda s: bool((s.fillna(0) > 0).any())),
-        tiles=("blocking", lambda s: bool((s == "tiles 4x4x2").any())))
+        tiles=("blocking", lambda s: bool((s == COPIED_BLOCKING).any())))
     rows = []
     for run in sorted(loaded.runs, key=lambda r: r["run_id"]):
         s = stats[(stats["vm"] == run["vm"]) & (stats["run_id"] == run["run_id"])
