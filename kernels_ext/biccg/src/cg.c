@@ -39,29 +39,45 @@ static uint64_t fnv(uint64_t h, const void *p, size_t bytes)
 }
 
 /* Digests of what the setup built (the ordering, local matrix, prefetch plan, factor),
- * to show a faster setup builds the same bytes. */
+ * to show a faster setup builds the same bytes.  U counts as the sweeps read it: its
+ * rows in blocks the sweeps do not copy, then the copies (ic0.c, pack_sweeps). */
 static void bc_digest(const bc_local *L)
 {
-    const int n = L->nloc;
-    const int64_t nl = L->lptr[n], nu = L->uptr[n], nnz = L->rowptr[n];
-    const int64_t npf = L->pfptr[3 * (size_t)L->nblocks];
+    const int n = L->nloc, nb = L->nblocks;
+    const int64_t nl = L->lptr[n], nnz = L->rowptr[n];
+    const int64_t npf = L->pfptr[3 * (size_t)nb];
+    const size_t fs = L->lval32 ? 4 : 8; /* the factor's values */
+    const char *lv = L->lval32 ? (const char *)L->lval32 : (const char *)L->lval;
+    const char *uv = L->lval32 ? (const char *)L->uval32 : (const char *)L->uval;
+    const void *dv = L->lval32 ? (const void *)L->dinv32 : (const void *)L->dinv;
     uint64_t h[5];
     for (int k = 0; k < 5; k++)
         h[k] = 14695981039346656037ULL;
     h[0] = fnv(fnv(h[0], L->perm, (size_t)n * sizeof(int)), L->bstart,
-               ((size_t)L->nblocks + 1) * sizeof(int));
+               ((size_t)nb + 1) * sizeof(int));
     h[1] = fnv(fnv(fnv(h[1], L->rowptr, ((size_t)n + 1) * 8), L->col, (size_t)nnz * 4), L->val,
                (size_t)nnz * 8);
-    h[2] = fnv(fnv(h[2], L->pfptr, (3 * (size_t)L->nblocks + 1) * 8), L->pf, (size_t)npf * 4);
-    h[3] = fnv(fnv(fnv(fnv(h[3], L->lptr, ((size_t)n + 1) * 8), L->uptr, ((size_t)n + 1) * 8),
-                   L->lidx, (size_t)nl * 4), L->uidx, (size_t)nu * 4);
+    h[2] = fnv(fnv(h[2], L->pfptr, (3 * (size_t)nb + 1) * 8), L->pf, (size_t)npf * 4);
+    h[3] = fnv(fnv(fnv(h[3], L->lptr, ((size_t)n + 1) * 8), L->uptr, ((size_t)n + 1) * 8),
+               L->lidx, (size_t)nl * 4);
     h[3] = fnv(fnv(h[3], L->lin, (size_t)n * 4), L->uin, (size_t)n * 4);
-    if (L->lval32)
-        h[4] = fnv(fnv(fnv(h[4], L->lval32, (size_t)nl * 4), L->uval32, (size_t)nu * 4), L->dinv32,
-                   (size_t)n * 4);
-    else
-        h[4] = fnv(fnv(fnv(h[4], L->lval, (size_t)nl * 8), L->uval, (size_t)nu * 8), L->dinv,
-                   (size_t)n * 8);
+    h[4] = fnv(fnv(h[4], lv, (size_t)nl * fs), dv, (size_t)n * fs);
+    int64_t tiles = 0;
+    for (int b = 0; b < nb; b++) {
+        const int64_t u0 = L->uptr[L->bstart[b]], u1 = L->uptr[L->bstart[b + 1]];
+        tiles += L->tpos[b] >= 0;
+        if (L->tpos[b] < 0) {
+            h[3] = fnv(h[3], L->uidx + u0, (size_t)(u1 - u0) * 4);
+            h[4] = fnv(h[4], uv + (size_t)u0 * fs, (size_t)(u1 - u0) * fs);
+        }
+    }
+    const size_t nf = (size_t)L->fptr[nb], nu = (size_t)L->bptr[nb];
+    h[3] = fnv(fnv(fnv(h[3], L->tpos, ((size_t)nb + 1) * 4), L->fptr, ((size_t)nb + 1) * 8),
+               L->bptr, ((size_t)nb + 1) * 8);
+    h[3] = fnv(fnv(fnv(fnv(h[3], L->fcol, nf * 4), L->frow, nf), L->bcol, nu * 4), L->brow, nu);
+    h[4] = fnv(fnv(fnv(fnv(h[4], L->fval, nf * fs), L->bval, nu * fs), L->tl,
+                   64 * (size_t)tiles * fs),
+               L->tu, 64 * (size_t)tiles * fs);
     fprintf(stderr, "digest order %016llx matrix %016llx plan %016llx pattern %016llx factor %016llx\n",
             (unsigned long long)h[0], (unsigned long long)h[1], (unsigned long long)h[2],
             (unsigned long long)h[3], (unsigned long long)h[4]);
