@@ -60,7 +60,7 @@ backward one; vector updates 40 n (x and p read and written, z read). The
 unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.  Whole
 4 x 4 x 2 tiles swept from copies (the default blocking since e586e11; a record
 says so by its copied_rows) move entries - 44 rows bytes fewer in the
-preconditioner (kernels_ext.biccg.bytes_per_iteration, tile_copies).
+preconditioner (kernels_ext.biccg.pass_bytes, tile_copies).
 
     python comparisons/biccg_vs_baselines.py --rounds 5 --full
     python comparisons/biccg_vs_baselines.py --only petsc --rounds 5
@@ -276,22 +276,16 @@ def triad(threads: int) -> float:
 
 def phase_bytes(grid: list[int], factor: str, swept_copies: bool = False,
                 ranks: int = 1) -> dict[str, float]:
-    """The byte model (kernels_ext.biccg.bytes_per_iteration) split by the iteration's
-    three passes, for the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole
-    tiles swept from copies where `swept_copies` (grid_bytes)."""
-    from kernels_ext.biccg import bytes_per_iteration as model
-    from kernels_ext.biccg import tile_copies
+    """The byte model by the iteration's three passes (kernels_ext.biccg.pass_bytes) for
+    the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from
+    copies where `swept_copies` (tile_copies)."""
+    from kernels_ext.biccg import pass_bytes, tile_copies
 
     nx, ny, nz = grid
     n = nx * ny * nz
     nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
-    f = 4 if factor == "single" else 8
-    rows, entries = tile_copies(grid, ranks) if swept_copies else (0, 0)
-    out = {"spmv": 12 * nnz + 24 * n,
-           "precond": (4 + f) * (nnz - n) + (72 + f) * n + entries - 44 * rows,
-           "vector": 40 * n}
-    assert sum(out.values()) == model(n, nnz, factor, (rows, entries))
-    return out
+    copied = tile_copies(grid, ranks) if swept_copies else (0, 0)
+    return {k: float(v) for k, v in pass_bytes(n, nnz, factor, copied).items()}
 
 
 def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:

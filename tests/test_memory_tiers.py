@@ -26,7 +26,13 @@ from burstbench.cost import burst, inputs, job
 from burstbench.cost import uncertainty as u
 from burstbench.cost.model import Model
 from burstbench.cost.predict import Link, MatrixModel, NodeModel, SolveLayout, predict
-from kernels_ext.biccg import bytes_per_iteration, partition, tile_copies, working_set_bytes
+from kernels_ext.biccg import (
+    bytes_per_iteration,
+    partition,
+    pass_bytes,
+    tile_copies,
+    working_set_bytes,
+)
 from kernels_ext.common.errors import BadInput
 
 MIB = 2 ** 20
@@ -100,6 +106,25 @@ def test_the_tiles_swept_from_copies_are_counted_as_the_solver_copies_them(tmp_p
     assert (rec["rows"], rec["entries"] + rec["to_other_ranks"]) == want
     # none where a rank holds less than a layer of tiles, or the grid is one plane
     assert (want[0] > 0) == some
+
+
+def test_an_iterations_bytes_are_its_passes_bytes():
+    """Poisson 4 x 4 x 4 by hand, the single factor: the SpMV 12 x 352 + 24 x 64 = 5,760;
+    the sweeps 8 x 288 + 76 x 64 = 7,168 in rows, 288 - 44 x 64 = 2,528 fewer in tiles; the
+    vector updates 40 x 64 = 2,560.  Copies change the sweeps alone, and the passes sum to
+    bytes_per_iteration (which the time model and the comparisons' per-pass rates share)."""
+    rows = pass_bytes(64, 352)
+    assert list(rows) == ["spmv", "precond", "vector"]
+    assert rows == {"spmv": 5_760, "precond": 7_168, "vector": 2_560}
+    tiles = pass_bytes(64, 352, copied=(64, 288))
+    assert tiles == {**rows, "precond": 7_168 - 2_528}
+    assert pass_bytes(64, 352, "double")["precond"] == 7_168 + 4 * 288 + 4 * 64
+    for factor in ("single", "double"):
+        for copied in ((0, 0), (64, 288)):
+            assert sum(pass_bytes(64, 352, factor, copied).values()) == \
+                bytes_per_iteration(64, 352, factor, copied)
+    with pytest.raises(BadInput, match=r"copied \(65 rows, 288 entries\) do not fit"):
+        pass_bytes(64, 352, copied=(65, 288))
 
 
 def test_a_prediction_counts_the_tiles_the_layouts_ranks_keep_whole():

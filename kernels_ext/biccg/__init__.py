@@ -55,10 +55,11 @@ def _checked(n: int, nnz: int, factor: str, copied: tuple[int, int]) -> int:
     return 4 if factor == "single" else 8
 
 
-def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
-                        copied: tuple[int, int] = (0, 0)) -> int:
-    """Bytes one CG iteration of this solver moves through memory, for a matrix of `n` rows
-    and `nnz` nonzeros (both triangles) and an IC(0) factor stored in `factor` precision.
+def pass_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
+               copied: tuple[int, int] = (0, 0)) -> dict[str, int]:
+    """Bytes each pass of one CG iteration of this solver moves through memory, for a
+    matrix of `n` rows and `nnz` nonzeros (both triangles) and an IC(0) factor stored in
+    `factor` precision: {"spmv", "precond", "vector"}, in that order.
 
     8-byte values, 4-byte column indices, 8-byte row pointers; every array read or written
     once per kernel, gathered vector entries counted once; the fused iteration's three
@@ -72,25 +73,33 @@ def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
     4 x 4 x 2 tiles of a grid; ic0.c, pack_sweeps), those rows' off-diagonal entries.  Such
     a block reads no row pointers or split counts; an entry to another block costs 5 + f
     (column, value, the row's place in a byte), one inside its tile (4 a row) f: entries -
-    44 rows bytes against the row layout's count.  568 MB at Poisson 128^3 with the single
-    factor in rows, 489 MB in tiles (tile_copies((128, 128, 128))).  Per-block arrays
+    44 rows bytes against the row layout's count, all in the sweeps.  Per-block arrays
     (block starts, list offsets) are not counted.
     """
     f = _checked(n, nnz, factor, copied)
-    return (12 * nnz + 24 * n + (4 + f) * (nnz - n) + (72 + f) * n + 40 * n
-            + copied[1] - 44 * copied[0])
+    return {"spmv": 12 * nnz + 24 * n,
+            "precond": (4 + f) * (nnz - n) + (72 + f) * n + copied[1] - 44 * copied[0],
+            "vector": 40 * n}
+
+
+def bytes_per_iteration(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
+                        copied: tuple[int, int] = (0, 0)) -> int:
+    """Bytes one CG iteration of this solver moves through memory: its passes' sum
+    (pass_bytes, which says what is counted).  568 MB at Poisson 128^3 with the single
+    factor in rows, 489 MB in tiles (tile_copies((128, 128, 128)))."""
+    return sum(pass_bytes(n, nnz, factor, copied).values())
 
 
 def working_set_bytes(n: int, nnz: int, factor: str = DEFAULT_FACTOR,
                       copied: tuple[int, int] = (0, 0)) -> int:
     """Bytes of the arrays one CG iteration of this solver touches, each counted once: what
-    a cache must hold for the next iteration to find it there (bytes_per_iteration counts
-    a vector each time a pass streams it).
+    a cache must hold for the next iteration to find it there (pass_bytes counts a vector
+    each time a pass streams it).
 
     A: 12 nnz + 8 n (values, columns, row pointers); L and U: (4 + f)(nnz - n) + 16 n
     (their values and columns, two row pointer arrays) with 8 n of split counts; 1/d, f n;
     the four vectors x, r, p, q, 32 n (z lies in q's array).  `copied` as in
-    bytes_per_iteration, with the same difference (each array is touched once in both
+    pass_bytes, with the same difference (each array is touched once in both
     counts).  417 MB at Poisson 128^3 with the single factor in rows, 338 MB in tiles;
     5,171 MiB for the study's 256 x 256 x 512 in tiles (6,388 in rows).
     """
