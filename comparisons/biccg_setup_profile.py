@@ -9,7 +9,9 @@ in a real run), and prints each phase's median and range.
 
 With --base REF, the solver's sources at git revision REF are built too, and the two
 run alternately (which goes first alternates by round): each build's phases, the
-per-round ratio of the setups' sums (this tree over REF), and both digests.
+per-round ratio of the setups' sums (this tree over REF), and both digests.  The digest
+counts U as the sweeps read it since 432767a: against an older REF the digests differ
+whatever the setup builds.
 
 With --iterations N the same processes then solve (at most N iterations, tol 1e-7), and
 the solve's times are printed too (SpMV, preconditioner, vector updates, dots), with REF

@@ -48,19 +48,11 @@ whole; trimmed: handed back, THP as the system has it, so huge pages where given
 by default).  The MB each setup faulted in is printed where each fault is one base page (ours
 in base pages, PETSc's fresh).
 
-Byte model of one iteration (8-byte values, 4-byte column indices, 8-byte row
-pointers; every array read or written once per kernel, gathered vector
-entries counted once), for the fused iteration (three passes: the SpMV with
-p'q; both sweeps with r -= alpha q, r'r and r'z; x and p updated together):
-SpMV 12 nnz + 24 n (values, columns; row pointers, p, q); preconditioner
-(4 + f)(nnz_L + nnz_U) + (72 + f) n with f = 8 (double factor) or 4 (single):
-indices and values, row pointers and split counts (24 n), 1/d, r read and
-written, q read, z written by the forward sweep, read and written by the
-backward one; vector updates 40 n (x and p read and written, z read). The
-unfused iteration before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.  Whole
-4 x 4 x 2 tiles swept from copies (the default blocking since e586e11; a record
-says so by its copied_rows) move entries - 44 rows bytes fewer in the
-preconditioner (kernels_ext.biccg.pass_bytes, tile_copies).
+Byte model of one iteration: kernels_ext.biccg.pass_bytes, for the fused iteration's
+three passes (the SpMV with p'q; both sweeps with r -= alpha q, r'r and r'z; x and p
+updated together), with whole 4 x 4 x 2 tiles swept from copies where a record says so by
+its copied_rows (the default blocking since e586e11; tile_copies).  The unfused iteration
+before it moved 12 nnz + 12 (nnz_L + nnz_U) + 192 n.
 
     python comparisons/biccg_vs_baselines.py --rounds 5 --full
     python comparisons/biccg_vs_baselines.py --only petsc --rounds 5
@@ -193,7 +185,7 @@ def petsc_version(python: str = SYSTEM_PY) -> tuple[str | None, str]:
 
 
 def grid_bytes(grid: list[int], factor: str = "double", swept_copies: bool = False,
-               ranks: int = 1) -> float:
+               ranks: int = 1) -> int:
     """The solver's byte model (kernels_ext.biccg.bytes_per_iteration) for the 7-point
     Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from copies where
     `swept_copies` (the default blocking, tiles 4x4x2, since e586e11)."""
@@ -275,7 +267,7 @@ def triad(threads: int) -> float:
 
 
 def phase_bytes(grid: list[int], factor: str, swept_copies: bool = False,
-                ranks: int = 1) -> dict[str, float]:
+                ranks: int = 1) -> dict[str, int]:
     """The byte model by the iteration's three passes (kernels_ext.biccg.pass_bytes) for
     the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from
     copies where `swept_copies` (tile_copies)."""
@@ -285,7 +277,7 @@ def phase_bytes(grid: list[int], factor: str, swept_copies: bool = False,
     n = nx * ny * nz
     nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
     copied = tile_copies(grid, ranks) if swept_copies else (0, 0)
-    return {k: float(v) for k, v in pass_bytes(n, nnz, factor, copied).items()}
+    return pass_bytes(n, nnz, factor, copied)
 
 
 def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:

@@ -110,9 +110,10 @@ def test_the_tiles_swept_from_copies_are_counted_as_the_solver_copies_them(tmp_p
 
 def test_an_iterations_bytes_are_its_passes_bytes():
     """Poisson 4 x 4 x 4 by hand, the single factor: the SpMV 12 x 352 + 24 x 64 = 5,760;
-    the sweeps 8 x 288 + 76 x 64 = 7,168 in rows, 288 - 44 x 64 = 2,528 fewer in tiles; the
-    vector updates 40 x 64 = 2,560.  Copies change the sweeps alone, and the passes sum to
-    bytes_per_iteration (which the time model and the comparisons' per-pass rates share)."""
+    the sweeps 8 x 288 + 76 x 64 = 7,168 in rows, 44 x 64 - 288 = 2,528 fewer in tiles;
+    the vector updates 40 x 64 = 2,560.  Copies change the sweeps alone, and the passes sum
+    to bytes_per_iteration (the time model's count; the comparisons' per-pass rates read
+    pass_bytes)."""
     rows = pass_bytes(64, 352)
     assert list(rows) == ["spmv", "precond", "vector"]
     assert rows == {"spmv": 5_760, "precond": 7_168, "vector": 2_560}
