@@ -270,14 +270,12 @@ def phase_bytes(grid: list[int], factor: str, swept_copies: bool = False,
                 ranks: int = 1) -> dict[str, int]:
     """The byte model by the iteration's three passes (kernels_ext.biccg.pass_bytes) for
     the 7-point Poisson matrix of `grid` on `ranks` ranks, its whole tiles swept from
-    copies where `swept_copies` (tile_copies)."""
-    from kernels_ext.biccg import pass_bytes, tile_copies
+    copies where `swept_copies` (the time model's MatrixModel.poisson and its copied)."""
+    from burstbench.cost.predict import MatrixModel
+    from kernels_ext.biccg import pass_bytes
 
-    nx, ny, nz = grid
-    n = nx * ny * nz
-    nnz = 7 * n - 2 * (nx * ny + ny * nz + nx * nz)
-    copied = tile_copies(grid, ranks) if swept_copies else (0, 0)
-    return pass_bytes(n, nnz, factor, copied)
+    m = MatrixModel.poisson(*grid, factor=factor, swept_copies=swept_copies)
+    return pass_bytes(m.n, m.nnz, factor, m.copied(ranks))
 
 
 def phase_rates(grid: list[int], rec: dict) -> dict[str, float]:
