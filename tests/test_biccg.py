@@ -510,6 +510,40 @@ def test_two_ranks_agree_with_one(tmp_path):
 
 
 @pytest.mark.mpi
+def test_the_setup_is_the_slowest_ranks_not_each_parts_slowest(tmp_path):
+    """Rank 0 holds 7/8 of the rows: rank 1 waits for it after its factor (the halo's
+    plan), so the parts' maxima count rank 0's work and rank 1's wait for it.  The setup is
+    the slowest rank's own sum from a barrier: at least each part's maximum, under the
+    parts' sum; on one rank it is its parts' sum."""
+    script = tmp_path / "uneven.py"
+    script.write_text(
+        "import json\n"
+        "import numpy as np\n"
+        "from kernels_ext import biccg\n"
+        "from kernels_ext.common.mpi import init_mpi\n"
+        "MPI = init_mpi('funneled'); c = MPI.COMM_WORLD\n"
+        "A = biccg.poisson_matrix(48, 48, 48); n = A.shape[0]\n"
+        "cut = n // 8 * 7 if c.size > 1 else n; r0, r1 = (0, cut) if c.rank == 0 else (cut, n)\n"
+        "rows = A[r0:r1]; b = np.ones(n); c.Barrier()\n"
+        "x, st = biccg.solve_local(c, rows.indptr, rows.indices, rows.data, b[r0:r1], n, r0,"
+        " 32, 20, 1e-7, 1000, 1)\n"
+        "if c.rank == 0:\n"
+        "    print(json.dumps(st['times']))\n")
+    parts = ("input", "ordering", "factorization", "halo_setup", "vectors")
+    for ranks in (1, 2):
+        proc = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        t = json.loads(proc.stdout)
+        total = sum(t[k] for k in parts)
+        if ranks == 1:
+            assert t["setup"] == pytest.approx(total, rel=1e-12)
+        else:
+            # 0.52-0.72 here (ten runs); the parts' maxima would give exactly 1
+            assert max(t[k] for k in parts) <= t["setup"] <= 0.95 * total, t
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("ranks,messages", [(1, 0), (2, 1), (3, 2)])
 def test_the_solver_counts_what_an_iteration_sends(ranks, messages):
     """Rows in contiguous slabs of a 16 x 16 x 24 grid: each neighbour's halo is one 16 x 16

@@ -543,6 +543,10 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     lines, code = [], 0
     for k in range(args.solves):
         before = triad_now() if args.triad_beside and k == 0 else None
+        # the ranks start the solve together (the problem's load and the last record end
+        # unevenly): its setup_s, the slowest rank's, then counts no rank's wait for another
+        # to arrive, as PETSc's comparison times KSPSetUp from a barrier
+        comm.Barrier()
         x, st = solve_local(comm, prob["indptr"], prob["indices"], prob["data"], prob["b"],
                             prob["n"], prob["r0"], block_size, args.colors, args.tol,
                             args.max_iter, lay.threads, args.history, factor=args.factor,

@@ -86,8 +86,9 @@ typedef struct {
     double relative_residual;      /* recomputed: ||b - A x|| / ||b|| */
     double cg_residual;            /* the recursive residual CG stopped on */
     double shift;                  /* diagonal shift IC(0) needed (0: none) */
-    /* setup = input + ordering + factor + halo_setup + vectors: all but the
-     * iterations (solve), each part the slowest rank's.  input: the input's
+    /* setup: all but the iterations (solve), the slowest rank's input +
+     * ordering + factor + halo_setup + vectors; each part the slowest rank's
+     * (their sum can exceed setup where ranks wait for each other).  input: the input's
      * check (a pass over A's values and b); vectors: CG's vectors (and the
      * history, if asked) allocated, first touched, x0 permuted in, and x
      * permuted back out.  Setup and solve cover the call but for the
