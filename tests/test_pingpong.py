@@ -63,9 +63,10 @@ def test_bandwidth_grows_with_size_over_the_small_range(test):
     bw = {r["size_bytes"]: r["bandwidth_gbs"] for r in recs}
     assert list(bw) == [2**i for i in range(11)]
     assert all(v > 0 for v in bw.values())
-    # per-message cost dominates small sizes: 32 times the bytes, about 32 times the rate
-    # (steps of 16 were once reversed by a rank descheduled on a loaded 2-core VM)
-    assert bw[1] < bw[32] < bw[1024]
+    # per-message cost dominates small sizes: 1024 times the bytes, far more rate (steps of
+    # 16 were once reversed by a rank descheduled on a loaded 2-core VM, and a size's
+    # window of a few ms can lose more than 32x to it: only the range's ends are compared)
+    assert bw[1] < bw[1024]
     assert recs[0]["window"] == 64
 
 

@@ -184,8 +184,10 @@ def _execute(run: store.Run, plan: Plan, benchmark: str, parse: runner.Parser,
                                                 + before.get("calibrated_estimate_s", 0), 1))
     sec = run.section(benchmark)  # the kernels' timed seconds over the sweep's wall time
     if sec.get("sweep_seconds"):
-        run.set_section(benchmark, timed_share=round(sec["timed_seconds"]
-                                                     / sec["sweep_seconds"], 3))
+        # three significant digits: a smoke sweep's few ms of kernels in a slow minute
+        # of wall time would round to a share of 0 at three decimals
+        share = sec["timed_seconds"] / sec["sweep_seconds"]
+        run.set_section(benchmark, timed_share=float(f"{share:.3g}"))
     if result.interrupted:
         raise KeyboardInterrupt
     if result.failed:
