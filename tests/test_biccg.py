@@ -530,17 +530,27 @@ def test_the_setup_is_the_slowest_ranks_not_each_parts_slowest(tmp_path):
         "if c.rank == 0:\n"
         "    print(json.dumps(st['times']))\n")
     parts = ("input", "ordering", "factorization", "halo_setup", "vectors")
-    for ranks in (1, 2):
+
+    def times(ranks: int) -> tuple[dict, float]:
         proc = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, str(script)],
                               capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert proc.returncode == 0, proc.stderr
         t = json.loads(proc.stdout)
-        total = sum(t[k] for k in parts)
-        if ranks == 1:
-            assert t["setup"] == pytest.approx(total, rel=1e-12)
-        else:
-            # 0.52-0.72 here (ten runs); the parts' maxima would give exactly 1
-            assert max(t[k] for k in parts) <= t["setup"] <= 0.95 * total, t
+        return t, sum(t[k] for k in parts)
+
+    t, total = times(1)
+    assert t["setup"] == pytest.approx(total, rel=1e-12)
+    # two ranks: 0.52-0.72 of the parts' sum here (20 runs, 10 beside the suite), where the
+    # parts' maxima give exactly 1 every time; rank 1 stalled before the plan hides its
+    # wait, so the best of up to three runs
+    ratios = []
+    for _ in range(3):
+        t, total = times(2)
+        assert max(t[k] for k in parts) <= t["setup"] <= total * (1 + 1e-12), t
+        ratios.append(t["setup"] / total)
+        if ratios[-1] <= 0.9:
+            break
+    assert min(ratios) <= 0.9, ratios
 
 
 @pytest.mark.mpi
