@@ -179,7 +179,10 @@ def test_slurm_advice_to_a_partition_whose_nodes_sinfo_does_not_list(slurm_queue
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert (out["basis"]["cloud"], out["basis"]["on_premise_nodes"]) == ("asleep", 2)
-    assert {r["job"] for r in out["jobs"]} == set(jobs.values())
+    # `soon` is backfilled when the 5-minute job ends, which a slow run of this module's
+    # tests (one worker, in order) can pass before this one: it may have left the queue
+    assert {jobs["burst"], jobs["pinned"]} <= {r["job"] for r in out["jobs"]} \
+        <= set(jobs.values())
     b = next(r for r in out["jobs"] if r["job"] == jobs["burst"])
     assert b["estimate_h"] > 1.5 and b["wait_q50_h"] < 0.5, b
     assert b["verdict"] == "stay" and b["why"].startswith("P(sooner) "), b
