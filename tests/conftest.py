@@ -138,6 +138,17 @@ def cli():
     return run_cli
 
 
+def printed_ratio_fits(ratio: float, num: float, den: float, digits: int,
+                       ratio_digits: int) -> bool:
+    """Whether a printed `ratio` (to `ratio_digits` decimals) can be the quotient of the
+    unrounded values behind a printed `num` over a printed `den` (each to `digits`
+    decimals): within the quotients of their rounding bounds, widened by the ratio's own
+    rounding.  A slow rate widens them; a tolerance of a fixed size would not."""
+    half, ratio_half = 0.5 * 10.0 ** -digits, 0.5 * 10.0 ** -ratio_digits
+    low, high = (num - half) / (den + half), (num + half) / (den - half)
+    return low - ratio_half <= ratio <= high + ratio_half
+
+
 def committed_runs() -> set[str] | None:
     """The run folders git tracks under data/runs ("data/runs/<vm>/<run>"), or None outside
     a git checkout."""
