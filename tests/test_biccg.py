@@ -332,6 +332,60 @@ def test_a_solve_after_others_is_the_first_one_bit_for_bit():
     assert x1.tobytes() == x2.tobytes() == x3.tobytes()
 
 
+MY_ROWS = r"""
+#include <stdio.h>
+#include <string.h>
+#include "internal.h"
+int main(void)
+{
+    /* 6 colors of 0, 1, 3, 7, 9 and 2 blocks, blocks of 1 to 3 rows */
+    int cptr[7] = {0, 0, 1, 4, 11, 20, 22}, bstart[23] = {0};
+    for (int b = 0; b < 22; b++)
+        bstart[b + 1] = bstart[b] + 1 + b % 3;
+    bc_local L;
+    memset(&L, 0, sizeof L);
+    L.ncolors = 6, L.nblocks = 22, L.cptr = cptr, L.bstart = bstart;
+    for (int nt = 1; nt <= 5; nt++) {
+        int bad = 0, rows = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : bad, rows)
+        for (int c = 0; c < L.ncolors; c++) {
+            int lo = -1, hi = -1, runs = 0, i0, i1;
+#pragma omp for schedule(static) nowait
+            for (int b = cptr[c]; b < cptr[c + 1]; b++) {
+                runs += bstart[b] != hi;
+                lo = lo < 0 ? bstart[b] : lo, hi = bstart[b + 1];
+            }
+            bc_my_rows(&L, c, &i0, &i1);
+            bad += runs == 0 ? i0 != i1 : runs != 1 || lo != i0 || hi != i1;
+            rows += i1 - i0;
+        }
+        printf("%d %d %d\n", nt, bad, rows);
+    }
+    return 0;
+}
+"""
+
+
+def test_the_rows_a_thread_updates_are_the_rows_it_sweeps(tmp_path):
+    """bc_my_rows (the CG's vector updates take each thread's rows from it, so that a row
+    stays on the thread that sweeps it and in that core's cache) gives each thread, on 1 to
+    5 threads, the one run of rows that `omp for schedule(static)` over a color's blocks
+    gives it, and the threads together every row once; colors of 0 to 9 blocks."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    sys.path.insert(0, str(ROOT / "comparisons"))
+    from biccg_kernels import build  # comparisons/ is a folder of scripts
+
+    source, exe = tmp_path / "my_rows.c", tmp_path / "my_rows"
+    source.write_text(MY_ROWS)
+    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, source)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = sum(1 + b % 3 for b in range(22))
+    assert out.stdout.split("\n")[:-1] == [f"{nt} 0 {rows}" for nt in range(1, 6)]
+
+
 @pytest.mark.parametrize("double,rows", [("0", "0"), ("1", "1")])
 def test_no_setup_reads_what_the_last_one_left(tmp_path, double, rows):
     """Built with -DBC_POOL_POISON, the solver fills each array it keeps for the next solve

@@ -273,18 +273,20 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
 #pragma omp parallel
     {
         double xy = 0.0;
-#pragma omp for schedule(static)
-        for (int b = 0; b < L->nblocks; b++) {
-            for (int part = 0; part < 3; part++)
-                bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
-            for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                double s = 0.0;
-                bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
-                bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
-                for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-                    s += L->val[k] * x[L->col[k]];
-                y[i] = s;
-                xy += x[i] * s;
+        for (int c = 0; c < L->ncolors; c++) {
+#pragma omp for schedule(static) nowait
+            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+                for (int part = 0; part < 3; part++)
+                    bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
+                for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
+                    double s = 0.0;
+                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
+                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
+                    for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+                        s += L->val[k] * x[L->col[k]];
+                    y[i] = s;
+                    xy += x[i] * s;
+                }
             }
         }
         bc_my_slot(sums)->v[0] = xy;
@@ -569,16 +571,20 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, const doub
         rz = sums[1];
         double *restrict x = v->x, *restrict pv = v->p;
         const double *restrict z = v->z;
-        if (rel > p->tol && it < p->max_iter) {
-#pragma omp parallel for schedule(static)
-            for (int i = 0; i < n; i++) {
-                x[i] += alpha * pv[i];
-                pv[i] = z[i] + beta * pv[i];
-            }
-        } else { /* the last iteration: no next direction */
-#pragma omp parallel for schedule(static)
-            for (int i = 0; i < n; i++)
-                x[i] += alpha * pv[i];
+        /* each thread its own rows, as the sweeps share them (bc_my_rows) */
+        const int next = rel > p->tol && it < p->max_iter; /* else no next direction */
+#pragma omp parallel
+        for (int c = 0; c < L->ncolors; c++) {
+            int i0, i1;
+            bc_my_rows(L, c, &i0, &i1);
+            if (next)
+                for (int i = i0; i < i1; i++) {
+                    x[i] += alpha * pv[i];
+                    pv[i] = z[i] + beta * pv[i];
+                }
+            else
+                for (int i = i0; i < i1; i++)
+                    x[i] += alpha * pv[i];
         }
         toc(t, T_VECTOR);
     }
