@@ -1,6 +1,7 @@
 /*
  * biccg_eisenstat.c - the solver's PCG iteration (bc_spmv, bc_precond and the
- * vector updates, as cg.c's cg_iterate runs them on one rank) beside CG on
+ * vector updates, as cg.c's cg_iterate ran them on one rank before its vector
+ * updates followed the sweeps' share of rows, f224dd6) beside CG on
  * the same system in Eisenstat's form, which has no SpMV (comparisons/README.md,
  * "Eisenstat's form: CG without its SpMV").
  *

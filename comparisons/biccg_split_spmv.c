@@ -41,8 +41,9 @@ static int split(const bc_local *L, split_a *s)
     return 0;
 }
 
-/* y = A x on the split storage, and x'y, as bc_spmv does (the plan's lines of
- * x prefetched a few blocks ahead, the streams ahead of their use). */
+/* y = A x on the split storage, and x'y, as bc_spmv did before it shared its
+ * rows color by color (f224dd6): the plan's lines of x prefetched a few blocks
+ * ahead, the streams ahead of their use. */
 static double spmv_split(const bc_local *L, const void *sv, const double *x, double *y)
 {
     const split_a *s = sv;

@@ -345,11 +345,13 @@ int main(void)
     bc_local L;
     memset(&L, 0, sizeof L);
     L.ncolors = 6, L.nblocks = 22, L.cptr = cptr, L.bstart = bstart;
+    omp_set_dynamic(0);
     for (int nt = 1; nt <= 5; nt++) {
-        int bad = 0, rows = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : bad, rows)
+        int bad = 0, rows = 0, team = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : bad, rows) reduction(max : team)
         for (int c = 0; c < L.ncolors; c++) {
             int lo = -1, hi = -1, runs = 0, i0, i1;
+            team = omp_get_num_threads();
 #pragma omp for schedule(static) nowait
             for (int b = cptr[c]; b < cptr[c + 1]; b++) {
                 runs += bstart[b] != hi;
@@ -359,7 +361,7 @@ int main(void)
             bad += runs == 0 ? i0 != i1 : runs != 1 || lo != i0 || hi != i1;
             rows += i1 - i0;
         }
-        printf("%d %d %d\n", nt, bad, rows);
+        printf("%d %d %d %d\n", nt, team, bad, rows);
     }
     return 0;
 }
@@ -367,23 +369,18 @@ int main(void)
 
 
 def test_the_rows_a_thread_updates_are_the_rows_it_sweeps(tmp_path):
-    """bc_my_rows (the CG's vector updates take each thread's rows from it, so that a row
-    stays on the thread that sweeps it and in that core's cache) gives each thread, on 1 to
-    5 threads, the one run of rows that `omp for schedule(static)` over a color's blocks
-    gives it, and the threads together every row once; colors of 0 to 9 blocks."""
-    mpicc = Path(sys.executable).parent / "mpicc"
-    if not mpicc.exists():
-        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
-    sys.path.insert(0, str(ROOT / "comparisons"))
-    from biccg_kernels import build  # comparisons/ is a folder of scripts
-
-    source, exe = tmp_path / "my_rows.c", tmp_path / "my_rows"
+    """bc_my_rows (the SpMV, the CG's vector updates and the first touch of their arrays take
+    each thread's rows from it, so that a row stays on the thread that sweeps it and in that
+    core's cache) gives each thread, on teams of 1 to 5 threads, the one run of rows that
+    `omp for schedule(static)` over a color's blocks gives it (as the sweeps share them),
+    and the threads together every row once; colors of 0 to 9 blocks."""
+    source = tmp_path / "my_rows.c"
     source.write_text(MY_ROWS)
-    build(str(mpicc), "-O2 -fopenmp -std=gnu99", exe, source)
+    exe = tile_driver_exe(tmp_path, str(source))
     out = subprocess.run([str(exe)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     rows = sum(1 + b % 3 for b in range(22))
-    assert out.stdout.split("\n")[:-1] == [f"{nt} 0 {rows}" for nt in range(1, 6)]
+    assert out.stdout.split("\n")[:-1] == [f"{nt} {nt} 0 {rows}" for nt in range(1, 6)]
 
 
 @pytest.mark.parametrize("double,rows", [("0", "0"), ("1", "1")])

@@ -274,10 +274,11 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
     {
         double xy = 0.0;
         for (int c = 0; c < L->ncolors; c++) {
-#pragma omp for schedule(static) nowait
-            for (int b = L->cptr[c]; b < L->cptr[c + 1]; b++) {
+            int b0, b1;
+            bc_my_blocks(L, c, &b0, &b1);
+            for (int b = b0; b < b1; b++) {
                 for (int part = 0; part < 3; part++)
-                    bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
+                    bc_prefetch_block(L, b + BC_PFB, b1, part, x);
                 for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
                     double s = 0.0;
                     bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
@@ -483,7 +484,8 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
     return rc;
 }
 
-/* The vectors, first touched in parallel in the new numbering (x0 permuted). */
+/* The vectors, first touched in the new numbering (x0 permuted), each row by
+ * the thread that takes it in the solve (bc_my_rows). */
 static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *x_in, cg_vectors *v)
 {
     const int n = L->nloc;
@@ -495,10 +497,14 @@ static int cg_vectors_init(MPI_Comm comm, const bc_local *L, const double *x_in,
     int rc = agree(comm, (v->x && v->r && v->p && v->q) ? BC_OK : BC_ENOMEM);
     if (rc != BC_OK)
         return rc;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
-        v->x[i] = x_in[L->perm[i]];
-        v->r[i] = v->p[i] = v->q[i] = 0.0;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+        int i0, i1;
+        bc_my_rows(L, c, &i0, &i1);
+        for (int i = i0; i < i1; i++) {
+            v->x[i] = x_in[L->perm[i]];
+            v->r[i] = v->p[i] = v->q[i] = 0.0;
+        }
     }
     for (size_t h = (size_t)n; h < ext; h++)
         v->x[h] = v->p[h] = 0.0;
@@ -574,9 +580,9 @@ static int cg_iterate(MPI_Comm comm, bc_local *L, const bc_params *p, const doub
         /* each thread its own rows, as the sweeps share them (bc_my_rows) */
         const int next = rel > p->tol && it < p->max_iter; /* else no next direction */
 #pragma omp parallel
-        for (int c = 0; c < L->ncolors; c++) {
+        for (int color = 0; color < L->ncolors; color++) {
             int i0, i1;
-            bc_my_rows(L, c, &i0, &i1);
+            bc_my_rows(L, color, &i0, &i1);
             if (next)
                 for (int i = i0; i < i1; i++) {
                     x[i] += alpha * pv[i];

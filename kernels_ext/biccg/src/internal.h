@@ -150,21 +150,32 @@ static inline bc_slot *bc_my_slot(bc_slot *slots)
 #endif
 }
 
-/* The rows of color c that this thread takes where the color's blocks are
- * shared out as `omp for schedule(static)` shares them in libgomp (an equal
- * run of blocks each, the first threads one more): one run of consecutive
- * rows, [*i0, *i1).  The loops over rows that follow the sweeps' share keep
- * each row on the thread that sweeps it. */
-static inline void bc_my_rows(const bc_local *L, int c, int *i0, int *i1)
+/* The blocks of color c that this thread takes, [*b0, *b1): an equal run
+ * each, the first threads one more.  That is how GCC (inline) and libgomp
+ * share `omp for schedule(static)` with no chunk, as the sweeps share a
+ * color's blocks; OpenMP does not promise the same share across parallel
+ * regions, so only the cache's reuse depends on it, not a result. */
+static inline void bc_my_blocks(const bc_local *L, int c, int *b0, int *b1)
 {
 #ifdef _OPENMP
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
 #else
     const int nt = 1, t = 0;
 #endif
-    const int b0 = L->cptr[c], nb = L->cptr[c + 1] - b0, q = nb / nt, r = nb % nt;
-    const int lo = b0 + t * q + (t < r ? t : r), hi = lo + q + (t < r);
-    *i0 = L->bstart[lo], *i1 = L->bstart[hi];
+    const int first = L->cptr[c], nb = L->cptr[c + 1] - first, q = nb / nt, r = nb % nt;
+    *b0 = first + t * q + (t < r ? t : r);
+    *b1 = *b0 + q + (t < r);
+}
+
+/* The rows of those blocks, one run of consecutive rows [*i0, *i1).  The
+ * loops over rows in a solve (SpMV, vector updates) and the first touch of
+ * their arrays take each thread's rows from here, so that a row stays on the
+ * thread, and in the core's cache, that sweeps it. */
+static inline void bc_my_rows(const bc_local *L, int c, int *i0, int *i1)
+{
+    int b0, b1;
+    bc_my_blocks(L, c, &b0, &b1);
+    *i0 = L->bstart[b0], *i1 = L->bstart[b1];
 }
 
 /* Sum k of the n slots, in thread order. */

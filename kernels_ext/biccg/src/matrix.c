@@ -210,22 +210,27 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
     }
     for (int i = 0; i < L->nloc; i++)
         L->rowptr[i + 1] += L->rowptr[i];
-    /* First touch by the thread whose rows these are in the solve's loops;
-     * then the rows are copied in the incoming order, so that the reads of
-     * the input and of iperm stream and only the writes scatter (copying in
+    /* First touch by the thread whose rows these are in the solve's loops
+     * (bc_my_rows); then the rows are copied in the incoming order, so that
+     * the reads of the input and of iperm stream and only the writes scatter
+     * (copying in
      * the new order gathered, about ten cache misses a row: the whole build
      * took 0.25-0.45 s at 128^3, 0.09-0.16 s this way).  The writes wait on
      * their lines: each row's are fetched BC_SCATTER_PF rows ahead, its row
      * pointer twice as far (0.082 s -> 0.036 s at 128^3 on one core of the
      * AMD VM, comparisons/README.md). */
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < L->nloc; i++) {
-        /* one write a page (4 KiB of val) places it: the row's first entry at
-         * a multiple of 512, if it has one (a loop over every entry to find
-         * it took 14.6 M steps at 128^3 for 28,500 pages) */
-        const int64_t k = (L->rowptr[i] + 511) & ~(int64_t)511;
-        if (k < L->rowptr[i + 1])
-            L->col[k] = 0, L->val[k] = 0.0;
+#pragma omp parallel
+    for (int c = 0; c < L->ncolors; c++) {
+        int i0, i1;
+        bc_my_rows(L, c, &i0, &i1);
+        for (int i = i0; i < i1; i++) {
+            /* one write a page (4 KiB of val) places it: the row's first entry
+             * at a multiple of 512, if it has one (a loop over every entry to
+             * find it took 14.6 M steps at 128^3 for 28,500 pages) */
+            const int64_t k = (L->rowptr[i] + 511) & ~(int64_t)511;
+            if (k < L->rowptr[i + 1])
+                L->col[k] = 0, L->val[k] = 0.0;
+        }
     }
     BC_PHASE("local: alloc+first touch");
     int bad = 0;
