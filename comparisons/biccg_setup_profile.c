@@ -65,6 +65,9 @@ int main(int argc, char **argv)
         bc_result out;
         for (bc_gidx i = 0; i < r1 - r0; i++)
             x[i] = 0.0;
+        /* the ranks start together, as python -m kernels_ext.biccg and PETSc's
+         * script start them: no rank's setup waits for another's start */
+        MPI_Barrier(MPI_COMM_WORLD);
         rc = bc_solve(MPI_COMM_WORLD, &a, b, x, &p, &out);
         if (rank == 0)
             printf("{\"rc\": %d, \"iterations\": %d, \"relative_residual\": %.6e, \"setup_s\": %.6f, "
