@@ -1169,6 +1169,18 @@ def test_the_split_spmv_is_the_solvers_bit_for_bit(tmp_path):
     assert (rec["csr_bytes"], rec["split_bytes"]) == (8 * (n + 1) + 12 * nnz, 8 * nnz)
 
 
+def test_the_tile_spmv_is_the_solvers_bit_for_bit(tmp_path):
+    """comparisons/biccg_tile_spmv.c times the solver's SpMV against the product a 4 x 4 x 2
+    tile at a time (lists to other blocks, the inside unrolled): each row sums in the CSR's
+    order, so built without fused multiply-adds y must be the same bits on x in tenths, on
+    a grid whose 24 whole tiles run so and whose other 21 blocks run by rows."""
+    rec = tile_driver(tmp_path, "biccg_tile_spmv.c")
+    n, nnz = 12 * 10 * 9, 7 * 12 * 10 * 9 - 2 * (12 * 10 + 10 * 9 + 12 * 9)
+    assert rec["n"] == n and rec["tiles"] == 24
+    assert rec["same_bits"] is True and rec["max_rel_diff"] == 0.0
+    assert rec["csr_bytes"] == 8 * (n + 1) + 12 * nnz and 0 < rec["tile_bytes"] < rec["csr_bytes"]
+
+
 def test_the_sell_spmv_is_the_solvers_bit_for_bit(tmp_path):
     """comparisons/biccg_sell_spmv.c times the solver's SpMV against the product on A in
     SELL-8 (rows in AVX-512 lanes): each row's sum runs in its order, so y must be the same
