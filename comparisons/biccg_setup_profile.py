@@ -20,7 +20,10 @@ The sweeps prefetch what they gather as the solver decides (where the node's vec
 exceeds this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment
 forces it on (off) in builds that have it. --pages base places the solver's arrays in base
 pages (BC_BASE_PAGES=1 to the driver), as its --pages does. --blocking rows takes blocks of
-32 consecutive rows, the study's blocking, instead of tiles of the grid.
+32 consecutive rows, the study's blocking, instead of tiles of the grid. --setup later
+profiles each process's second setup (two solves in it, the second's phases and solve
+printed): a job's later setups, on the arrays the solver kept from the first (its pool),
+not on fresh pages.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1
@@ -28,6 +31,7 @@ pages (BC_BASE_PAGES=1 to the driver), as its --pages does. --blocking rows take
     python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --rounds 7
     python comparisons/biccg_setup_profile.py --base HEAD --pages base --rounds 9
     python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --blocking rows
+    python comparisons/biccg_setup_profile.py --ranks 2 --threads 1 --setup later --rounds 7
 """
 
 from __future__ import annotations
@@ -75,19 +79,28 @@ def checkout(ref: str, into: Path) -> Path:
 #: consecutive rows (the study's, which passes no grid)
 BLOCKINGS = ("tiles", "rows")
 
+#: which setup of a process is profiled: its first (on pages new to it) or its second
+SETUPS = ("first", "later")
+
+#: the first phase each setup prints (cg.c): where a process's second setup begins
+FIRST_PHASE = "input check"
+
 #: the solve's times that --iterations reports, from the driver's JSON line
 SOLVE_KEYS = ("solve_s", "spmv_s", "precond_s", "vector_s", "dots_s")
 
 
 def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
-             iterations: int = 0, pages: str = DEFAULT_PAGES, blocking: str = "tiles"
-             ) -> tuple[dict[str, float], str, dict]:
+             iterations: int = 0, pages: str = DEFAULT_PAGES, blocking: str = "tiles",
+             setup: str = "first") -> tuple[dict[str, float], str, dict]:
     """One fresh process (or `ranks` of them): rank 0's phases' seconds, every rank's
-    digest line, sorted and joined (each rank prints its own), and the driver's record
-    (its solve's times where iterations > 0); blocks as `blocking` says (BLOCKINGS)."""
+    digest lines, sorted, each once, and joined (each rank prints its own a setup), and
+    the driver's record (its solve's times where iterations > 0); blocks as `blocking`
+    says (BLOCKINGS); the process's first setup, or with setup "later" its second (two
+    solves: the second's phases and record; both setups' digests, one line a rank where
+    the second built what the first did)."""
     env = driver_env(threads) | {"BC_BASE_PAGES": str(int(pages == "base"))}
     argv = [*mpi_prefix(ranks, threads), str(exe), *map(str, grid), str(threads),
-            str(iterations), "0", str(int(blocking == "rows"))]
+            str(iterations), "0", str(int(blocking == "rows")), str(SETUPS.index(setup) + 1)]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     phases: dict[str, float] = {}
@@ -95,10 +108,12 @@ def run_once(exe: Path, grid: list[int], threads: int, ranks: int = 1,
     for line in proc.stderr.splitlines():
         if line.startswith("phase "):
             name, secs, _ = line[6:].rsplit(None, 2)  # "phase NAME SECONDS s"
+            if name.strip() == FIRST_PHASE and FIRST_PHASE in phases:
+                phases = {}  # the next setup begins
             phases[name.strip()] = phases.get(name.strip(), 0.0) + float(secs)
         elif line.startswith("digest "):
             digests.append(line)
-    return phases, "\n  ".join(sorted(digests)), record
+    return phases, "\n  ".join(sorted(set(digests))), record
 
 
 def summary(label: str, runs: list[dict[str, float]]) -> list[float]:
@@ -152,6 +167,9 @@ def main() -> int:
     p.add_argument("--blocking", choices=BLOCKINGS, default="tiles",
                    help="blocks of 32: tiles of the grid (the default, the solver's for a "
                         "grid) or runs of consecutive rows (the study's blocking)")
+    p.add_argument("--setup", choices=SETUPS, default="first",
+                   help="profile each process's first setup (its pages new to it: the "
+                        "default) or its second, on the arrays the solver kept")
     a = p.parse_args()
     if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1 or a.iterations < 0:
         p.error("--rounds, --threads, --ranks and the grid's sizes must be positive, "
@@ -167,6 +185,9 @@ def main() -> int:
                          "(it predates BC_BASE_PAGES), so its runs would be in huge pages")
             if a.blocking == "rows" and "ROWS" not in driver.read_text():
                 sys.exit(f"error: --blocking rows: the driver at {a.base} has no row runs")
+            if a.setup == "later" and "SOLVES" not in driver.read_text():
+                sys.exit(f"error: --setup later: the driver at {a.base} runs one solve a "
+                         "process")
             build(a.cc, FLAGS, exes[a.base], driver, driver.parent / "src")
         runs: dict[str, list[dict[str, float]]] = defaultdict(list)
         digests: dict[str, set[str]] = defaultdict(set)
@@ -174,12 +195,12 @@ def main() -> int:
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
                 phases, digest, record = run_once(exes[label], a.grid, a.threads, a.ranks,
-                                                  a.iterations, a.pages, a.blocking)
+                                                  a.iterations, a.pages, a.blocking, a.setup)
                 runs[label].append(phases)
                 digests[label].add(digest)
                 records[label].append(record)
     where = (f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} rank(s) x {a.threads} thread(s), "
-             f"{a.rounds} fresh runs, {a.pages} pages, blocks: {a.blocking}")
+             f"{a.rounds} fresh runs, {a.setup} setup, {a.pages} pages, blocks: {a.blocking}")
     totals = {label: summary(f"{where}, {label}", runs[label]) for label in exes}
     if a.base and min(totals[a.base]) > 0:  # a tiny grid's phases print as 0.0000 s
         ratios = [x / y for x, y in zip(totals["this tree"], totals[a.base], strict=True)]

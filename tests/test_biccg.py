@@ -427,6 +427,34 @@ def test_the_setup_profile_measures_the_blocking_it_is_asked_for():
     assert outs["tiles"][0].split("plan")[0] != outs["rows"][0].split("plan")[0]
 
 
+def test_the_setup_profile_times_a_later_setup_alone(tmp_path):
+    """comparisons/biccg_setup_profile.py --setup later: each process solves twice and the
+    phases printed are the second setup's alone.  On one rank they add up to that solve's
+    own setup_s (the first's added in would make about twice it; on two ranks setup_s is
+    the slower rank's, from a barrier, so rank 0's phases may sum to less); on two ranks
+    both setups built the same bytes (one digest line a rank)."""
+    mpicc = Path(sys.executable).parent / "mpicc"
+    if not mpicc.exists():
+        pytest.skip(f"no MPI compiler wrapper at {mpicc}")
+    sys.path.insert(0, str(ROOT / "comparisons"))
+    import biccg_setup_profile as profile  # comparisons/ is a folder of scripts
+    from biccg_kernels import build
+
+    exe = tmp_path / "profile"
+    build(str(mpicc), profile.FLAGS, exe, profile.DRIVER)
+    phases, digests, record = profile.run_once(exe, [48, 48, 48], 2, setup="later")
+    assert list(phases)[0] == profile.FIRST_PHASE and "factor: numeric" in phases
+    assert 0.8 <= sum(phases.values()) / record["setup_s"] <= 1.1, (phases, record)
+    phases, digests, record = profile.run_once(exe, [24, 24, 24], 1, 2, setup="later")
+    assert list(phases)[0] == profile.FIRST_PHASE and record["rc"] == 0
+    assert digests.count("digest order") == 2, digests
+    script = ROOT / "comparisons" / "biccg_setup_profile.py"
+    out = subprocess.run([sys.executable, str(script), "--grid", "16", "16", "16", "--rounds",
+                          "1", "--setup", "later"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "1 fresh runs, later setup, huge pages, blocks: tiles, this tree" in out.stdout
+
+
 CHILD_KEPT = """
 import json, os
 import numpy as np
