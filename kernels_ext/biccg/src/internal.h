@@ -170,7 +170,9 @@ static inline void bc_my_blocks(const bc_local *L, int c, int *b0, int *b1)
 /* The rows of those blocks, one run of consecutive rows [*i0, *i1).  The
  * loops over rows in a solve (SpMV, vector updates) and the first touch of
  * their arrays take each thread's rows from here, so that a row stays on the
- * thread, and in the core's cache, that sweeps it. */
+ * thread that sweeps it (the gain is measured, comparisons/README.md, "Each
+ * row on the thread that sweeps it"; that it comes from the core's caches is
+ * not shown). */
 static inline void bc_my_rows(const bc_local *L, int c, int *i0, int *i1)
 {
     int b0, b1;
@@ -253,10 +255,10 @@ void bc_pool_trim(int all);
 /* cg.c: y = A x for the local rows (x with its halo filled); returns the
  * local x'y, summed as y is written.  Its rows are shared out color by color,
  * as the sweeps share them, not as one run of all rows: each row of q is then
- * written by the core whose cache the sweep reads it from, and with the vector
- * updates likewise (bc_my_rows), a solve on one rank of two threads took 0.84
- * of its time at 64^3 and 0.95 at 128^3 (comparisons/README.md, "Each row on
- * the thread that sweeps it"). */
+ * written by the thread that sweeps it, and with the vector updates likewise
+ * (bc_my_rows), a solve on one rank of two threads took 0.84 of its time at
+ * 64^3 and 0.95 at 128^3 (comparisons/README.md, "Each row on the thread that
+ * sweeps it"). */
 double bc_spmv(const bc_local *L, const double *x, double *y);
 
 /* ordering.c: color the blocks of the local diagonal block (p's block size or

@@ -213,12 +213,11 @@ int bc_build_local(const bc_csr_in *a, bc_local *L)
     /* First touch by the thread whose rows these are in the solve's loops
      * (bc_my_rows); then the rows are copied in the incoming order, so that
      * the reads of the input and of iperm stream and only the writes scatter
-     * (copying in
-     * the new order gathered, about ten cache misses a row: the whole build
-     * took 0.25-0.45 s at 128^3, 0.09-0.16 s this way).  The writes wait on
-     * their lines: each row's are fetched BC_SCATTER_PF rows ahead, its row
-     * pointer twice as far (0.082 s -> 0.036 s at 128^3 on one core of the
-     * AMD VM, comparisons/README.md). */
+     * (copying in the new order gathered, about ten cache misses a row: the
+     * whole build took 0.25-0.45 s at 128^3, 0.09-0.16 s this way).  The
+     * writes wait on their lines: each row's are fetched BC_SCATTER_PF rows
+     * ahead, its row pointer twice as far (0.082 s -> 0.036 s at 128^3 on one
+     * core of the AMD VM, comparisons/README.md). */
 #pragma omp parallel
     for (int c = 0; c < L->ncolors; c++) {
         int i0, i1;

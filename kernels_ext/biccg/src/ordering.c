@@ -83,103 +83,132 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
     return BC_OK;
 }
 
-/* Each block's earlier coupled blocks (J < I), once each, in the order met:
- * block I's are list[owner[I]][at[I] ..) (count[I] of them), in the buffer of
- * the thread that scanned it. */
+/* Each block's earlier coupled blocks (J < I): block I's are list[at[I] ..
+ * at[I + 1]), in no order, some of them more than once (the greedy pass
+ * reads them as a set). */
 typedef struct {
-    int nthreads;
-    int **list;
+    int *list;
     int64_t *at;
-    int *count;
-    unsigned char *owner;
 } earlier;
 
 static void earlier_free(earlier *E)
 {
     if (E == NULL)
         return;
-    for (int t = 0; E->list && t < E->nthreads; t++)
-        bc_free(E->list[t]);
-    bc_free(E->list), bc_free(E->at), bc_free(E->count), bc_free(E->owner), bc_free(E);
+    bc_free(E->list), bc_free(E->at), bc_free(E);
 }
 
-/* One scan of the rank's entries, blocks in parallel; nout and nlow as
- * bc_order needs them.  NULL when out of memory.  The scan was the serial
- * greedy pass's, block by block: 0.021 s at 128^3 on the AMD VM whatever the
- * threads (at 16 a rank, most of the setup).  Apart, in parallel, it takes
- * 0.013 s on two threads and 0.024 s on one; the greedy pass over the lists
- * 0.0006 s (comparisons/README.md). */
-static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, const int *pre,
-                               const int *bof, const int *bptr, int64_t *nout_out,
-                               int64_t *nlow_out)
+/* A thread's pairs (block, earlier block), as the scan meets them. */
+typedef struct {
+    int *i, *j;
+    int64_t len, cap;
+} pairs;
+
+/* Row i of block I into the scan: its outside entries counted (*nout, *nlow:
+ * those before the rank), its couplings to earlier blocks J appended to mine
+ * (J's mark set to I: met again at once, J is not listed again).  0, or -1
+ * without the memory. */
+static inline int scan_row(const bc_csr_in *a, const int64_t *c64, const int32_t *c32, bc_gidx n,
+                           int bs, const int *bof, bc_gidx i, int I, int *mark, pairs *mine,
+                           int64_t *nout, int64_t *nlow)
 {
-    const bc_gidx r0 = a->row_begin;
+    const bc_gidx r0 = a->row_begin, e1 = bc_in_ptr(a, i + 1);
+    for (bc_gidx e = bc_in_ptr(a, i); e < e1; e++) {
+        const bc_gidx g = (c64 ? c64[e] : c32[e]) - r0;
+        if (g < 0 || g >= n) {
+            ++*nout;
+            *nlow += g < 0;
+            continue;
+        }
+        const int J = bof ? bof[g] : (int)(g / bs);
+        if (J >= I || mark[J] == I)
+            continue;
+        mark[J] = I;
+        if (mine->len == mine->cap) {
+            mine->cap *= 2;
+            int *gi = realloc(mine->i, (size_t)mine->cap * sizeof *gi);
+            mine->i = gi ? gi : mine->i;
+            int *gj = realloc(mine->j, (size_t)mine->cap * sizeof *gj);
+            mine->j = gj ? gj : mine->j;
+            if (gi == NULL || gj == NULL)
+                return -1;
+        }
+        mine->i[mine->len] = I, mine->j[mine->len++] = J;
+    }
+    return 0;
+}
+
+/* One scan of the rank's entries in their rows' order, rows in parallel, then
+ * the pairs found grouped by block; nout and nlow as bc_order needs them.
+ * NULL when out of memory.  The rows' order, not the blocks': walked tile by
+ * tile, the input's rows are read in runs of 4 from 8 places at once, and the
+ * scan took 3x the time of the same loads in order (0.10-0.14 against 0.03-0.04
+ * s at 128^3 on one thread, the AMD VM; comparisons/README.md, "The
+ * coloring's scan in the rows' order").  Blocks of consecutive rows (no bof)
+ * are in that order already and are scanned a block at a time (a loop a row,
+ * each row's block found by a division, took 1.5x the scan's time there).  A
+ * pair met again at once is listed once; the rest repeat. */
+static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, const int *bof,
+                               int64_t *nout_out, int64_t *nlow_out)
+{
     /* the columns read through locals, not bc_in_col: a's fields were loaded
-     * again after each store to mark or mine (0.034 s against 0.029 at 128^3
-     * on one thread) */
+     * again after each store to mark or the pairs (0.034 s against 0.029 at
+     * 128^3 on one thread) */
     const int64_t *const c64 = a->indices64;
     const int32_t *const c32 = a->indices32;
+    const int nt = omp_get_max_threads();
+    const int64_t items = bof ? (int64_t)n : (int64_t)nb; /* rows, or blocks of rows */
     earlier *E = calloc(1, sizeof *E);
-    if (E == NULL)
-        return NULL;
-    E->nthreads = omp_get_max_threads() < 256 ? omp_get_max_threads() : 256;
-    E->list = calloc((size_t)E->nthreads, sizeof *E->list);
-    E->at = malloc((size_t)nb * sizeof *E->at);
-    E->count = malloc((size_t)nb * sizeof *E->count);
-    E->owner = malloc((size_t)nb);
-    if (!E->list || !E->at || !E->count || !E->owner) {
-        earlier_free(E);
+    pairs *P = calloc((size_t)nt, sizeof *P);
+    if (E == NULL || P == NULL) {
+        bc_free(E), bc_free(P);
         return NULL;
     }
+    E->at = calloc((size_t)nb + 2, sizeof *E->at);
     int64_t nout = 0, nlow = 0;
-    int bad = 0;
-#pragma omp parallel num_threads(E->nthreads) reduction(+ : nout, nlow) reduction(| : bad)
+    int bad = E->at == NULL;
+#pragma omp parallel num_threads(nt) reduction(+ : nout, nlow) reduction(| : bad)
     {
-        const int t = omp_get_thread_num();
-        int64_t cap = 8 * ((int64_t)nb / E->nthreads + 1), len = 0;
-        int *mine = malloc((size_t)cap * sizeof *mine);
-        int *mark = malloc((size_t)nb * sizeof *mark); /* last block that listed J */
-        if (mine == NULL || mark == NULL)
+        pairs *const mine = P + omp_get_thread_num();
+        mine->cap = 2 * ((int64_t)nb / nt + 1);
+        mine->i = malloc((size_t)mine->cap * sizeof *mine->i);
+        mine->j = malloc((size_t)mine->cap * sizeof *mine->j);
+        int *mark = malloc((size_t)nb * sizeof *mark); /* the last block that listed J */
+        if (mine->i == NULL || mine->j == NULL || mark == NULL)
             bad = 1;
         else
             memset(mark, 0xff, (size_t)nb * sizeof *mark);
 #pragma omp for schedule(static)
-        for (int I = 0; I < nb; I++) {
+        for (int64_t k = 0; k < items; k++) {
             if (bad)
                 continue;
-            const int64_t first = len;
-            for (int k = bptr[I]; k < bptr[I + 1]; k++) {
-                const bc_gidx i = pre ? pre[k] : k;
-                const bc_gidx e1 = bc_in_ptr(a, i + 1);
-                for (bc_gidx e = bc_in_ptr(a, i); e < e1; e++) {
-                    const bc_gidx g = (c64 ? c64[e] : c32[e]) - r0;
-                    if (g < 0 || g >= n) {
-                        nout++;
-                        nlow += g < 0;
-                        continue;
-                    }
-                    const int J = bof ? bof[g] : (int)(g / bs);
-                    if (J >= I || mark[J] == I)
-                        continue;
-                    mark[J] = I;
-                    if (len == cap) {
-                        int *grown = realloc(mine, (size_t)(cap *= 2) * sizeof *mine);
-                        if (grown == NULL) {
-                            bad = 1;
-                            break;
-                        }
-                        mine = grown;
-                    }
-                    mine[len++] = J;
-                }
-            }
-            E->at[I] = first;
-            E->count[I] = (int)(len - first);
-            E->owner[I] = (unsigned char)t;
+            if (bof)
+                bad |= scan_row(a, c64, c32, n, bs, bof, k, bof[k], mark, mine, &nout, &nlow);
+            else
+                for (bc_gidx i = k * bs; i < (k + 1) * bs && i < n && !bad; i++)
+                    bad |= scan_row(a, c64, c32, n, bs, NULL, i, (int)k, mark, mine, &nout,
+                                    &nlow);
         }
-        E->list[t] = mine;
         bc_free(mark);
     }
+    int64_t total = 0;
+    for (int t = 0; t < nt; t++)
+        total += P[t].len;
+    if (!bad && (E->list = malloc(((size_t)total + 1) * sizeof *E->list)) == NULL)
+        bad = 1;
+    if (!bad) { /* grouped by block: a counting sort, the threads' pairs in turn */
+        for (int t = 0; t < nt; t++)
+            for (int64_t k = 0; k < P[t].len; k++)
+                E->at[P[t].i[k] + 2]++;
+        for (int I = 0; I < nb; I++)
+            E->at[I + 2] += E->at[I + 1];
+        for (int t = 0; t < nt; t++)
+            for (int64_t k = 0; k < P[t].len; k++)
+                E->list[E->at[P[t].i[k] + 1]++] = P[t].j[k];
+    }
+    for (int t = 0; t < nt; t++)
+        bc_free(P[t].i), bc_free(P[t].j);
+    bc_free(P);
     *nout_out = nout;
     *nlow_out = nlow;
     if (bad) {
@@ -225,19 +254,18 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
         goto done;
     }
     /* every entry passes here once, in parallel: each block's earlier
-     * coupled blocks, listed once each, and the outside entries counted (and
-     * those before the rank); then the greedy pass, serial, over the lists */
+     * coupled blocks listed, and the outside entries counted (and those
+     * before the rank); then the greedy pass, serial, over the lists */
     int64_t nout = 0, nlow = 0;
-    earlier *E = earlier_blocks(a, n, bs, nb, pre, bof, bptr, &nout, &nlow);
+    earlier *E = earlier_blocks(a, n, bs, nb, bof, &nout, &nlow);
     if (E == NULL) {
         rc = BC_ENOMEM;
         goto done;
     }
     BC_PHASE("order: coloring scan");
     for (int I = 0; I < nb; I++) {
-        const int *J = E->list[E->owner[I]] + E->at[I];
-        for (int k = 0; k < E->count[I]; k++)
-            stamp[color[J[k]]] = I + 1;
+        for (int64_t k = E->at[I]; k < E->at[I + 1]; k++)
+            stamp[color[E->list[k]]] = I + 1;
         int c = -1;
         for (int t = 0; t < ncol && c < 0; t++)
             if (stamp[(next + t) % ncol] != I + 1)
