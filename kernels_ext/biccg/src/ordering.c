@@ -106,8 +106,8 @@ typedef struct {
 
 /* Row i of block I into the scan: its outside entries counted (*nout, *nlow:
  * those before the rank), its couplings to earlier blocks J appended to mine
- * (J's mark set to I: met again at once, J is not listed again).  0, or -1
- * without the memory. */
+ * (J's mark set to I: J is listed again only after the thread has listed it
+ * for another block).  0, or 1 without the memory. */
 static inline int scan_row(const bc_csr_in *a, const int64_t *c64, const int32_t *c32, bc_gidx n,
                            int bs, const int *bof, bc_gidx i, int I, int *mark, pairs *mine,
                            int64_t *nout, int64_t *nlow)
@@ -131,7 +131,7 @@ static inline int scan_row(const bc_csr_in *a, const int64_t *c64, const int32_t
             int *gj = realloc(mine->j, (size_t)mine->cap * sizeof *gj);
             mine->j = gj ? gj : mine->j;
             if (gi == NULL || gj == NULL)
-                return -1;
+                return 1;
         }
         mine->i[mine->len] = I, mine->j[mine->len++] = J;
     }
@@ -141,13 +141,13 @@ static inline int scan_row(const bc_csr_in *a, const int64_t *c64, const int32_t
 /* One scan of the rank's entries in their rows' order, rows in parallel, then
  * the pairs found grouped by block; nout and nlow as bc_order needs them.
  * NULL when out of memory.  The rows' order, not the blocks': walked tile by
- * tile, the input's rows are read in runs of 4 from 8 places at once, and the
- * scan took 3x the time of the same loads in order (0.10-0.14 against 0.03-0.04
- * s at 128^3 on one thread, the AMD VM; comparisons/README.md, "The
- * coloring's scan in the rows' order").  Blocks of consecutive rows (no bof)
- * are in that order already and are scanned a block at a time (a loop a row,
- * each row's block found by a division, took 1.5x the scan's time there).  A
- * pair met again at once is listed once; the rest repeat. */
+ * tile, a 4 x 4 x 2 tile's input rows are read in runs of 4 from 8 places at
+ * once, and the scan took 3x the time of the same loads in order (0.10-0.14
+ * against 0.03-0.04 s at 128^3 on one thread, the AMD VM; comparisons/README.md,
+ * "The coloring's scan in the rows' order").  Blocks of consecutive rows (no
+ * bof) are in that order already and are scanned a block at a time (a loop a
+ * row, each row's block found by a division, took 1.5x the scan's time there).
+ * A block's list may hold an earlier block more than once (scan_row). */
 static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, const int *bof,
                                int64_t *nout_out, int64_t *nlow_out)
 {
@@ -160,21 +160,20 @@ static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, co
     const int64_t items = bof ? (int64_t)n : (int64_t)nb; /* rows, or blocks of rows */
     earlier *E = calloc(1, sizeof *E);
     pairs *P = calloc((size_t)nt, sizeof *P);
-    if (E == NULL || P == NULL) {
-        bc_free(E), bc_free(P);
+    if (E == NULL || P == NULL || (E->at = calloc((size_t)nb + 2, sizeof *E->at)) == NULL) {
+        earlier_free(E), bc_free(P);
         return NULL;
     }
-    E->at = calloc((size_t)nb + 2, sizeof *E->at);
     int64_t nout = 0, nlow = 0;
-    int bad = E->at == NULL;
+    int bad = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : nout, nlow) reduction(| : bad)
     {
-        pairs *const mine = P + omp_get_thread_num();
-        mine->cap = 2 * ((int64_t)nb / nt + 1);
-        mine->i = malloc((size_t)mine->cap * sizeof *mine->i);
-        mine->j = malloc((size_t)mine->cap * sizeof *mine->j);
+        /* the thread's own, not in P (the threads' entries share a line) */
+        pairs mine = {NULL, NULL, 0, 2 * ((int64_t)nb / nt + 1)};
+        mine.i = malloc((size_t)mine.cap * sizeof *mine.i);
+        mine.j = malloc((size_t)mine.cap * sizeof *mine.j);
         int *mark = malloc((size_t)nb * sizeof *mark); /* the last block that listed J */
-        if (mine->i == NULL || mine->j == NULL || mark == NULL)
+        if (mine.i == NULL || mine.j == NULL || mark == NULL)
             bad = 1;
         else
             memset(mark, 0xff, (size_t)nb * sizeof *mark);
@@ -182,14 +181,16 @@ static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, co
         for (int64_t k = 0; k < items; k++) {
             if (bad)
                 continue;
-            if (bof)
-                bad |= scan_row(a, c64, c32, n, bs, bof, k, bof[k], mark, mine, &nout, &nlow);
-            else
+            if (bof) {
+                bad |= scan_row(a, c64, c32, n, bs, bof, k, bof[k], mark, &mine, &nout, &nlow);
+            } else {
                 for (bc_gidx i = k * bs; i < (k + 1) * bs && i < n && !bad; i++)
-                    bad |= scan_row(a, c64, c32, n, bs, NULL, i, (int)k, mark, mine, &nout,
+                    bad |= scan_row(a, c64, c32, n, bs, NULL, i, (int)k, mark, &mine, &nout,
                                     &nlow);
+            }
         }
         bc_free(mark);
+        P[omp_get_thread_num()] = mine;
     }
     int64_t total = 0;
     for (int t = 0; t < nt; t++)
@@ -199,12 +200,12 @@ static earlier *earlier_blocks(const bc_csr_in *a, bc_gidx n, int bs, int nb, co
     if (!bad) { /* grouped by block: a counting sort, the threads' pairs in turn */
         for (int t = 0; t < nt; t++)
             for (int64_t k = 0; k < P[t].len; k++)
-                E->at[P[t].i[k] + 2]++;
+                E->at[(int64_t)P[t].i[k] + 2]++;
         for (int I = 0; I < nb; I++)
-            E->at[I + 2] += E->at[I + 1];
+            E->at[(int64_t)I + 2] += E->at[(int64_t)I + 1];
         for (int t = 0; t < nt; t++)
             for (int64_t k = 0; k < P[t].len; k++)
-                E->list[E->at[P[t].i[k] + 1]++] = P[t].j[k];
+                E->list[E->at[(int64_t)P[t].i[k] + 1]++] = P[t].j[k];
     }
     for (int t = 0; t < nt; t++)
         bc_free(P[t].i), bc_free(P[t].j);
