@@ -26,9 +26,11 @@
  * inside below (row order; a row's k - 16, k - 4, k - 1 where the tile has
  * them, as the sweeps' tl), its 32 diagonal values, its 64 inside above (k +
  * 1, k + 4, k + 16, as tu); fv / bv A's values of the sweeps' lists of
- * entries to other blocks below (fptr, fcol, frow) and above (bptr ...). */
+ * entries to other blocks below (fptr, fcol, frow) and above (bptr ...);
+ * tiles their count (32 rows each: pack_sweeps takes no other). */
 typedef struct {
     double *rec, *fv, *bv;
+    int64_t tiles;
 } tile_a;
 
 #define TILE_REC 160
@@ -37,10 +39,10 @@ typedef struct {
  * is not (lower, diagonal, upper) in the factor's pattern. */
 static int tile_fill(const bc_local *L, tile_a *s)
 {
-    int tiles = 0;
+    s->tiles = 0;
     for (int b = 0; b < L->nblocks; b++)
-        tiles += L->tpos[b] >= 0;
-    s->rec = bc_alloc((size_t)TILE_REC * tiles + 1, sizeof(double));
+        s->tiles += L->tpos[b] >= 0;
+    s->rec = bc_alloc((size_t)TILE_REC * (size_t)s->tiles + 1, sizeof(double));
     s->fv = bc_alloc((size_t)L->fptr[L->nblocks] + 1, sizeof(double));
     s->bv = bc_alloc((size_t)L->bptr[L->nblocks] + 1, sizeof(double));
     if (!s->rec || !s->fv || !s->bv)
@@ -166,7 +168,7 @@ static double spmv_tile(const bc_local *L, const void *sv, const double *x, doub
 int main(int argc, char **argv)
 {
     tile_bench b;
-    tile_a s = {NULL, NULL, NULL};
+    tile_a s = {NULL, NULL, NULL, 0};
     int rc = tile_bench_init(argc, argv, &b);
     if (rc != 0)
         return rc;
@@ -184,10 +186,7 @@ int main(int argc, char **argv)
     double ms[4];
     const int same = spmv_beside(&b, spmv_tile, &s, ms);
     const double diff = max_rel_diff(b.y, b.y0, (size_t)n);
-    int64_t tiles = 0, tile_rows = 0;
-    for (int k = 0; k < b.L.nblocks; k++)
-        if (b.L.tpos[k] >= 0)
-            tiles++, tile_rows += b.L.bstart[k + 1] - b.L.bstart[k];
+    const int64_t tiles = s.tiles, tile_rows = 32 * tiles;
     const int64_t nnz = b.L.rowptr[n], lists = b.L.fptr[b.L.nblocks] + b.L.bptr[b.L.nblocks];
     /* rows outside tiles: as the CSR reads them (their share of entries, taken
      * as the average row's) */
