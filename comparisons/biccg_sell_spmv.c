@@ -71,8 +71,8 @@ static double spmv_sell(const bc_local *L, const void *sv, const double *x, doub
 #pragma omp parallel for schedule(static) reduction(+ : xy)
     for (int c = 0; c < s->nc; c++) {
         const int64_t o = s->off[c];
-        bc_prefetch(s->val, o, end, sizeof *s->val);
-        bc_prefetch(s->col, o, end, sizeof *s->col);
+        bc_prefetch(s->val, o, end, sizeof *s->val, L->spmv_nta);
+        bc_prefetch(s->col, o, end, sizeof *s->col, L->spmv_nta);
         __m512d acc = _mm512_setzero_pd();
         for (int k = 0; k < s->w[c]; k++) {
             const __m256i ci = _mm256_loadu_si256((const __m256i *)(s->col + o + 8 * k));

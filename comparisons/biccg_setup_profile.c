@@ -15,7 +15,9 @@
  * with garbage, and the later solves' digests equal the first's only if no
  * setup reads what an earlier one left.  The sweeps' prefetch with tiles is
  * the solver's default (where the node's vector exceeds BC_LLC_BYTES, which
- * biccg_setup_profile.py sets), or BC_SWEEP_PREFETCH (1 on, 0 off).
+ * biccg_setup_profile.py sets), or BC_SWEEP_PREFETCH (1 on, 0 off); the SpMV's
+ * prefetch hint the solver's default (by the CPU), or BC_SPMV_NTA (1
+ * non-temporal, 0 ordinary).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,10 @@ int main(int argc, char **argv)
     const char *pf = getenv("BC_SWEEP_PREFETCH"), *llc = getenv("BC_LLC_BYTES");
     p.sweep_prefetch = pf ? atoi(pf) : BC_SWEEP_PREFETCH_AUTO;
     p.llc_bytes = llc ? atoll(llc) : 0;
+#endif
+#ifdef BC_SPMV_NTA_AUTO /* 1 the SpMV prefetches non-temporal, 0 ordinary, unset by the CPU */
+    const char *nta = getenv("BC_SPMV_NTA");
+    p.spmv_nta = !nta ? BC_SPMV_NTA_AUTO : atoi(nta) ? BC_SPMV_NTA_ON : BC_SPMV_NTA_OFF;
 #endif
     const char *pages = getenv("BC_BASE_PAGES"); /* 1: the solver's arrays in base pages */
     p.base_pages = pages ? atoi(pages) : 0;

@@ -58,10 +58,10 @@ static double spmv_split(const bc_local *L, const void *sv, const double *x, dou
                 bc_prefetch_block(L, b + BC_PFB, L->nblocks, part, x);
             for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
                 double t = 0.0;
-                bc_prefetch(s->lo, L->lptr[i], lend, sizeof *s->lo);
-                bc_prefetch(L->lidx, L->lptr[i], lend, sizeof *L->lidx);
-                bc_prefetch(s->up, L->uptr[i], uend, sizeof *s->up);
-                bc_prefetch(L->uidx, L->uptr[i], uend, sizeof *L->uidx);
+                bc_prefetch(s->lo, L->lptr[i], lend, sizeof *s->lo, L->spmv_nta);
+                bc_prefetch(L->lidx, L->lptr[i], lend, sizeof *L->lidx, L->spmv_nta);
+                bc_prefetch(s->up, L->uptr[i], uend, sizeof *s->up, L->spmv_nta);
+                bc_prefetch(L->uidx, L->uptr[i], uend, sizeof *L->uidx, L->spmv_nta);
                 for (int64_t p = L->lptr[i]; p < L->lptr[i + 1]; p++)
                     t += s->lo[p] * x[L->lidx[p]];
                 t += s->diag[i] * x[i];

@@ -151,8 +151,8 @@ static double spmv_tile(const bc_local *L, const void *sv, const double *x, doub
                 }
                 for (int i = i0; i < i1; i++) {
                     double t = 0.0;
-                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
-                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
+                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val, L->spmv_nta);
+                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col, L->spmv_nta);
                     for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
                         t += L->val[k] * x[L->col[k]];
                     y[i] = t;

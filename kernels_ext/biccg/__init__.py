@@ -263,7 +263,8 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                 history: bool = False, x0=None, factor: str = DEFAULT_FACTOR,
                 grid: Sequence[int] | None = None, tile: Sequence[int] | None = None,
                 sweep_prefetch: bool | None = None,
-                pages: str = DEFAULT_PAGES) -> tuple[np.ndarray, dict]:
+                pages: str = DEFAULT_PAGES,
+                spmv_nta: bool | None = None) -> tuple[np.ndarray, dict]:
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
     factor: precision of IC(0)'s values ("single", the default: computed in
@@ -272,7 +273,10 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     grid instead of block_size consecutive rows. sweep_prefetch, with tiles: whether
     the sweeps prefetch the lines of z each block gathers from other blocks (None: where
     the node's ranks' z exceeds its last-level cache; statistics' sweep_prefetch says
-    what was done). pages: the pages asked for the large arrays ("huge", the default:
+    what was done). spmv_nta: whether the SpMV prefetches A's values and columns
+    non-temporal (None: on AMD x86 CPUs only; on an Intel Xeon it took 1.65x the time,
+    comparisons/README.md; statistics' spmv_nta says what was done; the same bits either
+    way). pages: the pages asked for the large arrays ("huge", the default:
     transparent huge pages, a solve 4-14% faster here; or "base": where the host takes
     freed memory back, a fresh process's first setup at 128^3 took 0.20 s in base pages
     against 0.67 s in huge ones, comparisons/README.md; the solution is the same bits).
@@ -299,7 +303,7 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                              tuple(tile) if tile is not None else (0, 0, 0),
                              -1 if sweep_prefetch is None else int(sweep_prefetch),
                              _node_cache_bytes() if sweep_prefetch is None else 0,
-                             pages == "base")
+                             pages == "base", SPMV_NTA[spmv_nta])
     except ArithmeticError as exc:
         raise NotConverged(str(exc)) from exc
     except (ValueError, TypeError) as exc:
@@ -334,7 +338,7 @@ def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
           max_iter: int = 10_000, threads: int = 0, history: bool = False,
           factor: str = DEFAULT_FACTOR, grid: Sequence[int] | None = None,
           tile: Sequence[int] | None = None, sweep_prefetch: bool | None = None,
-          pages: str = DEFAULT_PAGES):
+          pages: str = DEFAULT_PAGES, spmv_nta: bool | None = None):
     """Solve A x = b on one process (SciPy CSR in, no copy of its arrays)."""
     from kernels_ext.common.mpi import init_mpi
 
@@ -342,7 +346,8 @@ def solve(A, b, block_size: int = 32, colors: int = 20, tol: float = 1e-7,
     check_params(A.shape[0], block_size, colors, tol, max_iter, 1)
     return solve_local(MPI.COMM_SELF, A.indptr, A.indices, A.data, b, A.shape[0], 0,
                        block_size, colors, tol, max_iter, threads, history, factor=factor,
-                       grid=grid, tile=tile, sweep_prefetch=sweep_prefetch, pages=pages)
+                       grid=grid, tile=tile, sweep_prefetch=sweep_prefetch, pages=pages,
+                       spmv_nta=spmv_nta)
 
 
 def load_problem(args, rank: int, nranks: int) -> dict:
@@ -380,8 +385,11 @@ def load_problem(args, rank: int, nranks: int) -> dict:
             "r1": r1, "problem": name, "nnz_local": nnz_local}
 
 
-#: --sweep-prefetch -> solve_local's sweep_prefetch.
+#: --sweep-prefetch and --spmv-nta -> solve_local's sweep_prefetch and spmv_nta.
 PREFETCH = {"auto": None, "on": True, "off": False}
+
+#: solve_local's spmv_nta -> the extension's (biccg.h: BC_SPMV_NTA_AUTO, _ON, _OFF).
+SPMV_NTA = {None: 0, True: 1, False: 2}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -437,6 +445,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "from other blocks (auto, the default: where the vector they gather, "
                         "the node's ranks together, exceeds its last-level cache; row blocks "
                         "always do); the record's sweep_prefetch: how many ranks did")
+    p.add_argument("--spmv-nta", choices=("auto", "on", "off"), default="auto",
+                   help="whether the SpMV prefetches the matrix's values and columns "
+                        "non-temporal (auto, the default: on AMD x86 CPUs only; on an Intel "
+                        "Xeon it was 1.65x slower than ordinary prefetches); the record's "
+                        "spmv_nta: how many ranks did")
     p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
                    help="the pages of the solver's large arrays: huge (the default: "
                         "transparent huge pages, a faster solve) or base (where the host takes "
@@ -505,6 +518,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
             "relative_residual": st["relative_residual"], "cg_residual": st["cg_residual"],
             "error_max": err, "colors_used": st["colors_used"], "shift": st["shift"],
             "sweep_prefetch": comm.allreduce(int(st["sweep_prefetch"])),
+            "spmv_nta": comm.allreduce(int(st["spmv_nta"])),
             "setup_s": t["setup"], "input_s": t["input"],
             "ordering_s": t["ordering"], "factorization_s": t["factorization"],
             "halo_setup_s": t["halo_setup"], "vectors_s": t["vectors"], "solve_s": t["solve"],
@@ -551,7 +565,8 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
                             prob["n"], prob["r0"], block_size, args.colors, args.tol,
                             args.max_iter, lay.threads, args.history, factor=args.factor,
                             grid=args.poisson, tile=tile,
-                            sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages)
+                            sweep_prefetch=PREFETCH[args.sweep_prefetch], pages=args.pages,
+                            spmv_nta=PREFETCH[args.spmv_nta])
         if before is not None:  # the solve is done: a Triad that fails now loses nothing
             try:
                 st["triad_beside_gbs"] = [before, triad_now()]

@@ -85,7 +85,7 @@ PyDoc_STRVAR(solve_doc,
              "solve(comm, indptr, indices, data, b, x, n, row_begin, block_size, colors,\n"
              "      tol, max_iter, threads=0, history=False, single_factor=False,\n"
              "      grid=(0, 0, 0), tile=(0, 0, 0), sweep_prefetch=-1, llc_bytes=0,\n"
-             "      base_pages=False) -> dict\n\n"
+             "      base_pages=False, spmv_nta=0) -> dict\n\n"
              "Collective over the mpi4py communicator `comm`: this rank holds rows\n"
              "[row_begin, row_begin + len(b)) of the n x n SPD matrix in CSR (global\n"
              "column indices; int32 or int64 indptr/indices, float64 data). Solves\n"
@@ -103,6 +103,8 @@ PyDoc_STRVAR(solve_doc,
              "-1 where those of this node's ranks exceed llc_bytes (the node's last-level\n"
              "cache); the dict's sweep_prefetch says what this rank did.\n"
              "base_pages puts the large arrays in base pages, not transparent huge pages.\n"
+             "spmv_nta: the SpMV prefetches A's stream non-temporal (1), as ordinary\n"
+             "lines (2), or (0) on AMD x86 CPUs only; the dict's spmv_nta says which.\n"
              "Raises ArithmeticError on CG breakdown, ValueError on bad input.");
 
 static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
@@ -110,7 +112,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"comm", "indptr", "indices", "data", "b", "x", "n", "row_begin",
                              "block_size", "colors", "tol", "max_iter", "threads", "history",
                              "single_factor", "grid", "tile", "sweep_prefetch", "llc_bytes",
-                             "base_pages", NULL};
+                             "base_pages", "spmv_nta", NULL};
     PyObject *comm_obj, *o[5];
     long long n, row_begin;
     bc_params p;
@@ -121,12 +123,12 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     buf_t bufs[5];
     memset(bufs, 0, sizeof bufs);
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)iLp", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOLLiidi|ipp(LLL)(iii)iLpi", kwlist,
                                      &comm_obj, &o[0], &o[1], &o[2], &o[3], &o[4], &n,
                                      &row_begin, &p.block_size, &p.colors, &p.tol, &p.max_iter,
                                      &p.threads, &p.keep_history, &p.single_factor, &grid[0],
                                      &grid[1], &grid[2], &p.tile[0], &p.tile[1], &p.tile[2],
-                                     &p.sweep_prefetch, &llc, &p.base_pages))
+                                     &p.sweep_prefetch, &llc, &p.base_pages, &p.spmv_nta))
         return NULL;
     p.llc_bytes = (int64_t)llc;
     for (int k = 0; k < 3; k++)
@@ -163,7 +165,7 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
     free(res.history);
     return Py_BuildValue(
         "{s:i,s:O,s:d,s:d,s:i,s:d,s:L,s:L,s:{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d},s:N,"
-        "s:{s:d,s:d,s:d,s:d},s:O}",
+        "s:{s:d,s:d,s:d,s:d},s:O,s:O}",
         "iterations", res.iterations, "converged", res.converged ? Py_True : Py_False,
         "relative_residual", res.relative_residual, "cg_residual", res.cg_residual,
         "colors_used", res.colors_used, "shift", res.shift, "halo_entries",
@@ -174,7 +176,8 @@ static PyObject *py_solve(PyObject *self, PyObject *args, PyObject *kw)
         res.t_halo, "vector", res.t_vector, "history", hist, "traffic", "messages",
         res.msgs_per_iter, "message_bytes", res.msg_bytes_per_iter, "reductions",
         res.reductions_per_iter, "reduction_bytes",
-        res.reduction_bytes_per_iter, "sweep_prefetch", res.sweep_prefetch ? Py_True : Py_False);
+        res.reduction_bytes_per_iter, "sweep_prefetch", res.sweep_prefetch ? Py_True : Py_False,
+        "spmv_nta", res.spmv_nta ? Py_True : Py_False);
 }
 
 PyDoc_STRVAR(coloring_doc,

@@ -68,6 +68,10 @@ typedef struct {
                          * llc_bytes (row runs always prefetch); the same on
                          * every rank */
     int64_t llc_bytes;  /* the node's last-level cache, all instances (0: unknown) */
+    int spmv_nta;       /* whether the SpMV prefetches A's values and columns
+                         * non-temporal: BC_SPMV_NTA_ON, _OFF (ordinary lines)
+                         * or _AUTO (0): on AMD x86 CPUs only, where it was
+                         * faster (1.65x slower on an Intel Xeon) */
     int base_pages;     /* 1: the large arrays in the system's base pages (4 KiB on
                          * x86), not transparent huge pages (0, the default).  Huge
                          * pages made the solve 4-14% faster on the AMD VM; where
@@ -79,6 +83,11 @@ typedef struct {
 
 /* sweep_prefetch's value that decides by llc_bytes. */
 #define BC_SWEEP_PREFETCH_AUTO (-1)
+/* spmv_nta's values: by the CPU (internal.h, bc_spmv_nta_rule; 0, so that a
+ * zeroed bc_params decides so), non-temporal, ordinary. */
+#define BC_SPMV_NTA_AUTO 0
+#define BC_SPMV_NTA_ON 1
+#define BC_SPMV_NTA_OFF 2
 
 /* Timings in seconds (maximum over ranks) and outcome of one solve. */
 typedef struct {
@@ -105,6 +114,7 @@ typedef struct {
     double *history;               /* iterations+1 relative residuals if asked (malloc) */
     int history_len;
     int sweep_prefetch;            /* the sweeps prefetched their gathers (this rank) */
+    int spmv_nta;                  /* the SpMV prefetched A non-temporal (this rank) */
 } bc_result;
 
 /*

@@ -267,6 +267,7 @@ void bc_local_free(bc_local *L)
 double bc_spmv(const bc_local *L, const double *x, double *y)
 {
     const int64_t end = L->rowptr[L->nloc];
+    const int nta = L->spmv_nta;
     const int nt = bc_team_max();
     bc_slot sums[nt];
     memset(sums, 0, sizeof sums);
@@ -281,8 +282,8 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
                     bc_prefetch_block(L, b + BC_PFB, b1, part, x);
                 for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
                     double s = 0.0;
-                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val);
-                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col);
+                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val, nta);
+                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col, nta);
                     for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
                         s += L->val[k] * x[L->col[k]];
                     y[i] = s;
@@ -480,6 +481,7 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
         rc = agree(comm, bc_halo_plan(comm, a, L));
     if (rc == BC_OK)
         rc = sweeps_prefetch(comm, p, L);
+    L->spmv_nta = bc_spmv_nta_rule(p->spmv_nta);
     toc(t, T_HALO_SETUP);
     return rc;
 }
@@ -688,6 +690,7 @@ int bc_solve(MPI_Comm comm, const bc_csr_in *a, const double *b_in, double *x_in
     if (rc != BC_OK)
         goto done;
     out->sweep_prefetch = L.sweep_prefetch;
+    out->spmv_nta = L.spmv_nta;
     rc = cg_iterate(comm, &L, p, b_in, &v, out, &t, &c);
     tic(&t); /* the solution in the caller's numbering: the vectors' part */
 #pragma omp parallel for schedule(static)

@@ -31,6 +31,9 @@ typedef struct {
     /* the sweeps prefetch the plan's lines: row runs always, tiles where z
      * exceeds the node's cache (cg.c, sweeps_prefetch) */
     int sweep_prefetch;
+    /* the SpMV prefetches A's values and columns non-temporal (1) or as
+     * ordinary lines (0): bc_spmv_nta_rule */
+    int spmv_nta;
     int *perm;  /* new local row -> old local row */
     int *iperm; /* old local row -> new local row */
     /* IC(0): M = U^T D U, L = U^T strictly lower (unit diagonal implied) */
@@ -189,11 +192,38 @@ static inline double bc_slots_sum(const bc_slot *slots, int n, int k)
     return s;
 }
 
-static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size)
+/* Prefetch entry k + BC_PF of a stream of `end` entries of `size` bytes,
+ * non-temporal where `nta` (a constant in each caller's loop: the compiler
+ * takes the test out of it). */
+static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size, int nta)
 {
     const int64_t at = k + BC_PF < end ? k + BC_PF : end - 1;
-    if (BC_PF > 0 && at >= 0)
-        BC_PREFETCH_NTA((const char *)base + (size_t)at * size);
+    if (BC_PF > 0 && at >= 0) {
+        if (nta)
+            BC_PREFETCH_NTA((const char *)base + (size_t)at * size);
+        else
+            BC_PREFETCH((const char *)base + (size_t)at * size);
+    }
+}
+
+/* Whether the SpMV prefetches A's stream non-temporal (bc_local.spmv_nta):
+ * as `mode` says (BC_SPMV_NTA_ON, _OFF), or by the CPU (BC_SPMV_NTA_AUTO): on
+ * AMD x86 CPUs only.  Read once an iteration, that stream prefetched as ordinary
+ * lines displaced the vectors the other passes read again: non-temporal, the
+ * solve took 0.85-0.96 of its time at 128^3 on an AMD EPYC VM.  On an Intel
+ * Xeon VM the non-temporal SpMV took 1.65x the ordinary one's time, from
+ * memory and in cache alike (comparisons/README.md, "The SpMV's stream
+ * prefetched non-temporal on a Xeon"). */
+static inline int bc_spmv_nta_rule(int mode)
+{
+    if (mode != BC_SPMV_NTA_AUTO)
+        return mode == BC_SPMV_NTA_ON;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+#else
+    return 0;
+#endif
 }
 
 /* How many blocks ahead a sweep prefetches the scattered lines of its plan. */
