@@ -125,10 +125,10 @@ int main(int argc, char **argv)
            "\"precond_before_ms\": %.4f, \"spmv_warm_ms\": %.4f, \"spmv_before_warm_ms\": %.4f, "
            "\"precond_warm_ms\": %.4f, \"precond_before_warm_ms\": %.4f, "
            "\"spmv_max_rel_diff\": %.3g, \"precond_max_rel_diff\": %.3g, "
-           "\"rz_rel_diff\": %.3g, \"flush_bytes\": %zu}\n",
+           "\"rz_rel_diff\": %.3g, \"flush_bytes\": %zu, \"spmv_nta\": %d}\n",
            (long long)n, (long long)L.rowptr[L.nloc], bs, L.ncolors, omp_get_max_threads(), rounds, ms[0],
            ms[1], ms[2], ms[3], ms[4], ms[5], ms[6], ms[7], dspmv, dpre, drz,
-           flush_n * sizeof *junk);
+           flush_n * sizeof *junk, L.spmv_nta);
     MPI_Finalize();
     return 0;
 }

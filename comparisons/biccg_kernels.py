@@ -38,7 +38,8 @@ SRC = HERE.parent / "kernels_ext" / "biccg" / "src"
 def driver_env(threads: int) -> dict[str, str]:
     """The environment of a C driver's process: `threads` OpenMP threads bound to cores, and
     this machine's last-level cache (BC_LLC_BYTES), by which the drivers decide the sweeps'
-    prefetch as the solver does (biccg_bench.h; BC_SWEEP_PREFETCH=1|0 forces it)."""
+    prefetch as the solver does (biccg_bench.h; BC_SWEEP_PREFETCH=1|0 forces it; the SpMV's
+    prefetch hint is the solver's for this CPU, or BC_SPMV_NTA=1|0, non-temporal or not)."""
     return os.environ | {"OMP_NUM_THREADS": str(threads), "OMP_PLACES": "cores",
                          "OMP_PROC_BIND": "close", "BC_LLC_BYTES": str(last_level_cache_bytes())}
 
@@ -99,7 +100,8 @@ def main() -> int:
             per_row = 1e6 * t / r["n"] / 2  # thread-ns per row and sweep, per ms
             print(f"{t} thread(s), Poisson {'x'.join(map(str, grid))}, block {a.block_size} "
                   f"({a.blocking}), {r['colors']} colors, {a.factor} factor, medians of "
-                  f"{a.rounds} (flushed; warm):")
+                  f"{a.rounds} (flushed; warm), the SpMV's stream prefetched "
+                  f"{'non-temporal' if r['spmv_nta'] else 'ordinary'}:")
             for name, label in (("spmv", "SpMV"), ("precond", "preconditioner")):
                 now, old = r[f"{name}_ms"], r[f"{name}_before_ms"]
                 warm, old_warm = r[f"{name}_warm_ms"], r[f"{name}_before_warm_ms"]

@@ -93,6 +93,7 @@ def spmv_table(doc: str, source: str, name: str, key: str, why_not: str,
     print(f"| grid | threads | bc_spmv (ms) | {name} (ms) | {name} / bc_spmv | warm: bc_spmv, "
           f"{name} (ms) | y the same bits | {last[0]} |")
     print("|---|---|---:|---:|---:|---|---|---|")
+    hint = ""
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / key
         build(a.cc, FLAGS, exe, source)
@@ -101,6 +102,10 @@ def spmv_table(doc: str, source: str, name: str, key: str, why_not: str,
                   f"{r[key + '_ms'] / r['spmv_ms']:.2f} | "
                   f"{r['spmv_warm_ms']:.2f}, {r[key + '_warm_ms']:.2f} | "
                   f"{'yes' if r['same_bits'] else 'no'} | {last[1](r)} |")
+            hint = "non-temporal" if r["spmv_nta"] else "ordinary"
+    if hint:
+        print(f"\nbc_spmv prefetched A's stream as {hint} lines (the solver's rule for this "
+              f"CPU, or BC_SPMV_NTA=1|0)")
     return 0
 
 

@@ -113,9 +113,9 @@ int main(int argc, char **argv)
     const int same = spmv_beside(&b, spmv_sell, &s, ms);
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"spmv_ms\": %.4f, \"sell_ms\": %.4f, "
            "\"spmv_warm_ms\": %.4f, \"sell_warm_ms\": %.4f, \"same_bits\": %s, "
-           "\"padding\": %.4f}\n",
+           "\"padding\": %.4f, \"spmv_nta\": %d}\n",
            (long long)n, omp_get_max_threads(), b.rounds, ms[0], ms[1], ms[2], ms[3],
-           same ? "true" : "false", (double)s.off[s.nc] / (double)b.L.rowptr[n]);
+           same ? "true" : "false", (double)s.off[s.nc] / (double)b.L.rowptr[n], b.L.spmv_nta);
     MPI_Finalize();
     return 0;
 #endif

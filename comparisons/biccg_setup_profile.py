@@ -16,14 +16,15 @@ whatever the setup builds.
 With --iterations N the same processes then solve (at most N iterations, tol 1e-7), and
 the solve's times are printed too (SpMV, preconditioner, vector updates, dots), with REF
 their per-round ratios: a change to the iteration measured side by side with its base.
-The sweeps prefetch what they gather as the solver decides (where the node's vector
-exceeds this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment
-forces it on (off) in builds that have it. --pages base places the solver's arrays in base
-pages (BC_BASE_PAGES=1 to the driver), as its --pages does. --blocking rows takes blocks of
-32 consecutive rows, the study's blocking, instead of tiles of the grid. --setup later
-profiles each process's second setup (two solves in it, the second's phases and solve
-printed): a job's later setups, on the arrays the solver kept from the first (its pool),
-not on fresh pages.
+The sweeps prefetch what they gather as the solver decides (where the node's vector exceeds
+this machine's last-level cache); BC_SWEEP_PREFETCH=1 (or 0) in the environment forces it
+on (off) in builds that have it, and BC_SPMV_NTA=1 (or 0) the SpMV's prefetch non-temporal
+(ordinary; unset: by the CPU, as the solver decides). --pages base places the solver's
+arrays in base pages (BC_BASE_PAGES=1 to the driver), as its --pages does. --blocking rows
+takes blocks of 32 consecutive rows, the study's blocking, instead of tiles of the grid.
+--setup later profiles each process's second setup (two solves in it, the second's phases
+and solve printed): a job's later setups, on the arrays the solver kept from the first (its
+pool), not on fresh pages.
 
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --threads 2 --rounds 5
     python comparisons/biccg_setup_profile.py --grid 128 128 128 --ranks 2 --threads 1

@@ -94,10 +94,10 @@ int main(int argc, char **argv)
     const int64_t nnz = b.L.rowptr[n], nl = b.L.lptr[n], nu = b.L.uptr[n];
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"spmv_ms\": %.4f, \"split_ms\": %.4f, "
            "\"spmv_warm_ms\": %.4f, \"split_warm_ms\": %.4f, \"same_bits\": %s, "
-           "\"csr_bytes\": %lld, \"split_bytes\": %lld}\n",
+           "\"csr_bytes\": %lld, \"split_bytes\": %lld, \"spmv_nta\": %d}\n",
            (long long)n, omp_get_max_threads(), b.rounds, ms[0], ms[1], ms[2], ms[3],
            same ? "true" : "false", (long long)(8 * (n + 1) + 12 * nnz),
-           (long long)(8 * n + 8 * (nl + nu)));
+           (long long)(8 * n + 8 * (nl + nu)), b.L.spmv_nta);
     MPI_Finalize();
     return 0;
 }

@@ -131,11 +131,11 @@ static double spmv_tile(const bc_local *L, const void *sv, const double *x, doub
                     if (b + BC_PFB < b1 && L->tpos[b + BC_PFB] >= 0) {
                         const double *next = s->rec + (int64_t)TILE_REC * L->tpos[b + BC_PFB];
                         for (int l = 0; l < TILE_REC; l += 8)
-                            BC_PREFETCH_NTA(next + l);
-                        BC_PREFETCH_NTA(s->fv + L->fptr[b + BC_PFB]);
-                        BC_PREFETCH_NTA(s->bv + L->bptr[b + BC_PFB]);
-                        BC_PREFETCH_NTA(L->fcol + L->fptr[b + BC_PFB]);
-                        BC_PREFETCH_NTA(L->bcol + L->bptr[b + BC_PFB]);
+                            bc_prefetch_line(next + l, L->spmv_nta);
+                        bc_prefetch_line(s->fv + L->fptr[b + BC_PFB], L->spmv_nta);
+                        bc_prefetch_line(s->bv + L->bptr[b + BC_PFB], L->spmv_nta);
+                        bc_prefetch_line(L->fcol + L->fptr[b + BC_PFB], L->spmv_nta);
+                        bc_prefetch_line(L->bcol + L->bptr[b + BC_PFB], L->spmv_nta);
                     }
                     double yb[32] = {0.0};
                     for (int64_t p = L->fptr[b]; p < L->fptr[b + 1]; p++)
@@ -149,15 +149,7 @@ static double spmv_tile(const bc_local *L, const void *sv, const double *x, doub
                     }
                     continue;
                 }
-                for (int i = i0; i < i1; i++) {
-                    double t = 0.0;
-                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val, L->spmv_nta);
-                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col, L->spmv_nta);
-                    for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-                        t += L->val[k] * x[L->col[k]];
-                    y[i] = t;
-                    xy += x[i] * t;
-                }
+                bc_spmv_rows(L, i0, i1, end, L->spmv_nta, x, y, &xy); /* bc_spmv's rows */
             }
         }
         bc_my_slot(sums)->v[0] = xy;
@@ -193,10 +185,12 @@ int main(int argc, char **argv)
     const double other = (double)(n - tile_rows) / (double)n * (double)(8 * n + 12 * nnz);
     printf("{\"n\": %lld, \"threads\": %d, \"rounds\": %d, \"tiles\": %lld, \"spmv_ms\": %.4f, "
            "\"tile_ms\": %.4f, \"spmv_warm_ms\": %.4f, \"tile_warm_ms\": %.4f, "
-           "\"same_bits\": %s, \"max_rel_diff\": %.2e, \"csr_bytes\": %lld, \"tile_bytes\": %.0f}\n",
+           "\"same_bits\": %s, \"max_rel_diff\": %.2e, \"csr_bytes\": %lld, \"tile_bytes\": %.0f, "
+           "\"spmv_nta\": %d}\n",
            (long long)n, omp_get_max_threads(), b.rounds, (long long)tiles, ms[0], ms[1], ms[2],
            ms[3], same ? "true" : "false", diff, (long long)(8 * (n + 1) + 12 * nnz),
-           8.0 * TILE_REC * (double)tiles + 13.0 * (double)lists + 16.0 * (double)tiles + other);
+           8.0 * TILE_REC * (double)tiles + 13.0 * (double)lists + 16.0 * (double)tiles + other,
+           b.L.spmv_nta);
     MPI_Finalize();
     return 0;
 }

@@ -976,6 +976,16 @@ def test_the_spmv_hint_changes_no_bit_and_follows_the_cpu():
                                          and _cpu_is_amd())
     assert len({x.tobytes() for x, _ in runs.values()}) == 1
     assert len({st["iterations"] for _, st in runs.values()}) == 1
+    with pytest.raises(biccg.BadInput, match="^spmv_nta must be None, True or False, not 'on'$"):
+        biccg.solve(A, b, spmv_nta="on")
+    from kernels_ext.biccg import _biccg
+    from kernels_ext.common.mpi import init_mpi
+
+    comm = init_mpi("funneled").COMM_SELF
+    for bad in (-1, 3):  # biccg.h's BC_SPMV_NTA_AUTO (0) to _OFF (2) only
+        with pytest.raises(ValueError, match="^invalid solver arguments$"):
+            _biccg.solve(comm, A.indptr, A.indices, A.data, b, np.zeros(len(b)), len(b), 0,
+                         32, 20, 1e-7, 100, 2, spmv_nta=bad)
 
 
 def test_cli_spmv_nta_is_recorded():

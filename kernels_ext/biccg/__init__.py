@@ -267,23 +267,23 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
                 spmv_nta: bool | None = None) -> tuple[np.ndarray, dict]:
     """Solve with this rank's rows (collective); returns (x slice, statistics).
 
-    factor: precision of IC(0)'s values ("single", the default: computed in
-    double, stored in float32, CG's vectors and sums double; or "double").
-    grid (nx, ny, nz, x fastest) and tile (tx, ty, tz): blocks are tiles of the
-    grid instead of block_size consecutive rows. sweep_prefetch, with tiles: whether
-    the sweeps prefetch the lines of z each block gathers from other blocks (None: where
-    the node's ranks' z exceeds its last-level cache; statistics' sweep_prefetch says
-    what was done). spmv_nta: whether the SpMV prefetches A's values and columns
-    non-temporal (None: on AMD x86 CPUs only; on an Intel Xeon it took 1.65x the time,
-    comparisons/README.md; statistics' spmv_nta says what was done; the same bits either
-    way). pages: the pages asked for the large arrays ("huge", the default:
+    factor: precision of IC(0)'s values ("single", the default: computed in double,
+    stored in float32, CG's vectors and sums double; or "double"). grid (nx, ny, nz, x
+    fastest) and tile (tx, ty, tz): blocks are tiles of the grid instead of block_size
+    consecutive rows. sweep_prefetch, with tiles: whether the sweeps prefetch the lines
+    of z each block gathers from other blocks (None: where the node's ranks' z exceeds
+    its last-level cache; statistics' sweep_prefetch says what was done). spmv_nta:
+    whether the SpMV prefetches A's values and columns non-temporal (None: on AMD x86
+    CPUs only, measured faster on an AMD EPYC VM; on an Intel Xeon VM it took 1.65x the
+    time, comparisons/README.md; statistics' spmv_nta says what was done; the same bits
+    either way). pages: the pages asked for the large arrays ("huge", the default:
     transparent huge pages, a solve 4-14% faster here; or "base": where the host takes
     freed memory back, a fresh process's first setup at 128^3 took 0.20 s in base pages
     against 0.67 s in huge ones, comparisons/README.md; the solution is the same bits).
-    statistics' minor_faults: this process's minor page faults during the call (its setup
-    faults in the pages of every array it places the first time; in base pages each fault
-    is one 4 KiB page).  Raises NotConverged on a CG breakdown (naming the iteration),
-    BadInput on NaN/Inf or bad arguments.
+    statistics' minor_faults: this process's minor page faults during the call (its
+    setup faults in the pages of every array it places the first time; in base pages
+    each fault is one 4 KiB page).  Raises NotConverged on a CG breakdown (naming the
+    iteration), BadInput on NaN/Inf or bad arguments.
     """
     from kernels_ext.biccg import _biccg
 
@@ -291,6 +291,8 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
         raise BadInput(f"factor precision must be one of {', '.join(FACTORS)}, not {factor!r}")
     if pages not in PAGES:
         raise BadInput(f"pages must be one of {', '.join(PAGES)}, not {pages!r}")
+    if not (spmv_nta is None or isinstance(spmv_nta, bool)):
+        raise BadInput(f"spmv_nta must be None, True or False, not {spmv_nta!r}")
     if tile is not None and (grid is None or int(np.prod(grid)) != n):
         raise BadInput(f"tiles need the grid of the matrix ({n} rows), not {grid}")
     x = np.zeros(len(b)) if x0 is None else np.array(x0, dtype=np.float64)
@@ -447,8 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "always do); the record's sweep_prefetch: how many ranks did")
     p.add_argument("--spmv-nta", choices=("auto", "on", "off"), default="auto",
                    help="whether the SpMV prefetches the matrix's values and columns "
-                        "non-temporal (auto, the default: on AMD x86 CPUs only; on an Intel "
-                        "Xeon it was 1.65x slower than ordinary prefetches); the record's "
+                        "non-temporal (auto, the default: on AMD x86 CPUs only, faster on an "
+                        "AMD EPYC VM; on an Intel Xeon VM 1.65x slower than ordinary "
+                        "prefetches); the record's "
                         "spmv_nta: how many ranks did")
     p.add_argument("--pages", choices=PAGES, default=DEFAULT_PAGES,
                    help="the pages of the solver's large arrays: huge (the default: "

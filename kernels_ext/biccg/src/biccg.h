@@ -70,8 +70,8 @@ typedef struct {
     int64_t llc_bytes;  /* the node's last-level cache, all instances (0: unknown) */
     int spmv_nta;       /* whether the SpMV prefetches A's values and columns
                          * non-temporal: BC_SPMV_NTA_ON, _OFF (ordinary lines)
-                         * or _AUTO (0): on AMD x86 CPUs only, where it was
-                         * faster (1.65x slower on an Intel Xeon) */
+                         * or _AUTO (0): on AMD x86 CPUs only (measured faster
+                         * on an AMD EPYC VM, 1.65x slower on an Intel Xeon) */
     int base_pages;     /* 1: the large arrays in the system's base pages (4 KiB on
                          * x86), not transparent huge pages (0, the default).  Huge
                          * pages made the solve 4-14% faster on the AMD VM; where

@@ -280,15 +280,10 @@ double bc_spmv(const bc_local *L, const double *x, double *y)
             for (int b = b0; b < b1; b++) {
                 for (int part = 0; part < 3; part++)
                     bc_prefetch_block(L, b + BC_PFB, b1, part, x);
-                for (int i = L->bstart[b]; i < L->bstart[b + 1]; i++) {
-                    double s = 0.0;
-                    bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val, nta);
-                    bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col, nta);
-                    for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
-                        s += L->val[k] * x[L->col[k]];
-                    y[i] = s;
-                    xy += x[i] * s;
-                }
+                if (nta) /* a literal each: two loops, no test a row */
+                    bc_spmv_rows(L, L->bstart[b], L->bstart[b + 1], end, 1, x, y, &xy);
+                else
+                    bc_spmv_rows(L, L->bstart[b], L->bstart[b + 1], end, 0, x, y, &xy);
             }
         }
         bc_my_slot(sums)->v[0] = xy;
@@ -450,6 +445,7 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
                     bc_local *L, bc_timer *t)
 {
     int rc = (p->block_size < 1 || p->colors < 1 || p->tol <= 0.0 || p->max_iter < 0 ||
+              p->spmv_nta < BC_SPMV_NTA_AUTO || p->spmv_nta > BC_SPMV_NTA_OFF ||
               a->nrows < 1 || a->nrows > 0x7fffffff)
                  ? BC_EINVAL
                  : BC_OK;

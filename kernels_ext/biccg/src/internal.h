@@ -103,8 +103,9 @@ static inline bc_gidx bc_in_col(const bc_csr_in *a, bc_gidx k)
         __asm__ volatile("" : : "r"(bc_at_));                                                      \
     } while (0)
 /* The same, non-temporal: for a stream read once an iteration (the SpMV's
- * values and columns, 175 MB at 128^3), so that it does not displace the
- * vectors that the iteration's other passes read again from the caches. */
+ * values and columns, 175 MB at 128^3, where bc_spmv_nta_rule says), so that
+ * it does not displace the vectors that the iteration's other passes read
+ * again from the caches. */
 #define BC_PREFETCH_NTA(p)                                                                         \
     do {                                                                                           \
         const void *bc_at_ = (p);                                                                  \
@@ -192,25 +193,49 @@ static inline double bc_slots_sum(const bc_slot *slots, int n, int k)
     return s;
 }
 
+/* Prefetch the line at p, non-temporal where `nta`. */
+static inline void bc_prefetch_line(const void *p, int nta)
+{
+    if (nta)
+        BC_PREFETCH_NTA(p);
+    else
+        BC_PREFETCH(p);
+}
+
 /* Prefetch entry k + BC_PF of a stream of `end` entries of `size` bytes,
- * non-temporal where `nta` (a constant in each caller's loop: the compiler
- * takes the test out of it). */
+ * non-temporal where `nta`. */
 static inline void bc_prefetch(const void *base, int64_t k, int64_t end, size_t size, int nta)
 {
     const int64_t at = k + BC_PF < end ? k + BC_PF : end - 1;
-    if (BC_PF > 0 && at >= 0) {
-        if (nta)
-            BC_PREFETCH_NTA((const char *)base + (size_t)at * size);
-        else
-            BC_PREFETCH((const char *)base + (size_t)at * size);
+    if (BC_PF > 0 && at >= 0)
+        bc_prefetch_line((const char *)base + (size_t)at * size, nta);
+}
+
+/* Rows [i0, i1) of y = A x (CSR, each row summed in its order), adding each
+ * x_i y_i to *xy in row order; A's stream prefetched BC_PF entries ahead of
+ * `end`, non-temporal where `nta`.  Call it with a literal nta: each call
+ * then inlines a loop without the test (bc_spmv). */
+static inline void bc_spmv_rows(const bc_local *L, int i0, int i1, int64_t end, int nta,
+                                const double *x, double *y, double *xy)
+{
+    double d = *xy;
+    for (int i = i0; i < i1; i++) {
+        double s = 0.0;
+        bc_prefetch(L->val, L->rowptr[i], end, sizeof *L->val, nta);
+        bc_prefetch(L->col, L->rowptr[i], end, sizeof *L->col, nta);
+        for (int64_t k = L->rowptr[i]; k < L->rowptr[i + 1]; k++)
+            s += L->val[k] * x[L->col[k]];
+        y[i] = s;
+        d += x[i] * s;
     }
+    *xy = d;
 }
 
 /* Whether the SpMV prefetches A's stream non-temporal (bc_local.spmv_nta):
  * as `mode` says (BC_SPMV_NTA_ON, _OFF), or by the CPU (BC_SPMV_NTA_AUTO): on
  * AMD x86 CPUs only.  Read once an iteration, that stream prefetched as ordinary
  * lines displaced the vectors the other passes read again: non-temporal, the
- * solve took 0.85-0.96 of its time at 128^3 on an AMD EPYC VM.  On an Intel
+ * solve took 0.85-0.96 of its time at 128^3 on an AMD EPYC (Zen 5) VM.  On an Intel
  * Xeon VM the non-temporal SpMV took 1.65x the ordinary one's time, from
  * memory and in cache alike (comparisons/README.md, "The SpMV's stream
  * prefetched non-temporal on a Xeon"). */
