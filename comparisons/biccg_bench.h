@@ -36,14 +36,17 @@ static int bench_sweep_prefetch(const bc_local *L)
 static int bench_spmv_nta(void)
 {
     const char *nta = getenv("BC_SPMV_NTA");
-    return bc_spmv_nta_rule(!nta ? BC_SPMV_NTA_AUTO : atoi(nta) ? BC_SPMV_NTA_ON : BC_SPMV_NTA_OFF);
+    return bc_spmv_nta_rule(!nta       ? BC_SPMV_NTA_AUTO
+                            : atoi(nta) ? BC_SPMV_NTA_ON
+                                        : BC_SPMV_NTA_OFF);
 }
 
 /* Rows [r0, r1) of the 7-point Poisson matrix of an nx x ny x nz grid, one
  * rank's part, ordered, copied and factored into L as bc_solve's setup does
  * (p's blocking and colors; the factor in single precision where `single`;
- * the sweeps' prefetch, bench_sweep_prefetch; the SpMV's hint, bench_spmv_nta).  The setup sends no message.
- * 0; 2 for no memory; 1 where the setup fails (each with a line on stderr). */
+ * the sweeps' prefetch, bench_sweep_prefetch; the SpMV's hint,
+ * bench_spmv_nta).  The setup sends no message.  0; 2 for no memory; 1
+ * where the setup fails (each with a line on stderr). */
 static int poisson_setup_rows(bc_gidx nx, bc_gidx ny, bc_gidx nz, bc_gidx r0, bc_gidx r1,
                               const bc_params *p, int single, bc_local *L)
 {
