@@ -1,0 +1,101 @@
+"""What the colors cost an iteration: each pass's rate against the Triad, and the time to a
+solution, by the number of colors (issue 53).
+
+The multicolor ordering numbers the blocks color by color, so a block's neighbours lie in
+other colors: far from it in memory, and swept in other passes over the colors. The SpMV
+gathers x from them, and the byte model counts each x once (kernels_ext.biccg.pass_bytes:
+12 nnz + 24 n). Lines of x fetched for a block of one color and evicted before the blocks
+of the other colors read them again are bytes that the model does not count, so they show
+as a lower rate against the Triad. Fewer colors keep neighbours closer in both; they also
+change the iterations (the study's solver asks for at least 20).
+
+Each round runs one fresh process of our solver per color count (RANKS x THREADS,
+`--colors C --triad-beside`, the default tiles of the grid), in an order that rotates by
+round, and takes its solve: iterations, the time an iteration of each pass, each pass's
+rate (the byte model over its time) over the mean of the Triads its process measured just
+before and after the solve, and the solve's time over the time of the --reference color
+count's solve in the same round. Medians over the rounds (ranges where given).
+
+    python comparisons/biccg_colors.py --grid 192 192 192 --threads 2 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from biccg_vs_baselines import ours, phase_rates  # comparisons/ is on sys.path
+
+PASSES = ("spmv", "precond", "vector")
+
+
+def measure(grid: list[int], ranks: int, threads: int, colors: int) -> dict:
+    """One fresh process's solve with at least `colors` colors: its record, with its
+    passes' rates over the mean of its Triads before and after ("of_triad")."""
+    rec = ours(grid, threads, ranks, ("--colors", str(colors), "--triad-beside"))
+    triad = sum(rec["triad_beside_gbs"]) / 2
+    return rec | {"of_triad": {k: v / triad for k, v in phase_rates(grid, rec).items()},
+                  "triad": triad}
+
+
+def cell(xs: list[float], fmt: str) -> str:
+    """median (min-max) of xs."""
+    med = fmt.format(statistics.median(xs))
+    return med if len(xs) == 1 else f"{med} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", type=int, nargs=3, default=[192, 192, 192],
+                   metavar=("NX", "NY", "NZ"),
+                   help="the Poisson grid (default 192^3: past this VM's L3, 1.1 GiB)")
+    p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--colors", type=int, nargs="+", default=[2, 4, 8, 12, 20, 40],
+                   help="the color counts (each at least; default 2 4 8 12 20 40)")
+    p.add_argument("--reference", type=int, default=20,
+                   help="the count the solve times are divided by (default 20, the solver's)")
+    p.add_argument("--rounds", type=int, default=3)
+    a = p.parse_args()
+    if a.rounds < 1 or a.ranks < 1 or a.threads < 1 or min(a.grid) < 1 or min(a.colors) < 1:
+        sys.exit("error: --rounds, --ranks, --threads, --grid and --colors must be at least 1")
+    if a.reference not in a.colors:
+        sys.exit(f"error: --reference {a.reference} is not one of --colors {a.colors}")
+    counts = list(dict.fromkeys(a.colors))
+    runs: dict[int, list[dict]] = {c: [] for c in counts}
+    ratio: dict[int, list[float]] = {c: [] for c in counts}
+    for r in range(a.rounds):
+        order = counts[r % len(counts):] + counts[:r % len(counts)]
+        now = {c: measure(a.grid, a.ranks, a.threads, c) for c in order}
+        for c in counts:
+            runs[c].append(now[c])
+            ratio[c].append(now[c]["solve_s"] / now[a.reference]["solve_s"])
+        print(f"round {r + 1}/{a.rounds}: Triad "
+              f"{min(x['triad'] for x in now.values()):.1f}-"
+              f"{max(x['triad'] for x in now.values()):.1f} GB/s", file=sys.stderr, flush=True)
+    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, tiles of the grid, "
+          f"{a.rounds} round(s); medians (min-max)\n")
+    print("| colors (used) | iterations | solve (s) | solve / " f"{a.reference} colors | "
+          "SpMV, sweeps, vectors (ms an iteration) | SpMV / Triad | sweeps / Triad | "
+          "iteration / Triad |")
+    print("|---|---:|---|---|---|---|---|---|")
+    for c in counts:
+        rs = runs[c]
+        used = sorted({x["colors_used"] for x in rs})
+        ms = ", ".join(f"{statistics.median(x['per_iteration_s'][k] for x in rs) * 1e3:.1f}"
+                       for k in PASSES)
+        print(f"| {c} ({', '.join(map(str, used))}) | "
+              f"{cell([x['iterations'] for x in rs], '{:.0f}')} | "
+              f"{cell([x['solve_s'] for x in rs], '{:.2f}')} | {cell(ratio[c], '{:.2f}')} | "
+              f"{ms} | {cell([x['of_triad']['spmv'] for x in rs], '{:.2f}')} | "
+              f"{cell([x['of_triad']['precond'] for x in rs], '{:.2f}')} | "
+              f"{cell([x['of_triad']['iteration'] for x in rs], '{:.2f}')} |")
+    tri = [x["triad"] for rs in runs.values() for x in rs]
+    print(f"\nTriad beside the solves (GB/s): {cell(tri, '{:.1f}')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
