@@ -2,19 +2,21 @@
 solution, by the number of colors (issue 53).
 
 The multicolor ordering numbers the blocks color by color, so a block's neighbours lie in
-other colors: far from it in memory, and swept in other passes over the colors. The SpMV
-gathers x from them, and the byte model counts each x once (kernels_ext.biccg.pass_bytes:
-12 nnz + 24 n). Lines of x fetched for a block of one color and evicted before the blocks
-of the other colors read them again are bytes that the model does not count, so they show
-as a lower rate against the Triad. Fewer colors keep neighbours closer in both; they also
-change the iterations (the study's solver asks for at least 20).
+other colors: far from it in memory, and swept in other passes over the colors. The byte
+model counts the vector the SpMV gathers (p) once a pass (kernels_ext.biccg.pass_bytes:
+12 nnz + 24 n), and the sweeps' z the same way. A line of it read for a block of one color
+and evicted before another block reads it again is read twice, and the model does not count
+the second read: it shows as a lower rate against the Triad. How often that happens depends
+on where the greedy coloring puts each color on the grid, so on the number of colors and the
+grid together; they also change the iterations (the study's solver asks for at least 20).
 
 Each round runs one fresh process of our solver per color count (RANKS x THREADS,
 `--colors C --triad-beside`, the default tiles of the grid), in an order that rotates by
 round, and takes its solve: iterations, the time an iteration of each pass, each pass's
-rate (the byte model over its time) over the mean of the Triads its process measured just
-before and after the solve, and the solve's time over the time of the --reference color
-count's solve in the same round. Medians over the rounds (ranges where given).
+rate (the byte model over its time) and the whole iteration's (its time including dots and
+halo) over the mean of the Triads its process measured just before and after the solve, and
+the solve's time over the time of the --reference color count's solve in the same round.
+Medians over the rounds (ranges where they differ), then the Triads' median and range.
 
     python comparisons/biccg_colors.py --grid 192 192 192 --threads 2 --rounds 3
 """
@@ -27,6 +29,7 @@ import sys
 
 from biccg_vs_baselines import ours, phase_rates  # comparisons/ is on sys.path
 
+#: The passes of an iteration, in the record's per_iteration_s, as the table lists them.
 PASSES = ("spmv", "precond", "vector")
 
 
@@ -34,15 +37,26 @@ def measure(grid: list[int], ranks: int, threads: int, colors: int) -> dict:
     """One fresh process's solve with at least `colors` colors: its record, with its
     passes' rates over the mean of its Triads before and after ("of_triad")."""
     rec = ours(grid, threads, ranks, ("--colors", str(colors), "--triad-beside"))
-    triad = sum(rec["triad_beside_gbs"]) / 2
+    triad = triad_of(rec)
     return rec | {"of_triad": {k: v / triad for k, v in phase_rates(grid, rec).items()},
                   "triad": triad}
 
 
+def triad_of(rec: dict) -> float:
+    """The mean of the Triads a solve's process measured before and after it (GB/s); exits
+    with the solver's reason where it has only one (triad_beside_error)."""
+    rates = rec.get("triad_beside_gbs", [])
+    if len(rates) != 2:
+        sys.exit(f"error: the solve has no Triad before and after it: "
+                 f"{rec.get('triad_beside_error', 'none recorded')}")
+    before, after = rates
+    return (before + after) / 2
+
+
 def cell(xs: list[float], fmt: str) -> str:
-    """median (min-max) of xs."""
-    med = fmt.format(statistics.median(xs))
-    return med if len(xs) == 1 else f"{med} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
+    """The median of xs in `fmt`, with (min-max) where those print differently."""
+    lo, hi = fmt.format(min(xs)), fmt.format(max(xs))
+    return fmt.format(statistics.median(xs)) + ("" if lo == hi else f" ({lo}-{hi})")
 
 
 def main() -> int:
@@ -50,7 +64,7 @@ def main() -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grid", type=int, nargs=3, default=[192, 192, 192],
                    metavar=("NX", "NY", "NZ"),
-                   help="the Poisson grid (default 192^3: past this VM's L3, 1.1 GiB)")
+                   help="the Poisson grid (default 192^3: 1.1 GiB of working set)")
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--colors", type=int, nargs="+", default=[2, 4, 8, 12, 20, 40],
@@ -76,8 +90,8 @@ def main() -> int:
               f"{min(x['triad'] for x in now.values()):.1f}-"
               f"{max(x['triad'] for x in now.values()):.1f} GB/s", file=sys.stderr, flush=True)
     print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, tiles of the grid, "
-          f"{a.rounds} round(s); medians (min-max)\n")
-    print("| colors (used) | iterations | solve (s) | solve / " f"{a.reference} colors | "
+          f"{a.rounds} round(s); medians (min-max where they differ)\n")
+    print(f"| colors (used) | iterations | solve (s) | solve / {a.reference} colors | "
           "SpMV, sweeps, vectors (ms an iteration) | SpMV / Triad | sweeps / Triad | "
           "iteration / Triad |")
     print("|---|---:|---|---|---|---|---|---|")

@@ -1331,3 +1331,38 @@ def test_the_triad_beside_comparison_prints_both_efficiencies_of_each_round():
                          text=True, cwd=ROOT, timeout=60)
     assert bad.returncode == 1 and bad.stderr.strip() == (
         "error: --rounds must be at least 2, --ranks and --threads at least 1, --lag-s positive")
+
+
+def test_the_colors_comparison_prints_a_row_a_color_count_against_its_reference():
+    """comparisons/biccg_colors.py: a row for each color count in the order given, the
+    reference's solve over itself 1.00 and another's a positive ratio, every rate against the
+    Triad positive; a solve without a Triad after it, and bad arguments, refused with the
+    reason."""
+    script = ROOT / "comparisons" / "biccg_colors.py"
+    proc = subprocess.run([sys.executable, str(script), "--grid", "10", "10", "10", "--threads",
+                           "1", "--colors", "2", "4", "--reference", "4", "--rounds", "1"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("round ") == 1
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in proc.stdout.splitlines()
+            if ln.startswith("| ") and ln[2].isdigit()]
+    assert [r[0] for r in rows] == ["2 (2)", "4 (4)"]
+    assert rows[1][3] == "1.00" and float(rows[0][3].split()[0]) > 0
+    for r in rows:
+        assert int(r[1]) > 0 and all(float(x) >= 0 for x in r[4].split(", "))
+        assert all(float(c.split()[0]) > 0 for c in r[5:8]), r
+    assert proc.stdout.splitlines()[-1].startswith("Triad beside the solves (GB/s): ")
+    sys.path.insert(0, str(ROOT / "comparisons"))
+    from biccg_colors import triad_of  # comparisons/ is a folder of scripts
+    assert triad_of({"triad_beside_gbs": [20.0, 30.0]}) == 25.0
+    with pytest.raises(SystemExit, match="^error: the solve has no Triad before and after it: "
+                                         "the Triad after the solve: boom$"):
+        triad_of({"triad_beside_gbs": [20.0],
+                  "triad_beside_error": "the Triad after the solve: boom"})
+    for argv, why in ((["--rounds", "0"], "error: --rounds, --ranks, --threads, --grid and "
+                                          "--colors must be at least 1"),
+                      (["--colors", "2", "4"], "error: --reference 20 is not one of --colors "
+                                               "[2, 4]")):
+        bad = subprocess.run([sys.executable, str(script), *argv], capture_output=True,
+                             text=True, cwd=ROOT, timeout=60)
+        assert bad.returncode == 1 and bad.stderr.strip() == why
