@@ -10,13 +10,14 @@ the second read: it shows as a lower rate against the Triad. How often that happ
 on where the greedy coloring puts each color on the grid, so on the number of colors and the
 grid together; they also change the iterations (the study's solver asks for at least 20).
 
-Each round runs one fresh process of our solver per color count (RANKS x THREADS,
-`--colors C --triad-beside`, the default tiles of the grid), in an order that rotates by
-round, and takes its solve: iterations, the time an iteration of each pass, each pass's
-rate (the byte model over its time) and the whole iteration's (its time including dots and
-halo) over the mean of the Triads its process measured just before and after the solve, and
-the solve's time over the time of the --reference color count's solve in the same round.
-Medians over the rounds (ranges where they differ), then the Triads' median and range.
+Each round runs one fresh process of our solver per color count (RANKS x THREADS, `--colors
+C --triad-beside`; the default blocks, tiles of the grid, or with --blocking rows the
+study's runs of 32 rows), in an order that rotates by round, and takes its solve:
+iterations, the time an iteration of each pass, each pass's rate (the byte model over its
+time) and the whole iteration's (its time including dots and halo) over the mean of the
+Triads its process measured just before and after the solve, and the solve's time over the
+time of the --reference color count's solve in the same round. Medians over the rounds
+(ranges where they differ), then the Triads' median and range.
 
     python comparisons/biccg_colors.py --grid 192 192 192 --threads 2 --rounds 3
 """
@@ -33,10 +34,16 @@ from biccg_vs_baselines import ours, phase_rates  # comparisons/ is on sys.path
 PASSES = ("spmv", "precond", "vector")
 
 
-def measure(grid: list[int], ranks: int, threads: int, colors: int) -> dict:
-    """One fresh process's solve with at least `colors` colors: its record, with its
-    passes' rates over the mean of its Triads before and after ("of_triad")."""
-    rec = ours(grid, threads, ranks, ("--colors", str(colors), "--triad-beside"))
+#: --blocking: the solver's --blocking for each (tiles: its default for a grid).
+BLOCKING = {"tiles": "auto", "rows": "rows"}
+
+
+def measure(grid: list[int], ranks: int, threads: int, colors: int, blocking: str) -> dict:
+    """One fresh process's solve with at least `colors` colors and the blocks `blocking`
+    (BLOCKING): its record, with its passes' rates over the mean of its Triads before and
+    after ("of_triad")."""
+    rec = ours(grid, threads, ranks, ("--colors", str(colors), "--blocking", BLOCKING[blocking],
+                                      "--triad-beside"))
     triad = triad_of(rec)
     return rec | {"of_triad": {k: v / triad for k, v in phase_rates(grid, rec).items()},
                   "triad": triad}
@@ -71,6 +78,9 @@ def main() -> int:
                    help="the color counts (each at least; default 2 4 8 12 20 40)")
     p.add_argument("--reference", type=int, default=20,
                    help="the count the solve times are divided by (default 20, the solver's)")
+    p.add_argument("--blocking", choices=sorted(BLOCKING), default="tiles",
+                   help="tiles of the grid (the solver's default) or runs of 32 rows (the "
+                        "study's algebraic blocks)")
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
     if a.rounds < 1 or a.ranks < 1 or a.threads < 1 or min(a.grid) < 1 or min(a.colors) < 1:
@@ -82,14 +92,15 @@ def main() -> int:
     ratio: dict[int, list[float]] = {c: [] for c in counts}
     for r in range(a.rounds):
         order = counts[r % len(counts):] + counts[:r % len(counts)]
-        now = {c: measure(a.grid, a.ranks, a.threads, c) for c in order}
+        now = {c: measure(a.grid, a.ranks, a.threads, c, a.blocking) for c in order}
         for c in counts:
             runs[c].append(now[c])
             ratio[c].append(now[c]["solve_s"] / now[a.reference]["solve_s"])
         print(f"round {r + 1}/{a.rounds}: Triad "
               f"{min(x['triad'] for x in now.values()):.1f}-"
               f"{max(x['triad'] for x in now.values()):.1f} GB/s", file=sys.stderr, flush=True)
-    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, tiles of the grid, "
+    blocks = "tiles of the grid" if a.blocking == "tiles" else "runs of 32 rows"
+    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, {blocks}, "
           f"{a.rounds} round(s); medians (min-max where they differ)\n")
     print(f"| colors (used) | iterations | solve (s) | solve / {a.reference} colors | "
           "SpMV, sweeps, vectors (ms an iteration) | SpMV / Triad | sweeps / Triad | "
