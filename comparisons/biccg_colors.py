@@ -28,21 +28,21 @@ import argparse
 import statistics
 import sys
 
-from biccg_vs_baselines import ours, phase_rates  # comparisons/ is on sys.path
+from biccg_vs_baselines import ours, phase_rates, triad_beside  # comparisons/ is on sys.path
 
 #: The passes of an iteration, in the record's per_iteration_s, as the table lists them.
 PASSES = ("spmv", "precond", "vector")
 
 
-#: --blocking: the solver's --blocking for each (tiles: its default for a grid).
-BLOCKING = {"tiles": "auto", "rows": "rows"}
+#: --blocking: the solver's --blocking for each (tiles: its default for a grid), and its name.
+BLOCKING = {"tiles": ("auto", "tiles of the grid"), "rows": ("rows", "runs of 32 rows")}
 
 
 def measure(grid: list[int], ranks: int, threads: int, colors: int, blocking: str) -> dict:
     """One fresh process's solve with at least `colors` colors and the blocks `blocking`
     (BLOCKING): its record, with its passes' rates over the mean of its Triads before and
     after ("of_triad")."""
-    rec = ours(grid, threads, ranks, ("--colors", str(colors), "--blocking", BLOCKING[blocking],
+    rec = ours(grid, threads, ranks, ("--colors", str(colors), "--blocking", BLOCKING[blocking][0],
                                       "--triad-beside"))
     triad = triad_of(rec)
     return rec | {"of_triad": {k: v / triad for k, v in phase_rates(grid, rec).items()},
@@ -50,13 +50,9 @@ def measure(grid: list[int], ranks: int, threads: int, colors: int, blocking: st
 
 
 def triad_of(rec: dict) -> float:
-    """The mean of the Triads a solve's process measured before and after it (GB/s); exits
-    with the solver's reason where it has only one (triad_beside_error)."""
-    rates = rec.get("triad_beside_gbs", [])
-    if len(rates) != 2:
-        sys.exit(f"error: the solve has no Triad before and after it: "
-                 f"{rec.get('triad_beside_error', 'none recorded')}")
-    before, after = rates
+    """The mean of the Triads a solve's process measured before and after it (GB/s; exits
+    where it has only one: triad_beside)."""
+    before, after = triad_beside(rec)
     return (before + after) / 2
 
 
@@ -99,8 +95,8 @@ def main() -> int:
         print(f"round {r + 1}/{a.rounds}: Triad "
               f"{min(x['triad'] for x in now.values()):.1f}-"
               f"{max(x['triad'] for x in now.values()):.1f} GB/s", file=sys.stderr, flush=True)
-    blocks = "tiles of the grid" if a.blocking == "tiles" else "runs of 32 rows"
-    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, {blocks}, "
+    print(f"Poisson {'x'.join(map(str, a.grid))}, {a.ranks} x {a.threads}, "
+          f"{BLOCKING[a.blocking][1]}, "
           f"{a.rounds} round(s); medians (min-max where they differ)\n")
     print(f"| colors (used) | iterations | solve (s) | solve / {a.reference} colors | "
           "SpMV, sweeps, vectors (ms an iteration) | SpMV / Triad | sweeps / Triad | "

@@ -33,7 +33,7 @@ import statistics
 import sys
 import time
 
-from biccg_vs_baselines import ours, record_bytes  # comparisons/ is on sys.path
+from biccg_vs_baselines import ours, record_bytes, triad_beside  # comparisons/ is on sys.path
 
 #: Triads before and after a solve within this of each other: the state held through it.
 STEADY = 0.10
@@ -73,7 +73,7 @@ def main() -> int:
     for k in range(a.rounds):
         t = time.monotonic() - began
         rec = ours(a.grid, a.threads, a.ranks, ("--triad-beside",))
-        before, after = rec["triad_beside_gbs"]
+        before, after = triad_beside(rec)
         r = rate(a.grid, rec)
         back = [x for x in rounds if x["t"] <= t - a.lag_s]
         x = {"t": t, "before": before, "after": after, "rate": r,

@@ -117,6 +117,16 @@ def ours(grid: list[int], threads: int, ranks: int = 1, extra: tuple = (),
         {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}))
 
 
+def triad_beside(rec: dict) -> tuple[float, float]:
+    """The Triads (GB/s) a solve's process measured just before and after it (`--triad-beside`);
+    exits with the solver's reason where it has only the one before (triad_beside_error)."""
+    rates = rec.get("triad_beside_gbs", [])
+    if len(rates) != 2:
+        sys.exit(f"error: the solve has no Triad before and after it: "
+                 f"{rec.get('triad_beside_error', 'none recorded')}")
+    return rates[0], rates[1]
+
+
 def baseline(grid: list[int], method: str, threads: int) -> dict:
     return run_json([PY, "-m", "kernels_ext.biccg.cg_baselines", "--poisson", *map(str, grid),
                      "--method", method, "--threads", str(threads)])
