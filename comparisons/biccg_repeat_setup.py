@@ -11,7 +11,9 @@ This runs --solves solves of Poisson NX x NY x NZ (one iteration each: the setup
 timed) in one process, sleeping --pause seconds between them, for each pause and each kind
 of process given, the processes alternating over --rounds rounds, and prints each solve's
 setup (the solver's setup_s: input check, ordering, factorization, halo plan, CG's vectors)
-seconds and the medians of the solves after the first.
+seconds and the medians of the solves after the first, and the most any call spent outside
+its setup and solve (wall clock around biccg.solve less the two: the residual's check, the
+report; 0.13 s at 128^3 when CG's vectors went untimed).
 The kinds:
 
   kept      the solver as it is: its arrays kept for the next solve;
@@ -45,24 +47,27 @@ KINDS = ("kept", "released", "glibc")
 
 
 def child(grid: list[int], solves: int, pause: float, threads: int,
-          release: bool) -> list[float]:
-    """In this process: each solve's setup seconds (release: the solver's memory handed
-    back after each solve)."""
+          release: bool) -> tuple[list[float], list[float]]:
+    """In this process: each solve's setup seconds, and each call's seconds outside its
+    setup and solve (release: the solver's memory handed back after each solve)."""
     import numpy as np
 
     from kernels_ext import biccg
 
     A = biccg.poisson_matrix(*grid)
     b = A @ np.ones(A.shape[0])
-    out = []
+    setups, untimed = [], []
     for k in range(solves):
         if k:
             time.sleep(pause)
+        t0 = time.perf_counter()
         _, rec = biccg.solve(A, b, threads=threads, max_iter=1, tol=1e-30, grid=grid)
-        out.append(rec["times"]["setup"])
+        wall = time.perf_counter() - t0
+        setups.append(rec["times"]["setup"])
+        untimed.append(wall - rec["times"]["setup"] - rec["times"]["solve"])
         if release:
             biccg.release_memory()
-    return out
+    return setups, untimed
 
 
 def main() -> int:
@@ -86,6 +91,7 @@ def main() -> int:
         return 0
     cases = [(x, kind) for x in a.pause for kind in dict.fromkeys(a.kinds)]
     later: dict[tuple[float, str], list[float]] = {c: [] for c in cases}
+    outside: list[float] = []
     for r in range(a.rounds):
         for x, kind in (cases if r % 2 == 0 else cases[::-1]):
             env = os.environ | ({"GLIBC_TUNABLES": RETAIN} if kind == "glibc" else {})
@@ -95,13 +101,16 @@ def main() -> int:
                 capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 sys.exit(f"error: the solving process failed: {proc.stderr.strip()[-400:]}")
-            setups = json.loads(proc.stdout.splitlines()[-1])
+            setups, untimed = json.loads(proc.stdout.splitlines()[-1])
             later[x, kind] += setups[1:]
+            outside += untimed
             print(f"round {r + 1}, pause {x:g} s, {kind}: setups " +
                   ", ".join(f"{s:.3f}" for s in setups) + " s", flush=True)
     for (x, kind), s in later.items():
         print(f"pause {x:g} s, {kind}: the solves after the first set up in "
               f"{statistics.median(s):.3f} s (median; {min(s):.3f}-{max(s):.3f})")
+    print(f"outside setup and solve: at most {max(outside) * 1e3:.1f} ms a call "
+          f"(median {statistics.median(outside) * 1e3:.1f} ms)")
     return 0
 
 
