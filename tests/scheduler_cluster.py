@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -86,7 +87,10 @@ def wait_job(job: Callable[[str], dict], jobid: str, key: str, states: tuple[str
     end = time.monotonic() + timeout
     info: dict = {}
     while time.monotonic() < end:
-        info = job(jobid)
+        try:
+            info = job(jobid)
+        except subprocess.TimeoutExpired:  # its client slow to answer (a loaded host): again
+            continue
         if info.get(key) in states:
             return info
         time.sleep(0.5)

@@ -154,7 +154,7 @@ def test_stop_leaves_nothing_behind(tmp_path):
     assert "gfmd" not in g.procs and all(g.procs[f"gfsd{i}"].poll() is None for i in (0, 1))
     t0 = time.monotonic()
     g.stop()
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 30  # a hang guard, with room for a loaded machine
     assert alive(pids) == [] and g.processes() == []
     assert mentioning(str(g.folder)) == [] and mentioning(f"localhost:{g.gfmd_port}") == []
     assert not mounted(tmp_path / "g" / "mnt") and g.mount is None
@@ -173,7 +173,7 @@ def test_a_killed_io_node_refuses_writes_meant_for_it(tmp_path):
         g.kill_gfsd(1, signal.SIGKILL)
         assert g.procs["gfsd1"].returncode == -signal.SIGKILL
         assert Path(f"/tmp/.gfarm-gfsd{far}-{g.nodes[1][1]}").exists()  # stop() removes it
-        deadline = time.monotonic() + 5  # at once, in fact
+        deadline = time.monotonic() + 30  # at once, in fact: generous for a loaded machine
         while g.hosts_up() != [near] and time.monotonic() < deadline:
             time.sleep(0.1)
         assert g.hosts_up() == [near]
@@ -181,7 +181,7 @@ def test_a_killed_io_node_refuses_writes_meant_for_it(tmp_path):
         proc = g.run("gfreg", "-h", far, str(src), "/for-far.bin")
         assert proc.returncode == 1
         assert re.search(r"^/for-far\.bin: connection refused$", proc.stderr, re.M), proc.stderr
-        assert time.monotonic() - t0 < 10  # no retrying: refused at once
+        assert time.monotonic() - t0 < 25  # no retrying: refused at once (room for load)
         # what is not pinned to it goes to the node still up, even when asked for the far one
         g.run("gfreg", str(src), "/anywhere.bin", check=True, env=g.node_env(1))
         assert where(g, "/anywhere.bin") == [near]

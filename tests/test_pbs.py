@@ -72,7 +72,7 @@ def submit(pbs: PbsCluster, params: Path, nodes: int, runs: Path, *extra: str) -
     return proc.stdout.split()[-1]
 
 
-def job_output(runs: Path, vm: str, jobid: str, timeout: float = 30) -> str:
+def job_output(runs: Path, vm: str, jobid: str, timeout: float = 120) -> str:
     """The job's output file (-j oe: stdout and stderr), once PBS has delivered it."""
     f = runs / vm / f"{jobid}.OU"
     end = time.monotonic() + timeout
@@ -101,7 +101,7 @@ def wait_for_parts(runs: Path, vm: str, jobid: str, n: int, timeout: float = 180
     pytest.fail(f"job {jobid} stored fewer than {n} configurations in {timeout:g} s")
 
 
-def gone(pbs: PbsCluster, jobid: str, timeout: float = 30) -> bool:
+def gone(pbs: PbsCluster, jobid: str, timeout: float = 120) -> bool:
     """Whether no process of the job is left (waiting `timeout` s for them to end)."""
     end = time.monotonic() + timeout
     while pbs.job_pids(jobid) and time.monotonic() < end:

@@ -256,7 +256,7 @@ def test_unreachable_hosts_fail_within_the_timeout(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(sweep.SweepFailed, match="1 of 1 configurations failed"):
         pingpong.SPEC.measure(p, progress=False)
-    assert time.monotonic() - t0 < 60
+    assert time.monotonic() - t0 < 150  # a hang guard: bounded, with room for load
 
 
 @pytest.mark.parametrize("combo,message", [

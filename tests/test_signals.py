@@ -192,7 +192,7 @@ def test_a_configuration_dies_with_the_kernel_that_started_it(tmp_path):
         wait_for(lambda: len(held_ranks(tag)) == 2, 60, "ranks")
         kernel.kill()
         kernel.wait(timeout=10)
-        wait_for(lambda: not marked(tag), 10, "end of the orphaned configuration")
+        wait_for(lambda: not marked(tag), 60, "end of the orphaned configuration")
     finally:
         kernel.kill()
         kill_all(tag)
@@ -260,7 +260,7 @@ def test_a_stop_signal_whose_exception_was_dropped_still_stops_the_wait():
                 _DropsExceptions()  # dropped at once (no reference): the handler ran, in vain
                 runner.wait(proc, timeout=30)
         assert caught.value.signum == signal.SIGTERM
-        assert time.monotonic() - start < 10  # not the child's 60 s, nor the 30 s timeout
+        assert time.monotonic() - start < 25  # not the child's 60 s, nor the 30 s timeout
         with pytest.raises(signals.Interrupted):  # a block closed inside leaves the outer's
             with signals.stop_signals():
                 with signals.stop_signals():

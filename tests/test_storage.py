@@ -163,8 +163,11 @@ def test_gfarm_unreachable_is_one_line_within_bounded_time(tmp_path):
         with pytest.raises(checks.ParamError) as err:
             storage.plan(validate(tmp_path, storage_targets=[
                 {"name": "gf", "path": "gfarm:///x", "config": str(g.config)}]))
-        assert time.monotonic() - t0 < 60
+        assert time.monotonic() - t0 < 180  # a hang guard, with room for a loaded machine
     assert str(err.value).startswith("storage_targets: target gf: gfarm on gfarm:///x: ")
+    # the kernel's own probe of the metadata server said so, not libgfarm after a minute of
+    # retries (tests/test_storage_kernel.py, test_gfarm_metadata_server_down: its message)
+    assert "does not answer (Connection refused)" in str(err.value)
     assert "\n" not in str(err.value)
 
 
@@ -184,9 +187,11 @@ def test_an_io_server_killed_mid_write_fails_that_configuration_and_the_sweep_go
         plan = storage.plan(P)
         run, _ = storage.SPEC.open_run(P)
 
+        over = threading.Event()  # the run has ended: nothing left to kill
+
         def kill_when_writing() -> None:  # the first configuration's file exists and grows
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
+            deadline = time.monotonic() + 300  # generous: it returns once it has killed
+            while time.monotonic() < deadline and not over.is_set():
                 listing = g.run("gfls", "-l", "/kill").stdout.split("\n")
                 sizes = [int(ln.split()[4]) for ln in listing if len(ln.split()) > 4]
                 if any(s > 0 for s in sizes):
@@ -198,8 +203,11 @@ def test_an_io_server_killed_mid_write_fails_that_configuration_and_the_sweep_go
 
         killer = threading.Thread(target=kill_when_writing, daemon=True)
         killer.start()
-        result = runner.run_tasks(plan.tasks, run, "storage", storage.parse, storage.COLUMNS,
-                                  progress=False)
+        try:
+            result = runner.run_tasks(plan.tasks, run, "storage", storage.parse,
+                                      storage.COLUMNS, progress=False)
+        finally:
+            over.set()
         killer.join(10)
         left = g.run("gfls", "/kill").stdout.split()
     assert len(result.failed) == 1 and result.measured == 1, result
@@ -225,7 +233,7 @@ def test_sigterm_in_the_middle_of_a_write_removes_its_files_and_keeps_what_was_s
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # generous: it ends as soon as b is written
         while not any(_size(p) > 0 for p in files_under(b)  # not what the plan's probes
                       if "probe" not in p.name):                # write there and remove
             assert time.monotonic() < deadline, "the second configuration never wrote"

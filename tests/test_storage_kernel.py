@@ -489,8 +489,8 @@ def test_gfarm_metadata_server_down(own_gfarm):
     own_gfarm.stop_gfmd()
     t0 = time.monotonic()
     proc = storage("--api", "gfarm", "--path", "gfarm:///x", *SMALL, n=2, env=own_gfarm.env,
-                   timeout=60)
-    assert time.monotonic() - t0 < 20  # libgfarm alone retries for about a minute
+                   timeout=120)
+    assert time.monotonic() - t0 < 45  # libgfarm alone retries for about a minute
     assert one_error(proc, 2) == (f"error: Gfarm metadata server localhost:"
                                   f"{own_gfarm.gfmd_port} does not answer (Connection "
                                   "refused): cannot reach gfarm:///x")

@@ -309,7 +309,7 @@ def test_a_hung_configuration_is_killed_whole_at_its_timeout():
     t0 = time.monotonic()
     with pytest.raises(runner.TaskFailed, match="timeout of 0.5 s"):
         runner.launch(task)
-    assert time.monotonic() - t0 < 10  # the grandchild did not keep the pipes open
+    assert time.monotonic() - t0 < 25  # the grandchild (60 s) did not keep the pipes open
 
 
 def test_a_failing_command_reports_its_error_line():
