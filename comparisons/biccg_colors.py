@@ -7,8 +7,11 @@ model counts the vector the SpMV gathers (p) once a pass (kernels_ext.biccg.pass
 12 nnz + 24 n), and the sweeps' z the same way. A line of it read for a block of one color
 and evicted before another block reads it again is read twice, and the model does not count
 the second read: it shows as a lower rate against the Triad. How often that happens depends
-on where the greedy coloring puts each color on the grid, so on the number of colors and the
-grid together; they also change the iterations (the study's solver asks for at least 20).
+on where the greedy coloring puts each color on the grid. Counting on from the previous
+block, it depended on the number of colors and the grid together; tiles now start their count
+at their diagonal, which puts a tile's neighbours one color away for any count
+(comparisons/README.md, "What the colors cost the iteration"). The count also changes the
+iterations (the study's solver asks for at least 20).
 
 Each round runs one fresh process of our solver per color count (RANKS x THREADS, `--colors
 C --triad-beside`; the default blocks, tiles of the grid, or with --blocking rows the

@@ -5,11 +5,12 @@
  * The method (M. Kawai et al., "Hierarchical Parallelization of
  * Multi-coloring Algorithms for Block IC Preconditioners", HPCC 2017, and
  * Iwashita et al.'s algebraic block multicolor ordering):
- *   - rows are grouped into blocks of `block_size` consecutive rows; the
- *     graph of blocks (two blocks adjacent when a nonzero couples them) is
- *     colored greedily with at least `colors` colors, cycling through them so
- *     that colors get about as many blocks each; rows are renumbered color by
- *     color, each block kept contiguous;
+ *   - rows are grouped into blocks of `block_size` consecutive rows (or, on a
+ *     grid given with tiles, into tiles of the grid); the graph of blocks (two
+ *     blocks adjacent when a nonzero couples them) is colored greedily with at
+ *     least `colors` colors, cycling through them so that colors get about as
+ *     many blocks each (tiles start the count at their diagonal: ordering.c);
+ *     rows are renumbered color by color, each block kept contiguous;
  *   - IC(0) of the reordered matrix, M = U^T D U with U unit upper triangular
  *     on the pattern of A; applying M^-1 = U^-1 D^-1 U^-T is a forward and a
  *     backward substitution, colors in sequence, the blocks of one color in
