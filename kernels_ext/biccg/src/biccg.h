@@ -9,7 +9,8 @@
  *     grid given with tiles, into tiles of the grid); the graph of blocks (two
  *     blocks adjacent when a nonzero couples them) is colored greedily with at
  *     least `colors` colors, cycling through them so that colors get about as
- *     many blocks each (tiles start the count at their diagonal: ordering.c);
+ *     many blocks each (tiles start the count at their diagonal, and on a
+ *     small grid some colors may hold none: ordering.c);
  *     rows are renumbered color by color, each block kept contiguous;
  *   - IC(0) of the reordered matrix, M = U^T D U with U unit upper triangular
  *     on the pattern of A; applying M^-1 = U^-1 D^-1 U^-T is a forward and a

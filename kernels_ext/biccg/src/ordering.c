@@ -12,13 +12,15 @@
  * colors.  A tile counts instead from its diagonal, the sum of its coordinates
  * in tiles (mod the colors): on a 7-point grid each tile then has the color
  * of its diagonal, and its six neighbours the colors just before and after,
- * swept in the passes next to its own, so a line of p (or z) gathered for one
- * pass is mostly still cached in the next.  Counting from the previous block,
- * a count that does not divide the tiles along x put a tile's y and z
- * neighbours in colors far from its own, read again from memory each pass:
- * at 192^3 with 20 colors, 2 threads, the SpMV ran at 0.81 of the Triad
- * against 0.98 from the diagonals, in 153 iterations against 150
- * (comparisons/README.md, "What the colors cost the iteration").
+ * swept in the passes next to its own.  Counting from the previous block, a
+ * count that does not divide the tiles along x put a tile's y and z
+ * neighbours in colors far from its own, and the passes ran slower, most
+ * likely from lines of p (or z) read again (no counter measured it): at
+ * 192^3 with 20 colors, 2 threads, the SpMV ran at 0.81 of the Triad against
+ * 0.98 from the diagonals, in 153 iterations against 150 (comparisons/
+ * README.md, "the change: each tile counts its colors from its diagonal").
+ * A grid with fewer diagonals of tiles on a rank than colors leaves the
+ * colors none of them reaches empty.
  * A structurally symmetric pattern is assumed (the caller checks symmetry).
  */
 #include <stdlib.h>
@@ -42,12 +44,13 @@ static bc_gidx gmax(bc_gidx a, bc_gidx b)
  * the nx x ny x nz grid (x fastest), tiles in lexicographic order, the rows of
  * a tile in their order.  pre[k] is the local row at position k, bof[i] the
  * tile (block) of local row i, bptr[t] the first position of tile t (room for
- * n + 1), diag[t] the sum of tile t's coordinates in tiles (room for n).
+ * n + 1), diag[t] the sum of tile t's (global) coordinates in tiles (room
+ * for n).
  * The tiles are walked in that order, a row of tiles (qz, qy) at a time, over
  * the grid lines (z, y) of it that hold rows of the rank: no key per row and
  * no sort (a counting sort by tile number took 0.017-0.037 s at 128^3). */
 static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_gidx n, int *pre,
-                      int *bof, int *bptr, int *diag, int *nb_out)
+                      int *bof, int *bptr, bc_gidx *diag, int *nb_out)
 {
     const bc_gidx nx = grid[0], ny = grid[1], nz = grid[2], r1 = r0 + n;
     const bc_gidx tx = tile[0], ty = tile[1], tz = tile[2];
@@ -83,7 +86,7 @@ static int tile_order(const bc_gidx grid[3], const int tile[3], bc_gidx r0, bc_g
                         bof[i] = nb;
                     }
                 if (pos > first) {
-                    diag[nb] = (int)(x0 / tx + qy + qz);
+                    diag[nb] = x0 / tx + qy + qz;
                     bptr[nb++] = first;
                 }
             }
@@ -244,12 +247,13 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
      * (identity for the algebraic blocking: bs consecutive rows) */
     int nb = (int)((n + bs - 1) / bs), *pre = NULL, *bof = NULL, *bptr = NULL;
     int ncol = colors, next = 0, rc = BC_OK;
-    int *color = NULL, *stamp = NULL, *diag = NULL;
+    int *color = NULL, *stamp = NULL;
+    bc_gidx *diag = NULL;
     if (tiled) {
         pre = bc_alloc((size_t)n, sizeof(int));
         bof = bc_alloc((size_t)n, sizeof(int));
         bptr = malloc(((size_t)n + 1) * sizeof(int)); /* tiles: at most n */
-        diag = malloc(((size_t)n + 1) * sizeof(int));
+        diag = malloc(((size_t)n + 1) * sizeof *diag);
         rc = pre && bof && bptr && diag
                  ? tile_order(p->grid, p->tile, r0, n, pre, bof, bptr, diag, &nb)
                  : BC_ENOMEM;
@@ -282,7 +286,7 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
             stamp[color[E->list[k]]] = I + 1;
         int c = -1;
         if (diag != NULL)
-            next = diag[I] % ncol;
+            next = (int)(diag[I] % ncol);
         for (int t = 0; t < ncol && c < 0; t++)
             if (stamp[(next + t) % ncol] != I + 1)
                 c = (next + t) % ncol;
