@@ -9,8 +9,9 @@ and evicted before another block reads it again is read twice, and the model doe
 the second read: it shows as a lower rate against the Triad. How often that happens depends
 on where the greedy coloring puts each color on the grid. Counting on from the previous
 block, it depended on the number of colors and the grid together; tiles now start their count
-at their diagonal, which puts a tile's neighbours one color away for any count
-(comparisons/README.md, "What the colors cost the iteration"). The count also changes the
+at their diagonal, which on a 7-point grid puts a tile's neighbours one color away for any
+count (one color asked for becomes two; comparisons/README.md, "What the colors cost the
+iteration"). The count also changes the
 iterations (the study's solver asks for at least 20).
 
 Each round runs one fresh process of our solver per color count (RANKS x THREADS, `--colors

@@ -86,16 +86,19 @@ def wait_job(job: Callable[[str], dict], jobid: str, key: str, states: tuple[str
     the record then.  ClusterError after `timeout` s names the state and the record's `why`."""
     end = time.monotonic() + timeout
     info: dict = {}
+    slow: subprocess.TimeoutExpired | None = None
     while time.monotonic() < end:
         try:
             info = job(jobid)
-        except subprocess.TimeoutExpired:  # its client slow to answer (a loaded host): again
+        except subprocess.TimeoutExpired as exc:  # its client slow (a loaded host): again
+            slow = exc
             continue
         if info.get(key) in states:
             return info
         time.sleep(0.5)
     raise ClusterError(f"job {jobid} still {info.get(key)} ({why} {info.get(why)}) "
-                       f"after {timeout:g} s")
+                       f"after {timeout:g} s" + (f"; the last query timed out: {slow}"
+                                                 if slow else ""))
 
 
 def wait_jobs_gone(queued: Callable[[], bool], pids: Callable[[], list[int]],
