@@ -90,6 +90,7 @@ def wait_job(job: Callable[[str], dict], jobid: str, key: str, states: tuple[str
     while time.monotonic() < end:
         try:
             info = job(jobid)
+            slow = None
         except subprocess.TimeoutExpired as exc:  # its client slow (a loaded host): again
             slow = exc
             continue

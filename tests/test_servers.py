@@ -162,8 +162,9 @@ def test_the_next_sessions_servers_start_beside_the_first_and_all_are_ready_befo
         ("a", "ready"), ("b", "ready"), ("a", "measured"), ("b", "measured"),
         ("c", "ready"), ("c", "measured"), ("a", "measured")]
     # measured once b was ready (the order above), not after a fixed polling delay: the
-    # wait is a select on the servers' pipes (at most runner.POLL_S, 0.25 s, a wait), so
-    # 3 s leaves room for a loaded machine and still catches a sleep of seconds
+    # wait is a select on the servers' pipes that returns when one is ready (runner.POLL_S,
+    # 0.25 s, at most), so 3 s leaves room for a loaded machine and catches a fixed delay of
+    # 3 s or more
     assert float(events[2][2]) - float(events[1][2]) < 3
 
 
