@@ -183,6 +183,27 @@ def test_biccg_ticks_are_plain_numbers_at_the_core_counts():
     plt.close(fig)
 
 
+@pytest.mark.parametrize("lo,hi", [(1.544, 1.566), (3.776, 3.80), (78.46, 79.21),
+                                   (0.00629, 0.00668), (1990.0, 2010.0)])
+def test_a_narrow_log_axis_writes_each_tick_apart(lo, hi):
+    """Solves whose repetitions differ by a percent or two (figures/biccg_local.png's 128^3
+    panel, 1.544-1.566 s, once read '1.56, 1.56'): every tick label is distinct and is the
+    tick's own value, written plain."""
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    ax.plot([0, 1], [lo, hi])
+    style.plain_log_axis(ax.yaxis, lo, hi)
+    fig.canvas.draw()
+    ticks = [(t.get_position()[1], t.get_text()) for t in ax.get_yticklabels()
+             if t.get_text() and lo * 0.9 <= t.get_position()[1] <= hi * 1.1]
+    assert len(ticks) >= 2, ticks
+    assert len({text for _, text in ticks}) == len(ticks), ticks
+    for v, text in ticks:
+        assert not re.search(r"\^|\\times|\$|e[-+]", text), text
+        assert float(text.replace(",", "")) == pytest.approx(v, rel=1e-9), (v, text)
+    plt.close(fig)
+
+
 def test_biccg_layouts_at_one_core_count_are_dodged_evenly_in_log_space():
     fig, ax = plt.subplots()
     time_vs_cores(_biccg_stats(), ax)

@@ -152,10 +152,23 @@ def plain_log_axis(axis, lo: float, hi: float) -> None:
     subs = ((1.0,) if decades > 3 else (1.0, 2.0, 5.0) if decades > 1.2
             else (1.0, 2.0, 3.0, 5.0) if decades > 0.5
             else (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0))
-    axis.set_major_locator(ticker.MaxNLocator(nbins=4) if decades < 0.25 else
-                           ticker.LogLocator(base=10, subs=subs, numticks=30))
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain_number(v)))
+    if decades < 0.25:  # a span of under 78%: 1.545, 1.55, 1.555 (3 digits would repeat)
+        axis.set_major_locator(ticker.MaxNLocator(nbins=4))
+        axis.set_major_formatter(ticker.FuncFormatter(
+            lambda v, _: f"{v:,.{tick_decimals(axis.get_majorticklocs())}f}"))
+    else:
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=subs, numticks=30))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plain_number(v)))
     axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def tick_decimals(locs) -> int:
+    """The fewest decimals that write every tick in `locs` exactly (at most 10)."""
+    for d in range(10):
+        if all(abs(round(float(x), d) - float(x)) <= 1e-9 * max(1.0, abs(float(x)))
+               for x in locs):
+            return d
+    return 10
 
 
 def bytes_label(v: float) -> str:
