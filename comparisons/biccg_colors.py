@@ -32,7 +32,12 @@ import argparse
 import statistics
 import sys
 
-from biccg_vs_baselines import ours, phase_rates, triad_beside  # comparisons/ is on sys.path
+from biccg_vs_baselines import (  # comparisons/ is on sys.path
+    add_triad_size,
+    ours,
+    phase_rates,
+    triad_beside,
+)
 
 #: The passes of an iteration, in the record's per_iteration_s, as the table lists them.
 PASSES = ("spmv", "precond", "vector")
@@ -42,12 +47,13 @@ PASSES = ("spmv", "precond", "vector")
 BLOCKING = {"tiles": ("auto", "tiles of the grid"), "rows": ("rows", "runs of 32 rows")}
 
 
-def measure(grid: list[int], ranks: int, threads: int, colors: int, blocking: str) -> dict:
+def measure(grid: list[int], ranks: int, threads: int, colors: int, blocking: str,
+            triad_size: str = "auto") -> dict:
     """One fresh process's solve with at least `colors` colors and the blocks `blocking`
     (BLOCKING): its record, with its passes' rates over the mean of its Triads before and
-    after ("of_triad")."""
+    after ("of_triad"), each on `triad_size` elements an array (the solver's --triad-beside)."""
     rec = ours(grid, threads, ranks, ("--colors", str(colors), "--blocking", BLOCKING[blocking][0],
-                                      "--triad-beside"))
+                                      "--triad-beside", triad_size))
     triad = triad_of(rec)
     return rec | {"of_triad": {k: v / triad for k, v in phase_rates(grid, rec).items()},
                   "triad": triad}
@@ -82,6 +88,7 @@ def main() -> int:
                    help="tiles of the grid (the solver's default) or runs of 32 rows (the "
                         "study's algebraic blocks)")
     p.add_argument("--rounds", type=int, default=3)
+    add_triad_size(p)
     a = p.parse_args()
     if a.rounds < 1 or a.ranks < 1 or a.threads < 1 or min(a.grid) < 1 or min(a.colors) < 1:
         sys.exit("error: --rounds, --ranks, --threads, --grid and --colors must be at least 1")
@@ -92,7 +99,8 @@ def main() -> int:
     ratio: dict[int, list[float]] = {c: [] for c in counts}
     for r in range(a.rounds):
         order = counts[r % len(counts):] + counts[:r % len(counts)]
-        now = {c: measure(a.grid, a.ranks, a.threads, c, a.blocking) for c in order}
+        now = {c: measure(a.grid, a.ranks, a.threads, c, a.blocking, a.triad_size)
+               for c in order}
         for c in counts:
             runs[c].append(now[c])
             ratio[c].append(now[c]["solve_s"] / now[a.reference]["solve_s"])

@@ -33,7 +33,12 @@ import statistics
 import sys
 import time
 
-from biccg_vs_baselines import ours, record_bytes, triad_beside  # comparisons/ is on sys.path
+from biccg_vs_baselines import (  # comparisons/ is on sys.path
+    add_triad_size,
+    ours,
+    record_bytes,
+    triad_beside,
+)
 
 #: Triads before and after a solve within this of each other: the state held through it.
 STEADY = 0.10
@@ -62,6 +67,7 @@ def main() -> int:
     p.add_argument("--lag-s", type=float, default=120.0,
                    help="how long before its solve a run's Triad is taken to be measured "
                         "(default 120 s)")
+    add_triad_size(p)
     a = p.parse_args()
     if a.rounds < 2 or a.ranks < 1 or a.threads < 1 or a.lag_s <= 0:
         sys.exit("error: --rounds must be at least 2, --ranks and --threads at least 1, "
@@ -72,7 +78,7 @@ def main() -> int:
     print("round  t (s)  Triad before, after (GB/s)  rate (GB/s)  beside  earlier")
     for k in range(a.rounds):
         t = time.monotonic() - began
-        rec = ours(a.grid, a.threads, a.ranks, ("--triad-beside",))
+        rec = ours(a.grid, a.threads, a.ranks, ("--triad-beside", a.triad_size))
         before, after = triad_beside(rec)
         r = rate(a.grid, rec)
         back = [x for x in rounds if x["t"] <= t - a.lag_s]

@@ -127,6 +127,26 @@ def triad_beside(rec: dict) -> tuple[float, float]:
     return rates[0], rates[1]
 
 
+def add_triad_size(p: argparse.ArgumentParser) -> None:
+    """--triad-size: the elements an array of the Triad each solve's process measures beside
+    it (the solver's --triad-beside SIZE), checked as the Triad checks a size."""
+    def size(text: str) -> str:
+        from kernels_ext.common.errors import KernelError
+        from kernels_ext.triad import check_size
+
+        try:
+            check_size(text)
+        except KernelError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    p.add_argument("--triad-size", type=size, default="auto", metavar="ELEMENTS",
+                   help="elements an array of the Triad beside each solve (default auto: the "
+                        "Triad's rule size, 4x the last-level cache, at least 10M; a smaller "
+                        "one measures the cache, and costs less: 18 s a process at the rule "
+                        "size on a VM whose L3 reads 480 MiB)")
+
+
 def baseline(grid: list[int], method: str, threads: int) -> dict:
     return run_json([PY, "-m", "kernels_ext.biccg.cg_baselines", "--poisson", *map(str, grid),
                      "--method", method, "--threads", str(threads)])

@@ -1356,7 +1356,8 @@ def test_the_triad_beside_comparison_prints_both_efficiencies_of_each_round():
     with the reason."""
     script = ROOT / "comparisons" / "biccg_triad_beside.py"
     proc = subprocess.run([sys.executable, str(script), "--grid", "10", "10", "10", "--ranks", "1",
-                           "--threads", "1", "--rounds", "3", "--lag-s", "0.01"],
+                           "--threads", "1", "--rounds", "3", "--lag-s", "0.01",
+                           "--triad-size", "1000000"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rounds = [ln.split() for ln in proc.stdout.splitlines() if ln.split()[0].isdigit()]
@@ -1375,6 +1376,12 @@ def test_the_triad_beside_comparison_prints_both_efficiencies_of_each_round():
                          text=True, cwd=ROOT, timeout=60)
     assert bad.returncode == 1 and bad.stderr.strip() == (
         "error: --rounds must be at least 2, --ranks and --threads at least 1, --lag-s positive")
+    # the Triad's size, checked as the Triad checks it, before any solve
+    bad = subprocess.run([sys.executable, str(script), "--triad-size", "lots"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
+        "biccg_triad_beside.py: error: argument --triad-size: size must be an integer, "
+        "not 'lots'")
 
 
 def test_the_colors_comparison_prints_a_row_a_color_count_against_its_reference():
@@ -1385,7 +1392,7 @@ def test_the_colors_comparison_prints_a_row_a_color_count_against_its_reference(
     script = ROOT / "comparisons" / "biccg_colors.py"
     proc = subprocess.run([sys.executable, str(script), "--grid", "10", "10", "10", "--threads",
                            "1", "--colors", "2", "4", "--reference", "4", "--rounds", "1",
-                           "--blocking", "rows"],
+                           "--blocking", "rows", "--triad-size", "1000000"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("round ") == 1
