@@ -208,7 +208,9 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
 
 #: What a process's Triad beside its solve (biccg_triad_beside) is guessed to run at: its
 #: arrays' first touch and its passes (2 x BESIDE_NTIMES of STREAM's four kernels, 80 B an
-#: element).  0.5 s a process at the rule size on the 2-core VM.
+#: element), the passes at two cores' rate whatever the threads.  0.5 s a process at the
+#: rule size on the 2-core VM with a 32 MiB L3; an Intel Xeon VM whose L3 reads 480 MiB took
+#: 9.5 s on 2 threads (guessed 8.7 s) and 19 s on 1.
 BESIDE_TOUCH_GBS, BESIDE_PASS_GBS = 3.0, 30.0
 
 
