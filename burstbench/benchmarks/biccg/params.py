@@ -84,7 +84,7 @@ PARAMS = [
     Param("biccg_triad_beside", False,
           "our solver's process measures its node's STREAM Triad (the rule size) just before "
           "and after its first solve (`--triad-beside`; its arrays are 4x the last-level "
-          "cache: about 0.5 s a process with a 32 MiB L3, 10-19 s with 2 and 1 threads on a "
+          "cache: about 0.5 s a process with a 32 MiB L3, 9.5-19 s with 2 and 1 threads on a "
           "2-core VM whose L3 reads 480 MiB): the "
           "time model fits its efficiency on the memory as it was during the solve, not on "
           "the run's Triad, which on a VM whose bandwidth changes state may be in the other "
