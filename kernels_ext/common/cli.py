@@ -52,8 +52,26 @@ def size_bytes(value: Any, fractions: bool = False) -> int | None:
     return int(float(m.group(1)) * unit) if "." in m.group(1) else int(m.group(1)) * unit
 
 
+def check_out(out: str | None) -> None:
+    """Raise BadInput where `out` (a command's --out) cannot take the file: a folder, or a
+    folder that is missing or not writable.  Checked before the measurement, so that it
+    is not lost to a typo in the path."""
+    if out is None:
+        return
+    path = Path(out)
+    folder = path.parent
+    if path.is_dir():
+        raise BadInput(f"--out {out}: is a folder, not a file")
+    if not folder.is_dir():
+        raise BadInput(f"--out {out}: no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"--out {out}: the folder {folder} is not writable")
+
+
 def write_lines(lines: list[str], out: str | None) -> None:
-    """JSON lines to stdout, or written whole to `out` (a reader never sees half a file)."""
+    """JSON lines to stdout, or written whole to `out` (a reader never sees half a file).
+    Where `out` cannot be written, the lines go to stdout after all (what was measured is
+    not lost) and KernelError says why, with no temporary file left behind."""
     text = "".join(line + "\n" for line in lines)
     if out is None:
         sys.stdout.write(text)
@@ -61,8 +79,15 @@ def write_lines(lines: list[str], out: str | None) -> None:
         return
     path = Path(out)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        raise KernelError(f"--out {out}: {exc.strerror or exc}; the results went to stdout "
+                          f"instead") from None
 
 
 #: A kernel started with this flag serves requests (burstbench.core.servers): it first
@@ -117,5 +142,9 @@ def mpi_main(run: Runner, out: str | None) -> tuple[int, list[str]]:
     if rank != 0:
         return code, []
     if lines:
-        write_lines(lines, out)
+        try:
+            write_lines(lines, out)
+        except KernelError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return exc.exit_code, lines
     return code, lines

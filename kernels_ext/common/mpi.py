@@ -10,10 +10,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernels_ext.common.errors import BadInput, MPIMismatch
+
+T = TypeVar("T")
+
+
+def agreed(comm, fn: Callable[[], T]) -> T:
+    """`fn()` on every rank; the first rank's BadInput, if any, raised on all of them (so
+    every rank stops alike, none left waiting in a collective, and rank 0 prints it)."""
+    try:
+        value, why = fn(), None
+    except BadInput as exc:
+        value, why = None, str(exc)
+    first = next((w for w in comm.allgather(why) if w is not None), None)
+    if first is not None:
+        raise BadInput(first)
+    return value  # type: ignore[return-value]  (set: no rank raised)
 
 
 def init_mpi(thread_level: str = "single"):

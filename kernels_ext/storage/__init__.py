@@ -26,11 +26,11 @@ import json
 import signal
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernels_ext.common.cli import size_bytes
+from kernels_ext.common.cli import check_out, size_bytes
 from kernels_ext.common.errors import BadInput, KernelError, ValidationFailed
 from kernels_ext.storage.targets import (
     GFARM_NOTE,
@@ -173,20 +173,6 @@ def configure(args: argparse.Namespace, module, rank: int) -> Config:
                   direct=args.direct, fsync=args.fsync, reorder=args.reorder, keep=args.keep,
                   write=lay["write"], read=lay["read"], drop_caches=args.drop_caches, fs=fs,
                   fs_magic=magic, align=align)
-
-
-def agreed(comm, fn: Callable[[], Config]) -> Config:
-    """`fn()` on every rank; the first rank's BadInput, if any, raised on all of them (so
-    every rank stops alike and rank 0 prints it)."""
-    try:
-        value, why = fn(), None
-    except BadInput as exc:
-        value, why = None, str(exc)
-    first = next((w for w in comm.allgather(why) if w is not None), None)
-    if first is not None:
-        raise BadInput(first)
-    assert value is not None
-    return value
 
 
 def cache_of(cfg: Config, phase: dict, info: dict) -> tuple[str, str | None]:
@@ -363,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     """Everything main() does except printing: (JSON lines on rank 0, rank, exit code)."""
-    from kernels_ext.common.mpi import init_mpi, library_label, load_kernel
+    from kernels_ext.common.mpi import agreed, init_mpi, library_label, load_kernel
 
     MPI = init_mpi("funneled")  # one thread calls MPI; another checks what is read
     comm = MPI.COMM_WORLD
@@ -376,6 +362,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
         return ([json.dumps(info)] if rank == 0 else []), rank, 0
     if not args.path:
         raise BadInput("--path is required (a folder, or gfarm:///folder for --api gfarm)")
+    agreed(comm, lambda: check_out(args.out) if rank == 0 else None)
     cfg = agreed(comm, lambda: configure(args, module, rank))
     started = time.time()
     phases, info = measure(comm, module, cfg)

@@ -472,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     compiler = args.compiler
     try:
+        cli.check_out(args.out)
         if args.info:
             cli.write_lines([json.dumps(runtime_info(args.impl, compiler, args.flags,
                                                      args.tag))], args.out)
