@@ -239,23 +239,37 @@ def validate(values: dict[str, Any], section: str, where: str = "parameters") ->
     return out
 
 
-def read_mapping(path: str | Path) -> dict[str, Any] | None:
-    """A YAML file's top-level mapping (None where the file is empty or only comments).
+def read_yaml(path: str | Path, what: str = "parameter file") -> Any:
+    """A YAML file's content, parsed as a params file is (:func:`loads`; None where it is
+    empty or only comments); `what` the file is, for an error that cannot read it.
 
-    An unreadable file, malformed YAML (naming the line) and a top level that is not a
-    mapping are ParamErrors naming the file."""
+    An unreadable file, one that is not UTF-8 text, and malformed YAML (naming the line:
+    a key given twice in one mapping is malformed too) are ParamErrors naming the file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ParamError(f"cannot read parameter file {p}: {exc.strerror}") from exc
+        raise ParamError(f"cannot read {what} {p}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise ParamError(f"{p} line {line}: not UTF-8 text (byte {exc.object[exc.start]:#04x})"
+                         ) from None
     try:
-        data = loads(text)
+        return loads(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ParamError(f"malformed YAML in {p}{where}: {problem}") from exc
+        raise ParamError(f"malformed YAML in {p}{where}: {problem}") from None
+
+
+def read_mapping(path: str | Path) -> dict[str, Any] | None:
+    """A YAML file's top-level mapping (None where the file is empty or only comments).
+
+    What :func:`read_yaml` refuses, and a top level that is not a mapping, are ParamErrors
+    naming the file."""
+    p = Path(path)
+    data = read_yaml(p)
     if data is not None and not isinstance(data, dict):
         raise ParamError(f"{p}: expected a mapping of parameter names to values (`vm: <name>` "
                          f"and more, one a line), got {type(data).__name__}")
@@ -437,6 +451,11 @@ def report_parameters(path: str | Path) -> dict:
     known = report.keys()
     data = read_mapping(path) or {}
     unknown = sorted(str(k) for k in data if k not in known)
+    folders = {"runs_dir", "reference_dir", "figures_dir"}  # the command's own options
+    if set(unknown) & (set(known_names()) - folders) and kind_of(path) == "measurement":
+        raise ParamError(f"{path} is a measurement file (burstbench run --params {path}), "
+                         "not report parameters (your job, a region: "
+                         "papermill_params/README.md)")
     if unknown:
         near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
         raise ParamError(

@@ -517,6 +517,18 @@ def test_bad_option_values_are_one_line_before_the_queue_is_read(cli):
                                         "payg (priced: East US, Japan East)\n")
 
 
+def test_a_classes_file_that_is_not_yaml_is_one_line_naming_its_line(cli, tmp_path):
+    bad = tmp_path / "classes.yaml"
+    bad.write_text("- partition: long\n  partition: short\n")
+    p = cli("-m", "burstbench", "advise", "--scheduler", "slurm", "--classes", str(bad))
+    assert (p.returncode, p.stderr) == (2, f"error: --classes: malformed YAML in {bad} line 2: "
+                                        "'partition' given twice (first on line 1)\n")
+    bad.write_text("{bad")
+    p = cli("-m", "burstbench", "advise", "--scheduler", "slurm", "--classes", str(bad))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith(
+        f"error: --classes: malformed YAML in {bad} line 1: ")
+
+
 def test_the_defaults_are_the_committed_kth_replays_choices():
     """--p-sooner's default, the library's and the committed KTH replay's best probability
     policy (the most hours, its own and the stays', at most 10% later of 10 or more) are

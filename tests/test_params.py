@@ -97,6 +97,31 @@ def test_malformed_yaml_names_the_line(tmp_path):
         params.load_file(f)
 
 
+def test_a_key_given_twice_is_malformed_naming_both_lines(tmp_path):
+    """PyYAML keeps the last of two equal keys silently; a params file refuses them, at the
+    top level and inside a value (a flow mapping on one line too)."""
+    f, msg = load_error(tmp_path, "vm: x\ntriad_ntimes: 3\nvm: y\n")
+    assert msg == f"malformed YAML in {f} line 3: 'vm' given twice (first on line 1)"
+    f, msg = load_error(tmp_path, "vm: x\nvm_price: {payg: 1, payg: 2}\n")
+    assert msg == f"malformed YAML in {f} line 2: 'payg' given twice (first on line 2)"
+    f.write_text("vm: x\ntriad_ntimes: 3\n")
+    assert params.load_file(f)["triad_ntimes"] == 3
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_the_line(tmp_path, cli):
+    f = tmp_path / "p.yaml"
+    f.write_bytes(b"vm: x\n\xff\xfe: 1\n")
+    with pytest.raises(params.ParamError) as err:
+        params.load_file(f)
+    assert str(err.value) == f"{f} line 2: not UTF-8 text (byte 0xff)"
+    for argv in (["params", str(f)], ["report", "--params", str(f),
+                                      "--figures-dir", str(tmp_path / "figs")]):
+        proc = cli("-m", "burstbench", *argv, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+            f"error: {f} line 2: not UTF-8 text (byte 0xff)"), proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("key,value,message", [
     ("triad_threads", [0], "at least 1"),
     ("triad_threads", "3-1", "must go up"),

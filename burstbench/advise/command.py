@@ -318,11 +318,12 @@ def advise_command(args: argparse.Namespace) -> int:
 
         given = None
         if args.classes:
-            import yaml
+            from burstbench.params import read_yaml
+
             try:
-                given = yaml.safe_load(Path(args.classes).read_text())
-            except (OSError, yaml.YAMLError) as exc:
-                raise ParamError(f"--classes {args.classes}: {exc}") from None
+                given = read_yaml(args.classes, "file")
+            except ParamError as exc:
+                raise ParamError(f"--classes: {exc}") from None
         rule_list, pr = adv.setup(given, args.input_gb, args.output_gb,
                                   runs_dir=args.runs_dir, reference_dir=args.reference_dir,
                                   region=args.region, billing=args.billing, draws=args.draws)

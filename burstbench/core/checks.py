@@ -77,8 +77,26 @@ class ParamsLoader(yaml.SafeLoader):
     """PyYAML's SafeLoader, whose floats are also YAML 1.2's: ``1e-7`` is the number 1e-07.
 
     Everything else is SafeLoader's (YAML 1.1): integers stay integers, quoted
-    scalars stay strings, ``true``/``yes`` are booleans.
+    scalars stay strings, ``true``/``yes`` are booleans.  A key given twice in one mapping
+    is an error (PyYAML would keep the last silently), naming both lines.
     """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeLoader's own error follows
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} given twice (first on line {first + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 ParamsLoader.yaml_implicit_resolvers = {
