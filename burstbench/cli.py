@@ -251,9 +251,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     # the committed report only from its defaults: your parameters go to your folder
     fig_dir = paths.figures_dir(args.figures_dir) if args.figures_dir or args.params \
         else paths.report_dir()
-    if args.params and not args.figures_dir:
-        print(f"your parameters ({args.params}): writing to {fig_dir}, not figures/ "
-              "(--figures-dir to choose)", flush=True)
     if args.include_test_runs:  # read by report.sections in the notebooks' kernels
         os.environ["BURSTBENCH_INCLUDE_TEST_RUNS"] = "1"
     notebooks = sorted(paths.notebooks_dir().glob(REPORT_NOTEBOOKS))
@@ -266,6 +263,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         given = (params.report_parameters(args.params) if args.params else {}) | folders
     except params.ParamError as exc:
         return _fail(str(exc))
+    if args.params and not args.figures_dir:
+        print(f"your parameters ({args.params}): writing to {fig_dir}, not figures/ "
+              "(--figures-dir to choose)", flush=True)
     from burstbench.report import parameters as report
 
     def parameters(nb: Path) -> tuple[dict, dict]:

@@ -356,6 +356,13 @@ def test_report_parameters_a_notebook_lacks_are_refused(tmp_path, cli):
     bad.write_text("figures_dir: /tmp/elsewhere\n")
     proc = cli("-m", "burstbench", "report", "--params", str(bad), "--figures-dir", str(figs))
     assert proc.returncode == 2 and "the folders are --runs-dir" in proc.stderr
+    # a measurement file given to the report: said so, with the command that takes it, and
+    # no "writing to" before a refusal that writes nothing
+    bad.write_text("vm: mine\ntriad_ntimes: 3\nbiccg_colors: 20\n")
+    proc = cli("-m", "burstbench", "report", "--params", str(bad))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"error: {bad} is a measurement file (burstbench run --params {bad}), not report "
+        "parameters (your job, a region: papermill_params/README.md)\n")
 
 
 def test_the_report_takes_the_longest_notebook_first_by_the_last_build(tmp_path):

@@ -623,6 +623,12 @@ def test_the_command_says_bad_input_in_one_line(tmp_path):
                    "--machine-nodes", "1")
     assert proc.returncode == 2 and "the machine's 1 nodes (given) are fewer than the " \
         "largest job's 2 (give --machine-nodes)" in proc.stderr, proc.stderr
+    # a region no price names: said before the log is read (it was said only after the
+    # whole replay, as "nothing replayed")
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "never.swf"),
+                   "--region", "Mars")
+    assert (proc.returncode, proc.stderr) == (
+        2, "error: --region 'Mars': no VM priced there (priced: East US, Japan East)\n")
 
 
 # -- five jobs, by hand ----------------------------------------------------------------------

@@ -38,7 +38,9 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--thresholds", default="",
                    help="comma list of hours, increasing, for the threshold and queue-state "
                    "policies (default 0.1667,1,4,12,24,48)")
-    c.add_argument("--region", default="East US", help="prices' region")
+    c.add_argument("--region", default="East US",
+                   help="the prices' region, one that data/reference/prices_vm.csv names "
+                   "(default East US)")
     c.add_argument("--billing", default="payg", choices=("payg", "spot"),
                    help="VM billing (spot: its price, no eviction modelled here)")
     c.add_argument("--draws", type=int, default=40, help="seeded draws of the uncertain inputs")
@@ -82,6 +84,12 @@ def replay_command(args: argparse.Namespace) -> int:
                   thresholds_h=thresholds, p_sooner=p_sooner, gain_h=gains,
                   region=args.region,
                   billing=args.billing, draws=args.draws, learn=not args.no_learn)
+        from burstbench.advise.advice import priced_regions
+
+        regions = priced_regions(args.reference_dir)
+        if regions and args.region not in regions:
+            raise ParamError(f"--region {args.region!r}: no VM priced there (priced: "
+                             f"{', '.join(regions)})")
         if args.predictions and not Path(args.predictions).resolve().parent.is_dir():
             raise ParamError(f"--predictions {args.predictions}: no folder "
                              f"{Path(args.predictions).resolve().parent} to write it in")
