@@ -4,6 +4,7 @@ measured, and a write that fails after the measurement loses none of it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from kernels_ext.common.errors import BadInput, KernelError
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+needs_mpiexec = pytest.mark.skipif(not os.access(MPIEXEC, os.X_OK),
+                                   reason=f"no {MPIEXEC} (the mpich wheel's)")
 
 #: Each kernel's command line, small: what it would measure if --out were fine.
 KERNELS = {
@@ -52,6 +55,7 @@ def test_an_out_that_is_a_folder_is_one_line(name, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@needs_mpiexec
 def test_two_ranks_both_stop_at_a_bad_out_and_rank_0_says_it_once(tmp_path):
     out = tmp_path / "none" / "x.jsonl"
     proc = kernel("biccg", tmp_path, str(out), ranks=2)
@@ -60,6 +64,7 @@ def test_two_ranks_both_stop_at_a_bad_out_and_rank_0_says_it_once(tmp_path):
 
 
 def test_a_good_out_takes_the_lines_and_nothing_else(tmp_path):
+    pytest.importorskip("kernels_ext.biccg._biccg", reason="BICCG is built where MPI was found")
     out = tmp_path / "x.jsonl"
     proc = kernel("biccg", tmp_path, str(out))
     assert proc.returncode == 0 and proc.stdout == ""
@@ -70,8 +75,15 @@ def test_a_good_out_takes_the_lines_and_nothing_else(tmp_path):
 def test_check_out_names_what_is_wrong(tmp_path, monkeypatch):
     cli.check_out(None)
     cli.check_out(str(tmp_path / "x.jsonl"))
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as m:  # a folder above it this user may not enter
+        m.setattr(cli.Path, "is_dir", refuse)
+        with pytest.raises(BadInput, match=r"^--out .*x.jsonl: Permission denied$"):
+            cli.check_out(str(tmp_path / "x.jsonl"))
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
     with pytest.raises(BadInput, match=r"^--out .*: the folder .* is not writable$"):
-        monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
         cli.check_out(str(tmp_path / "x.jsonl"))
 
 
@@ -92,3 +104,6 @@ def test_a_write_that_fails_after_measuring_prints_the_lines_and_says_why(
     captured = capsys.readouterr()
     assert code == 1 and lines == ['{"c": 3}'] and captured.out == '{"c": 3}\n'
     assert captured.err.startswith(f"error: --out {out}: No space left on device")
+    # a run's own failure (3: not converged) is not hidden by the failed write's 1
+    code, _ = cli.mpi_main(lambda: (['{"c": 3}'], 0, 3), str(out))
+    assert code == 3

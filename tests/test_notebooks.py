@@ -363,6 +363,11 @@ def test_report_parameters_a_notebook_lacks_are_refused(tmp_path, cli):
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2, "", f"error: {bad} is a measurement file (burstbench run --params {bad}), not report "
         "parameters (your job, a region: papermill_params/README.md)\n")
+    # a report file with a stray measurement key is still a report file: the key is named
+    bad.write_text("region: Japan East\nvm: mine\n")
+    proc = cli("-m", "burstbench", "report", "--params", str(bad))
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        f"error: {bad}: 'vm' is not a parameter of any report notebook ("), proc.stderr
 
 
 def test_the_report_takes_the_longest_notebook_first_by_the_last_build(tmp_path):

@@ -104,6 +104,8 @@ def test_a_key_given_twice_is_malformed_naming_both_lines(tmp_path):
     assert msg == f"malformed YAML in {f} line 3: 'vm' given twice (first on line 1)"
     f, msg = load_error(tmp_path, "vm: x\nvm_price: {payg: 1, payg: 2}\n")
     assert msg == f"malformed YAML in {f} line 2: 'payg' given twice (first on line 2)"
+    f, msg = load_error(tmp_path, "vm: x\nvm_price: {1: a, true: b}\n")
+    assert msg.endswith("line 2: 'true' given twice (first on line 2 as '1')")
     f.write_text("vm: x\ntriad_ntimes: 3\n")
     assert params.load_file(f)["triad_ntimes"] == 3
 

@@ -82,7 +82,7 @@ class ParamsLoader(yaml.SafeLoader):
     """
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, int] = {}
+        seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
@@ -91,11 +91,14 @@ class ParamsLoader(yaml.SafeLoader):
                 first = seen.get(key)
             except TypeError:  # an unhashable key: SafeLoader's own error follows
                 continue
-            if first is not None:
+            if first is not None:  # each named as written: `1` and `true` are one key
+                said = [n.value if isinstance(n, yaml.ScalarNode) else key
+                        for n in (key_node, first)]
+                was = f" as {said[1]!r}" if said[1] != said[0] else ""
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"{key!r} given twice (first on line {first + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark.line
+                    None, None, f"{said[0]!r} given twice (first on line "
+                    f"{first.start_mark.line + 1}{was})", key_node.start_mark)
+            seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
 

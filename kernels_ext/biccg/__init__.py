@@ -479,13 +479,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     """Everything main() does but printing: (JSON lines on rank 0, rank, exit code)."""
-    from kernels_ext.common.cli import check_out
-    from kernels_ext.common.mpi import agreed, check_abi, init_mpi
+    from kernels_ext.common.cli import check_out_agreed
+    from kernels_ext.common.mpi import check_abi, init_mpi
 
     MPI = init_mpi("funneled")  # OpenMP threads compute, only the main thread calls MPI
     comm = MPI.COMM_WORLD
     rank, nranks = comm.Get_rank(), comm.Get_size()
-    agreed(comm, lambda: check_out(args.out) if rank == 0 else None)
+    check_out_agreed(comm, args.out)
     import importlib.util
 
     spec = importlib.util.find_spec("kernels_ext.biccg._biccg")

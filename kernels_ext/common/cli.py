@@ -60,12 +60,23 @@ def check_out(out: str | None) -> None:
         return
     path = Path(out)
     folder = path.parent
-    if path.is_dir():
-        raise BadInput(f"--out {out}: is a folder, not a file")
-    if not folder.is_dir():
-        raise BadInput(f"--out {out}: no folder {folder}")
+    try:
+        if path.is_dir():
+            raise BadInput(f"--out {out}: is a folder, not a file")
+        if not folder.is_dir():
+            raise BadInput(f"--out {out}: no folder {folder}")
+    except OSError as exc:  # a folder above it that this user may not enter
+        raise BadInput(f"--out {out}: {exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise BadInput(f"--out {out}: the folder {folder} is not writable")
+
+
+def check_out_agreed(comm: Any, out: str | None) -> None:
+    """check_out on rank 0 (the rank that writes), its BadInput raised on every rank of
+    `comm` alike (collective), so that none measures on alone."""
+    from kernels_ext.common.mpi import agreed
+
+    agreed(comm, lambda: check_out(out) if comm.Get_rank() == 0 else None)
 
 
 def write_lines(lines: list[str], out: str | None) -> None:
@@ -146,5 +157,5 @@ def mpi_main(run: Runner, out: str | None) -> tuple[int, list[str]]:
             write_lines(lines, out)
         except KernelError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
-            return exc.exit_code, lines
+            return max(code, exc.exit_code), lines  # a solve's own failure not hidden
     return code, lines

@@ -21,16 +21,9 @@ import socket
 import time
 from collections.abc import Sequence
 
-from kernels_ext.common.cli import check_out, size_bytes
+from kernels_ext.common.cli import check_out_agreed, size_bytes
 from kernels_ext.common.errors import BadInput, ValidationFailed
-from kernels_ext.common.mpi import (
-    agreed,
-    init_mpi,
-    library_family,
-    library_label,
-    load_kernel,
-    where,
-)
+from kernels_ext.common.mpi import init_mpi, library_family, library_label, load_kernel, where
 
 TESTS = ("latency", "bw", "bibw")
 #: OSU 7.x defaults (osu_util.h: LAT_LOOP_*, LAT_SKIP_*, BW_LOOP_*, BW_SKIP_*, WINDOW_SIZE_LARGE).
@@ -263,7 +256,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     MPI = init_mpi(args.thread_level)
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    agreed(comm, lambda: check_out(args.out) if rank == 0 else None)
+    check_out_agreed(comm, args.out)
     runtime = MPI.Get_library_version().strip()
     module, build = (None, {}) if args.impl == "mpi4py" else load_kernel(
         MPI, "pingpong", args.compiler, args.flags, fallback="use --impl mpi4py")

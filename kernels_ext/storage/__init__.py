@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernels_ext.common.cli import check_out, size_bytes
+from kernels_ext.common.cli import check_out_agreed, size_bytes
 from kernels_ext.common.errors import BadInput, KernelError, ValidationFailed
 from kernels_ext.storage.targets import (
     GFARM_NOTE,
@@ -354,6 +354,7 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
     MPI = init_mpi("funneled")  # one thread calls MPI; another checks what is read
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    check_out_agreed(comm, args.out)
     module, build = load_kernel(MPI, "storage")
     runtime = MPI.Get_library_version().strip()
     if args.info:
@@ -362,7 +363,6 @@ def run(args: argparse.Namespace) -> tuple[list[str], int, int]:
         return ([json.dumps(info)] if rank == 0 else []), rank, 0
     if not args.path:
         raise BadInput("--path is required (a folder, or gfarm:///folder for --api gfarm)")
-    agreed(comm, lambda: check_out(args.out) if rank == 0 else None)
     cfg = agreed(comm, lambda: configure(args, module, rank))
     started = time.time()
     phases, info = measure(comm, module, cfg)
