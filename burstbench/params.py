@@ -451,8 +451,7 @@ def report_parameters(path: str | Path) -> dict:
     known = report.keys()
     data = read_mapping(path) or {}
     unknown = sorted(str(k) for k in data if k not in known)
-    folders = {"runs_dir", "reference_dir", "figures_dir"}  # the command's own options
-    if not set(data) & known and set(unknown) & (set(known_names()) - folders):
+    if not set(data) & known and set(unknown) & (set(known_names()) - set(report.FOLDER_NAMES)):
         raise ParamError(f"{path} is a measurement file (burstbench run --params {path}), "
                          "not report parameters (your job, a region: "
                          "papermill_params/README.md)")
