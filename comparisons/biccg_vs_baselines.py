@@ -143,8 +143,8 @@ def add_triad_size(p: argparse.ArgumentParser) -> None:
     p.add_argument("--triad-size", type=size, default="auto", metavar="ELEMENTS",
                    help="elements an array of the Triad beside each solve (default auto: the "
                         "Triad's rule size, 4x the last-level cache, at least 10M; a smaller "
-                        "one measures the cache, and costs less: 19 s a process at the rule "
-                        "size on a VM whose L3 reads 480 MiB)")
+                        "one measures the cache, and costs less: 12 s a process on 1 thread "
+                        "at the rule size on a VM whose L3 reads 480 MiB)")
 
 
 def baseline(grid: list[int], method: str, threads: int) -> dict:

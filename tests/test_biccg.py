@@ -835,22 +835,22 @@ def test_cli_measures_its_nodes_triad_beside_its_first_solve():
 
 def test_the_nodes_triad_is_its_bytes_over_its_slowest_pass_past_the_first(monkeypatch):
     """node_rate on one process: 24 B an element of its share over the fastest pass but the
-    first (a first pass faster than all is not counted), with the threads asked for, and
-    the arrays kept for the next call."""
+    first (a first pass faster than all is not counted), with the threads asked for, the
+    Triad alone in each pass, and the arrays kept for the next call."""
     from mpi4py import MPI
 
     from kernels_ext import triad
 
     asked = {}
 
-    def measure(n, ntimes, threads, keep):
-        asked.update(n=n, ntimes=ntimes, threads=threads, keep=keep)
-        return [{"function": "Add", "times_s": [1.0] * ntimes},
-                {"function": "Triad", "times_s": [0.001, 0.5, 0.25, 2.0]}]
+    def measure(n, ntimes, threads, keep, triad_only):
+        asked.update(n=n, ntimes=ntimes, threads=threads, keep=keep, triad_only=triad_only)
+        return [{"function": "Triad", "times_s": [0.001, 0.5, 0.25, 2.0]}]
 
     monkeypatch.setattr(triad, "measure", measure)
     assert triad.node_rate(MPI.COMM_SELF, 3, 1_000_000, 4) == pytest.approx(24e6 / 0.25 / 1e9)
-    assert asked == {"n": 1_000_000, "ntimes": 4, "threads": 3, "keep": True}
+    assert asked == {"n": 1_000_000, "ntimes": 4, "threads": 3, "keep": True,
+                     "triad_only": True}
 
 
 def test_a_triad_that_cannot_run_after_the_solve_loses_nothing(monkeypatch):

@@ -109,6 +109,63 @@ def test_a_wrong_element_one_run_left_is_in_the_next_runs_check(stores):
     assert got["avg_rel_error"][0] == pytest.approx(1e-6 / n, rel=1e-3)
 
 
+@pytest.mark.parametrize("stores", ["normal", "streaming"])
+@pytest.mark.parametrize("n", [1, 9, 1001, 100_003])
+def test_passes_of_the_triad_alone_match_numpy_and_leave_b_and_c(n, stores):
+    """triad_only: no doubling, each pass a = b + s c alone; b and c as they were, and only
+    the Triad's times."""
+    rng = np.random.default_rng(n)
+    a, b, c = rng.random(n), rng.random(n), rng.random(n)
+    b0, c0 = b.copy(), c.copy()
+    out = _triad.passes(a, b, c, 3, 2, stores, True)
+    np.testing.assert_allclose(a, b0 + SCALAR * c0, rtol=1e-15)
+    assert np.array_equal(b, b0) and np.array_equal(c, c0)
+    assert list(out["times"]) == ["Triad"] and len(out["times"]["Triad"]) == 3
+    assert _triad.expected(3, (5.0, 2.0, 0.5), triad_only=True) == (3.5, 2.0, 0.5)
+    assert _triad.expected(0, (5.0, 2.0, 0.5), triad_only=True) == (5.0, 2.0, 0.5)
+
+
+def test_a_series_of_the_triad_alone_is_checked_and_goes_on_with_the_others():
+    """A series of Triads alone from a fill leaves a = b, c = 0 (an array expected to hold 0
+    is checked by its mean error itself); a lost write fails it; kept arrays go on from
+    the values either kind left, and a full series after it is checked against them."""
+    runs = [(1, "normal"), (2, "streaming")]
+    out = _triad.series(100_003, 3, runs, -1, False, False, True)
+    assert [o["check"]["validated"] for o in out] == [True, True]
+    assert out[1]["check"]["expected"] == (2.0, 2.0, 0.0)
+    assert out[1]["check"]["covers"] == 2
+    assert all(list(o["times"]) == ["Triad"] for o in out)
+    bad = _triad.series(100_003, 3, runs, 11, False, False, True)
+    assert [o["check"]["validated"] for o in bad] == [False, False]
+    assert bad[0]["check"]["bad_elements"] == (1, 0, 0)
+    full = _triad.series(100_003, 3, runs, -1, False, True)
+    alone = _triad.series(100_003, 3, runs, -1, False, True, True)
+    assert alone[-1]["check"]["validated"] is True
+    assert alone[-1]["check"]["expected"] == pytest.approx(
+        _triad.expected(3, full[-1]["check"]["expected"], triad_only=True), rel=1e-15)
+    after = _triad.series(100_003, 3, runs[:1], -1, False, True)
+    assert after[0]["check"]["validated"] is True
+    assert after[0]["check"]["expected"] == pytest.approx(
+        _triad.expected(3, alone[-1]["check"]["expected"]), rel=1e-15)
+    _triad.release()
+
+
+def test_measure_of_the_triad_alone_gives_its_record_only():
+    """measure(triad_only=True): one record a configuration, the Triad's, rated over the
+    Triad's 24 bytes; the baselines refuse it."""
+    from kernels_ext import triad
+    from kernels_ext.common.errors import BadInput
+
+    recs = triad.measure(200_000, 3, "1,2", triad_only=True)
+    assert [(r["function"], r["threads"]) for r in recs] == [("Triad", 1), ("Triad", 2)]
+    assert all(r["validated"] and len(r["times_s"]) == 3 for r in recs)
+    assert recs[0]["best_rate_gbs"] == pytest.approx(24 * 200_000 / min(recs[0]["times_s"][1:])
+                                                     / 1e9)
+    with pytest.raises(BadInput, match="^passes of the Triad alone are the C kernels' only, "
+                       "not numba's$"):
+        triad.measure(1000, 3, 1, impl="numba", triad_only=True)
+
+
 def test_a_series_refills_before_its_values_grow_past_1e150():
     """Each configuration multiplies the values by about 2 x 15^NTIMES: 20 passes pass 1e150
     in the 7th, whose check validates the seven, and the next starts from a fill again."""

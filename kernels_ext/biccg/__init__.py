@@ -462,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--triad-beside", nargs="?", const="auto", default=None, metavar="SIZE",
                    help="measure the node's STREAM Triad just before and just after the first "
                         "solve, every rank of a node at once with its threads, on SIZE "
-                        "elements an array for the node (default auto: the Triad's rule size): "
+                        "elements an array for the node (default auto: the Triad's rule size), "
+                        "passes of the Triad alone (kernels_ext.triad.node_rate): "
                         "the record's triad_beside_gbs [before, after], what the memory gave "
                         "while this solve ran (the time model fits its efficiency on it). One "
                         "that cannot run before the solve stops the run (exit status 2); "

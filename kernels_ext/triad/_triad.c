@@ -63,10 +63,12 @@ static PyObject *binding_list(const stream_thread *bind, int n)
     return list;
 }
 
-static PyObject *times_list(const double *times, int ntimes)
+/* {function: [seconds a pass]}; with triad_only, the Triad's alone (the
+ * others did not run). */
+static PyObject *times_list(const double *times, int ntimes, int triad_only)
 {
     PyObject *out = PyDict_New();
-    for (int f = 0; out != NULL && f < STREAM_NFUNC; f++) {
+    for (int f = triad_only ? STREAM_NFUNC - 1 : 0; out != NULL && f < STREAM_NFUNC; f++) {
         PyObject *l = PyList_New(ntimes);
         for (int k = 0; l != NULL && k < ntimes; k++)
             PyList_SET_ITEM(l, k, PyFloat_FromDouble(times[(size_t)k * STREAM_NFUNC + f]));
@@ -125,7 +127,7 @@ static void release_kept(void)
  * With `keep` (and not `fresh`) the arrays, and what they hold, stay for the
  * next series and the team is put to sleep (stream_idle) before this returns.
  * Called without the GIL; returns STREAM_OK or the first error. */
-static int series_measure(size_t n, int ntimes, series_run *runs, int count,
+static int series_measure(size_t n, int ntimes, int triad_only, series_run *runs, int count,
                           Py_ssize_t fault, int fresh, int keep)
 {
     double *a = NULL, *b = NULL, *c = NULL;
@@ -163,11 +165,11 @@ static int series_measure(size_t n, int ntimes, series_run *runs, int count,
         if (hold == HOLD_FILL)
             values[0] = 1.0, values[1] = 2.0, values[2] = 0.0;
         r->used = stream_stores_used(r->stores, a, b, c);
-        rc = stream_run(a, b, c, n, r->threads, r->stores, ntimes, r->times, r->bind, r->slots,
-                        &r->team);
+        rc = stream_run(a, b, c, n, r->threads, r->stores, ntimes, triad_only, r->times,
+                        r->bind, r->slots, &r->team);
         if (rc != STREAM_OK)
             break;
-        stream_expected_from(values, ntimes, values);
+        stream_expected_from(values, ntimes, triad_only, values);
         memcpy(r->chk.expected, values, sizeof values);
         hold = HOLD_PASSES;
         chain++;
@@ -199,16 +201,18 @@ static int series_measure(size_t n, int ntimes, series_run *runs, int count,
     return rc;
 }
 
-static PyObject *run_dict(const series_run *r, int ntimes)
+static PyObject *run_dict(const series_run *r, int ntimes, int triad_only)
 {
-    return Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times", times_list(r->times, ntimes),
+    return Py_BuildValue("{s:N,s:i,s:N,s:N,s:s}", "times",
+                         times_list(r->times, ntimes, triad_only),
                          "threads", r->team, "binding",
                          binding_list(r->bind, r->team < r->slots ? r->team : r->slots),
                          "check", check_dict(&r->chk, r->ok, r->covers), "stores", STORES[r->used]);
 }
 
 PyDoc_STRVAR(series_doc,
-             "series(size, ntimes, runs, fault_index=-1, fresh=False, keep=False)\n"
+             "series(size, ntimes, runs, fault_index=-1, fresh=False, keep=False,\n"
+             "       triad_only=False)\n"
              "-> list\n\n"
              "Allocate three arrays of `size` doubles once and measure each of\n"
              "`runs`, a sequence of (threads, stores), in turn: run `ntimes` passes\n"
@@ -235,17 +239,21 @@ PyDoc_STRVAR(series_doc,
              "serves several series) keeps the arrays, and the values they hold, for\n"
              "the next series of the same size, which then pays neither their first\n"
              "touch nor a fill, and leaves the team asleep, not spinning, when this\n"
-             "returns; release() frees them.");
+             "returns; release() frees them. `triad_only` runs each pass's Triad\n"
+             "alone, without the doubling (24 of the 80 bytes an element a pass\n"
+             "of the four moves; 'times' then holds the Triad's only): the\n"
+             "memory's rate measured beside another kernel.");
 
 static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"size", "ntimes", "runs", "fault_index", "fresh", "keep", NULL};
+    static char *kwlist[] = {"size",  "ntimes", "runs",      "fault_index",
+                             "fresh", "keep",   "triad_only", NULL};
     Py_ssize_t size, fault = -1;
-    int ntimes, fresh = 0, keep = 0;
+    int ntimes, fresh = 0, keep = 0, triad_only = 0;
     PyObject *seq_obj;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "niO|npp", kwlist, &size, &ntimes, &seq_obj,
-                                     &fault, &fresh, &keep))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "niO|nppp", kwlist, &size, &ntimes, &seq_obj,
+                                     &fault, &fresh, &keep, &triad_only))
         return NULL;
     PyObject *seq = PySequence_Fast(seq_obj, "runs must be a sequence of (threads, stores)");
     if (seq == NULL)
@@ -291,7 +299,7 @@ static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = series_measure((size_t)size, ntimes, runs, (int)count, fault, fresh, keep);
+    rc = series_measure((size_t)size, ntimes, triad_only, runs, (int)count, fault, fresh, keep);
     Py_END_ALLOW_THREADS
     if (rc != STREAM_OK) {
         raise_rc(rc);
@@ -299,7 +307,7 @@ static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
     }
     result = PyList_New(count);
     for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
-        PyObject *d = run_dict(&runs[i], ntimes);
+        PyObject *d = run_dict(&runs[i], ntimes, triad_only);
         if (d == NULL)
             Py_CLEAR(result);
         else
@@ -402,45 +410,47 @@ static PyObject *py_check(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(expected_doc,
-             "expected(ntimes, start=(1.0, 2.0, 0.0)) -> (a, b, c)\n\n"
+             "expected(ntimes, start=(1.0, 2.0, 0.0), triad_only=False) -> (a, b, c)\n\n"
              "The values the arrays hold after a run (a doubled, then `ntimes`\n"
-             "passes) on arrays that held `start`: a fill, or what an earlier run\n"
-             "left, which the run goes on from. Fed its own result, it follows a\n"
-             "series.");
+             "passes; with triad_only, `ntimes` Triads alone) on arrays that held\n"
+             "`start`: a fill, or what an earlier run left, which the run goes on\n"
+             "from. Fed its own result, it follows a series.");
 
 static PyObject *py_expected(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"ntimes", "start", NULL};
+    static char *kwlist[] = {"ntimes", "start", "triad_only", NULL};
     double start[3] = {1.0, 2.0, 0.0}, e[3];
-    int ntimes;
+    int ntimes, triad_only = 0;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|(ddd)", kwlist, &ntimes, &start[0],
-                                     &start[1], &start[2]))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|(ddd)p", kwlist, &ntimes, &start[0],
+                                     &start[1], &start[2], &triad_only))
         return NULL;
     if (ntimes < 0) {
         PyErr_SetString(PyExc_ValueError, "ntimes must be >= 0");
         return NULL;
     }
-    stream_expected_from(start, ntimes, e);
+    stream_expected_from(start, ntimes, triad_only, e);
     return Py_BuildValue("(ddd)", e[0], e[1], e[2]);
 }
 
 PyDoc_STRVAR(passes_doc,
-             "passes(a, b, c, ntimes, threads=0, stores='normal') -> dict\n\n"
+             "passes(a, b, c, ntimes, threads=0, stores='normal', triad_only=False)\n"
+             "-> dict\n\n"
              "Run stream_run on caller-owned float64 arrays, in place: a is doubled,\n"
-             "then ntimes passes of Copy, Scale, Add, Triad. For tests against NumPy\n"
-             "(any alignment, any length). Returns {'times': {...}, 'threads': team\n"
+             "then ntimes passes of Copy, Scale, Add, Triad (with triad_only, no\n"
+             "doubling and ntimes Triads alone). For tests against NumPy (any\n"
+             "alignment, any length). Returns {'times': {...}, 'threads': team\n"
              "size, 'stores': the policy used}.");
 
 static PyObject *py_passes(PyObject *self, PyObject *args)
 {
     PyObject *obj[3];
     Py_buffer buf[3];
-    int ntimes, threads = 0, team = 0, rc, stores;
+    int ntimes, threads = 0, team = 0, rc, stores, triad_only = 0;
     const char *stores_name = "normal";
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOi|is", &obj[0], &obj[1], &obj[2], &ntimes, &threads,
-                          &stores_name) ||
+    if (!PyArg_ParseTuple(args, "OOOi|isp", &obj[0], &obj[1], &obj[2], &ntimes, &threads,
+                          &stores_name, &triad_only) ||
         (stores = parse_stores(stores_name)) < 0 || get_arrays(obj, buf, ntimes, 1) != 0)
         return NULL;
     if (ntimes < 2 || threads < 0) {
@@ -456,12 +466,13 @@ static PyObject *py_passes(PyObject *self, PyObject *args)
     const int used = stream_stores_used(stores, buf[0].buf, buf[1].buf, buf[2].buf);
     Py_BEGIN_ALLOW_THREADS
     rc = stream_run(buf[0].buf, buf[1].buf, buf[2].buf, (size_t)(buf[0].len / sizeof(double)),
-                    threads, stores, ntimes, times, NULL, 0, &team);
+                    threads, stores, ntimes, triad_only, times, NULL, 0, &team);
     Py_END_ALLOW_THREADS
     release_arrays(buf);
     PyObject *result = rc != STREAM_OK ? raise_rc(rc)
                                        : Py_BuildValue("{s:N,s:i,s:s}", "times",
-                                                       times_list(times, ntimes), "threads", team,
+                                                       times_list(times, ntimes, triad_only),
+                                                       "threads", team,
                                                        "stores", STORES[used]);
     free(times);
     return result;

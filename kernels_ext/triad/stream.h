@@ -107,6 +107,10 @@ void stream_resume(void);
  * passes of Copy (c = a), Scale (b = s c), Add (c = a + b) and Triad
  * (a = b + s c) with s = STREAM_SCALAR, each one `omp parallel for` with the
  * default static schedule, as in stream.c.
+ *   triad_only  nonzero: no doubling, and each pass the Triad alone (24 of
+ *            the 80 bytes an element a pass of the four moves); the other
+ *            three functions' times are 0.  The memory's rate measured
+ *            beside another kernel, where the other three add only time.
  *   stores   STREAM_STORES_NORMAL, or STREAM_STORES_STREAMING: the vector
  *            body of each loop written with streaming stores (the elements
  *            before the destination's first aligned vector and the remainder
@@ -119,7 +123,7 @@ void stream_resume(void);
  * Returns STREAM_OK or STREAM_EINVAL (ntimes < 2, n == 0, an unknown policy).
  */
 int stream_run(double *a, double *b, double *c, size_t n, int threads, int stores,
-               int ntimes, double *times, stream_thread *binding,
+               int ntimes, int triad_only, double *times, stream_thread *binding,
                int max_threads, int *nthreads);
 
 /* stream_expected - the values a[], b[], c[] hold after `ntimes` passes. */
@@ -127,16 +131,18 @@ void stream_expected(int ntimes, double expected[3]);
 
 /*
  * stream_expected_from - the values a[], b[], c[] hold after stream_run (its
- * doubling of a[] and `ntimes` passes) on arrays that held start[0], start[1],
- * start[2] (a, b, c).  Fed its own result, it follows a series of runs that go
- * on from each other, without a fill.
+ * doubling of a[] and `ntimes` passes, or with triad_only its passes of the
+ * Triad alone) on arrays that held start[0], start[1], start[2] (a, b, c).
+ * Fed its own result, it follows a series of runs that go on from each
+ * other, without a fill.
  */
-void stream_expected_from(const double start[3], int ntimes, double expected[3]);
+void stream_expected_from(const double start[3], int ntimes, int triad_only,
+                          double expected[3]);
 
 /*
  * stream_check_against - checkSTREAMresults: compare a[], b[], c[] with the
  * values expected[] (from stream_expected or stream_expected_from), relative
- * to them.  Fills *out.  Returns STREAM_OK when the mean relative error of
+ * to them (absolute where one is 0).  Fills *out.  Returns STREAM_OK when the mean relative error of
  * every array is at most STREAM_EPSILON, STREAM_EVALIDATE otherwise,
  * STREAM_EINVAL for bad sizes.  One check after a series of runs that went on
  * from each other validates them all, since a wrong element any of them

@@ -207,11 +207,12 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
 
 
 #: What a process's Triad beside its solve (biccg_triad_beside) is guessed to run at: its
-#: arrays' first touch and its passes (2 x BESIDE_NTIMES of STREAM's four kernels, 80 B an
-#: element), the passes at two cores' rate whatever the threads.  0.5 s a process at the
+#: arrays' first touch, and twice BESIDE_NTIMES passes of the Triad alone (24 B an element)
+#: and the check (24 B), at two cores' rate whatever the threads.  0.2 s a process at the
 #: rule size on the 2-core VM with a 32 MiB L3; an Intel Xeon VM whose L3 reads 480 MiB took
-#: 9.5 s on 2 threads (guessed 8.7 s) and 19 s on 1.
-BESIDE_TOUCH_GBS, BESIDE_PASS_GBS = 3.0, 30.0
+#: 6.5 s a process on 2 threads (guessed 5.4 s) and 12 s on 1, its solve included
+#: (comparisons/README.md, "The Triad alone").
+BESIDE_TOUCH_GBS, BESIDE_PASS_GBS = 2.0, 30.0
 
 
 def triad_beside_s() -> float:
@@ -219,7 +220,8 @@ def triad_beside_s() -> float:
     from kernels_ext import triad
 
     n = triad.default_size()
-    return (24 * n / BESIDE_TOUCH_GBS + 2 * triad.BESIDE_NTIMES * 80 * n / BESIDE_PASS_GBS) / 1e9
+    passes = 2 * (triad.BESIDE_NTIMES + 1) * 24 * n
+    return (24 * n / BESIDE_TOUCH_GBS + passes / BESIDE_PASS_GBS) / 1e9
 
 
 def plan(P: dict) -> Plan:
