@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import newer_run, report_root, run_cli
+from conftest import ROOT, newer_run, report_root, run_cli
 
 from burstbench.core.checks import ParamError
 from burstbench.cost import burst, job
@@ -61,7 +61,8 @@ def test_swf_every_field_and_the_header(tmp_path):
         swf_line(4, 20, 5, -7, 1),           # negative run time
         swf_line(5, 30, -3, 10, 1),          # start before submit
         swf_line(6, 40, 0, 10, 4),           # more processors than MaxProcs
-        swf_line(7, 50, 0, 10, 1, 60, queue=3, partition=2)]) + "\n"
+        swf_line(7, 50, 0, 10, 1, 60, queue=3, partition=2),
+        swf_line(8, "1e30", 0, 10, 1)]) + "\n"   # a submit time no log spans
     with gzip.open(p, "wt") as f:
         f.write(body)
     lg = logs.read_log(p)
@@ -76,10 +77,14 @@ def test_swf_every_field_and_the_header(tmp_path):
     assert lg.dropped == {"wrong field count": 1, "unknown wait or run time (-1)": 1,
                           "a negative run time": 1,
                           "a start before its submit (negative wait)": 1,
-                          "more processors than MaxProcs (2)": 1}
+                          "more processors than MaxProcs (2)": 1,
+                          "a submit time over 50 years from the log's median (a corrupt "
+                          "field?)": 1}
     text = " ".join(lg.notes)
     assert "1 line(s) without SWF's 18 fields (line 10)" in text
     assert "1 job(s) with a negative run time: dropped" in text
+    assert ("1 job(s) with a submit time over 50 years from the log's median (a corrupt "
+            "field?): dropped") in text
 
 
 SACCT = """JobID|Submit|Start|End|NNodes|NCPUS|State|Timelimit
@@ -628,7 +633,18 @@ def test_the_command_says_bad_input_in_one_line(tmp_path):
     proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "never.swf"),
                    "--region", "Mars")
     assert (proc.returncode, proc.stderr) == (
-        2, "error: --region 'Mars': no VM priced there (priced: East US, Japan East)\n")
+        2, "error: --region 'Mars': no VM priced there for payg (priced: East US, Japan "
+        "East)\n")
+    # priced for one billing only: the other is refused as early, naming where it is priced
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    rows = (ROOT / "data" / "reference" / "prices_vm.csv").read_text().splitlines(True)
+    (ref / "prices_vm.csv").write_text("".join(r for r in rows
+                                               if not ("Japan East" in r and ",spot," in r)))
+    proc = run_cli("-m", "burstbench", "replay", "--log", str(tmp_path / "never.swf"),
+                   "--region", "Japan East", "--billing", "spot", "--reference-dir", str(ref))
+    assert (proc.returncode, proc.stderr) == (
+        2, "error: --region 'Japan East': no VM priced there for spot (priced: East US)\n")
 
 
 # -- five jobs, by hand ----------------------------------------------------------------------

@@ -121,25 +121,39 @@ def setup(classes: list | None = None, input_gb: float = 10.0, output_gb: float 
     from burstbench.replay.pricing import pricing
 
     rule_list = rules(classes, input_gb, output_gb)
+    check_region(region, billing, reference_dir)
     pr = pricing([r.cls for r in rule_list], runs_dir=runs_dir,
                  reference_dir=reference_dir, region=region, billing=billing,
                  draws=draws)
     if not pr.vms():
-        priced = priced_regions(reference_dir)
-        raise ParamError(f"--region {region!r}: no VM priced there for {billing}"
-                         + (f" (priced: {', '.join(priced)})" if priced else ""))
+        check_region(region, billing, reference_dir, priced=False)
     return rule_list, pr
 
 
-def priced_regions(reference_dir: str = "") -> list[str]:
-    """The regions the reference prices name (none where they cannot be read)."""
+def priced_regions(reference_dir: str = "", billing: str = "") -> list[str]:
+    """The regions the reference prices name, for `billing` where given (none where they
+    cannot be read)."""
     from burstbench.core.paths import reference_dir as default_ref
 
     try:
         t = pd.read_csv(Path(reference_dir or default_ref()) / "prices_vm.csv")
+        if billing:
+            t = t[t["billing"] == billing]
         return sorted(t["region"].dropna().unique())
     except (OSError, KeyError, ValueError):
         return []
+
+
+def check_region(region: str, billing: str, reference_dir: str = "",
+                 priced: bool = True) -> None:
+    """ParamError, before anything is read or priced (replay, advise), where the reference
+    prices price no VM in `region` for `billing`, naming the regions they do price for it;
+    with `priced` False, where pricing found no VM there anyway.  Nothing where the prices
+    cannot be read (pricing then says so)."""
+    regions = priced_regions(reference_dir, billing)
+    if not priced or (regions and region not in regions):
+        raise ParamError(f"--region {region!r}: no VM priced there for {billing}"
+                         + (f" (priced: {', '.join(regions)})" if regions else ""))
 
 
 @dataclass

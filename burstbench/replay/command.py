@@ -84,12 +84,9 @@ def replay_command(args: argparse.Namespace) -> int:
                   thresholds_h=thresholds, p_sooner=p_sooner, gain_h=gains,
                   region=args.region,
                   billing=args.billing, draws=args.draws, learn=not args.no_learn)
-        from burstbench.advise.advice import priced_regions
+        from burstbench.advise.advice import check_region
 
-        regions = priced_regions(args.reference_dir)
-        if regions and args.region not in regions:
-            raise ParamError(f"--region {args.region!r}: no VM priced there (priced: "
-                             f"{', '.join(regions)})")
+        check_region(args.region, args.billing, args.reference_dir)
         if args.predictions and not Path(args.predictions).resolve().parent.is_dir():
             raise ParamError(f"--predictions {args.predictions}: no folder "
                              f"{Path(args.predictions).resolve().parent} to write it in")

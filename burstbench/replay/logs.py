@@ -180,6 +180,8 @@ def _header_number(header: dict[str, str], key: str, notes: list[str]) -> int | 
 SWF_PARTIAL = (2, 3, 4)
 #: A requested time longer than this is an 'unlimited' written as a number (2^31 - 1 s).
 LONGEST_REQUEST_S = 366 * 86400.0
+#: A submit time further than this from the log's median one is a corrupt field (1e30).
+LONGEST_SPAN_S = 50 * 365.25 * 86400.0
 
 
 def parse_swf(text: str, source: str = "") -> Log:
@@ -279,7 +281,8 @@ def read_log(path: Path | str, fmt: str = "", max_procs: int | None = None) -> L
 
 def clean(log: Log, source: str = "") -> Log:
     """Drop, count and say: an unknown wait or run time, a negative run time, a start before
-    its submit, no processors, more processors than the machine's MaxProcs.  A requested
+    its submit, no processors, more processors than the machine's MaxProcs, a submit time
+    more than LONGEST_SPAN_S from the log's median one.  A requested
     time over LONGEST_REQUEST_S is taken as unknown, and said.  ParamError where no job is
     left."""
     j = log.jobs
@@ -294,7 +297,9 @@ def clean(log: Log, source: str = "") -> Log:
              ("a start before its submit (negative wait" + (
                  "; local times across a change of daylight-saving time?)"
                  if log.fmt == "sacct" else ")"), j["wait"] < 0),
-             ("no processors logged", ~(j["procs"] > 0) & ~(j["nodes"] > 0))]
+             ("no processors logged", ~(j["procs"] > 0) & ~(j["nodes"] > 0)),
+             ("a submit time over 50 years from the log's median (a corrupt field?)",
+              (j["submit"] - j["submit"].median()).abs() > LONGEST_SPAN_S)]
     if log.max_procs:
         rules.append((f"more processors than MaxProcs ({log.max_procs})",
                       j["procs"] > log.max_procs))
