@@ -106,6 +106,12 @@ def test_a_key_given_twice_is_malformed_naming_both_lines(tmp_path):
     assert msg == f"malformed YAML in {f} line 2: 'payg' given twice (first on line 2)"
     f, msg = load_error(tmp_path, "vm: x\nvm_price: {1: a, true: b}\n")
     assert msg.endswith("line 2: 'true' given twice (first on line 2 as '1')")
+    f, msg = load_error(tmp_path, "a: &a {payg: 1}\nb: &b {spot: 2}\n"
+                        "vm_price:\n  <<: *a\n  <<: *b\n")
+    assert msg == (f"malformed YAML in {f} line 5: '<<' given twice (first on line 4): "
+                   "merge several maps with one, <<: [*a, *b]")
+    assert checks.loads("a: &a {payg: 1}\nb: &b {spot: 2}\nc: {<<: [*a, *b], payg: 3}\n")[
+        "c"] == {"payg": 3, "spot": 2}
     f.write_text("vm: x\ntriad_ntimes: 3\n")
     assert params.load_file(f)["triad_ntimes"] == 3
 

@@ -78,13 +78,21 @@ class ParamsLoader(yaml.SafeLoader):
 
     Everything else is SafeLoader's (YAML 1.1): integers stay integers, quoted
     scalars stay strings, ``true``/``yes`` are booleans.  A key given twice in one mapping
-    is an error (PyYAML would keep the last silently), naming both lines.
+    is an error (PyYAML would keep the last silently), naming both lines; so is a second
+    merge key ``<<``.
     """
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, yaml.Node] = {}
+        merge: yaml.Node | None = None
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == "tag:yaml.org,2002:merge":  # one, of a map or a list of maps
+                if merge is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"'<<' given twice (first on line "
+                        f"{merge.start_mark.line + 1}): merge several maps with one, "
+                        "<<: [*a, *b]", key_node.start_mark)
+                merge = key_node
                 continue
             key = self.construct_object(key_node, deep=deep)
             try:
