@@ -14,21 +14,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kernels_ext.common.errors import BadInput, MPIMismatch
+from kernels_ext.common.errors import BadInput, KernelError, MPIMismatch
 
 T = TypeVar("T")
 
 
-def agreed(comm, fn: Callable[[], T]) -> T:
-    """`fn()` on every rank; the first rank's BadInput, if any, raised on all of them (so
-    every rank stops alike, none left waiting in a collective, and rank 0 prints it)."""
+def agreed(comm, fn: Callable[[], T], catch: type[KernelError] = BadInput) -> T:
+    """`fn()` on every rank; the first rank's error of kind `catch` (BadInput unless
+    told), if any, raised on all of them as it was, its kind and its words (so every rank
+    stops alike, none left waiting in a collective, and rank 0 prints it)."""
     try:
         value, why = fn(), None
-    except BadInput as exc:
-        value, why = None, str(exc)
+    except catch as exc:
+        value, why = None, (type(exc), str(exc))
     first = next((w for w in comm.allgather(why) if w is not None), None)
     if first is not None:
-        raise BadInput(first)
+        raise first[0](first[1])
     return value  # type: ignore[return-value]  (set: no rank raised)
 
 

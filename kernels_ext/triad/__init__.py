@@ -346,31 +346,16 @@ def node_rate(comm: Any, threads: int, size: Any = None, ntimes: int = BESIDE_NT
     waiting for the others."""
     from mpi4py import MPI
 
-    def agreed(err: KernelError | None) -> None:
-        """Raise on every rank the first rank's error, where any rank had one."""
-        errs = comm.allgather(None if err is None else (type(err), str(err)))
-        first = next((e for e in errs if e is not None), None)
-        if first is not None:
-            raise first[0](first[1])
+    from kernels_ext.common.mpi import agreed
 
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        err: KernelError | None = None
-        times, n = None, 0
-        try:
-            n = max(1, check_size(size)[0] // node.Get_size())
-        except KernelError as exc:
-            err = exc
-        agreed(err)
+        n = agreed(comm, lambda: max(1, check_size(size)[0] // node.Get_size()), KernelError)
         node.Barrier()
-        try:
-            times = next(r["times_s"] for r in measure(n, ntimes, threads, keep=True,
-                                                       triad_only=True)
-                         if r["function"] == "Triad")
-        except KernelError as exc:
-            err = exc
+        times = agreed(comm, lambda: next(r["times_s"] for r in measure(
+            n, ntimes, threads, keep=True, triad_only=True) if r["function"] == "Triad"),
+            KernelError)
         everyone = node.gather(times, root=0)
-        agreed(err)
         best = 0.0
         if node.Get_rank() == 0:
             passes = zip(*everyone)
