@@ -33,6 +33,7 @@ pool), not on fresh pages.
     python comparisons/biccg_setup_profile.py --base HEAD --pages base --rounds 9
     python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --blocking rows
     python comparisons/biccg_setup_profile.py --ranks 2 --threads 1 --setup later --rounds 7
+    python comparisons/biccg_setup_profile.py --base HEAD --iterations 10000 --pause 5
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -171,10 +173,17 @@ def main() -> int:
     p.add_argument("--setup", choices=SETUPS, default="first",
                    help="profile each process's first setup (its pages new to it: the "
                         "default) or its second, on the arrays the solver kept")
+    p.add_argument("--pause", type=float, default=0.0, metavar="S",
+                   help="sleep S seconds before each process (default 0): where the host "
+                        "takes freed memory back (a balloon's free page reporting), a few "
+                        "seconds hand it back, and a first setup then meets fresh huge pages "
+                        "as a job's first process does (comparisons/biccg_pages.py's --pause)")
     a = p.parse_args()
     if a.rounds < 1 or a.threads < 1 or a.ranks < 1 or min(a.grid) < 1 or a.iterations < 0:
         p.error("--rounds, --threads, --ranks and the grid's sizes must be positive, "
                 "--iterations not negative")
+    if not a.pause >= 0:
+        p.error("--pause must be a number of seconds, not negative")
     with tempfile.TemporaryDirectory() as tmp:
         exes = {"this tree": Path(tmp) / "now"}
         build(a.cc, FLAGS, exes["this tree"], DRIVER)
@@ -195,6 +204,7 @@ def main() -> int:
         records: dict[str, list[dict]] = defaultdict(list)
         for r in range(a.rounds):
             for label in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
+                time.sleep(a.pause)
                 phases, digest, record = run_once(exes[label], a.grid, a.threads, a.ranks,
                                                   a.iterations, a.pages, a.blocking, a.setup)
                 runs[label].append(phases)

@@ -80,7 +80,9 @@ typedef struct {
                          * the host takes freed memory back (a balloon's free page
                          * reporting), a fresh huge page faults in several times
                          * slower than base pages, and a process's first setup pays
-                         * it (comparisons/README.md, "Huge pages or base pages") */
+                         * it (comparisons/README.md, "Huge pages or base pages").
+                         * The arrays only the setup reads are in base pages either
+                         * way where every block is a whole tile (bc_alloc_setup) */
 } bc_params;
 
 /* sweep_prefetch's value that decides by llc_bytes. */
