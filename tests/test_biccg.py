@@ -1082,22 +1082,6 @@ print(json.dumps(out))
 """
 
 
-def advised_in_child(tmp_path: Path, child: str) -> list:
-    """The child's [pages, {advice: KiB}] after each of its solves; a skip where the
-    mappings cannot be read or the kernel refused huge pages."""
-    if not Path("/proc/self/smaps").exists():
-        pytest.skip("no /proc/self/smaps: the process's mappings cannot be read")
-    script = tmp_path / "pages.py"
-    script.write_text(child)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout)
-    if got[0][1]["hg"] == 0:
-        pytest.skip("this kernel refused MADV_HUGEPAGE (no transparent huge pages): " + str(got))
-    return got
-
-
 def test_each_solve_advises_the_pages_it_asked_for(tmp_path):
     """The solver keeps its large arrays after a solve (the pool), so the process's mappings
     then show how they were advised (/proc/self/smaps, VmFlags: hg for huge pages, nh for
@@ -1105,40 +1089,20 @@ def test_each_solve_advises_the_pages_it_asked_for(tmp_path):
     megabytes advised huge and none base; after one in base pages the opposite (the pool
     handed back its huge blocks instead of reusing them); then huge again.  Counted from
     after a small solve, which starts the threads (glibc advises their stacks nh)."""
-    got = advised_in_child(tmp_path, CHILD_PAGES)
+    if not Path("/proc/self/smaps").exists():
+        pytest.skip("no /proc/self/smaps: the process's mappings cannot be read")
+    script = tmp_path / "pages.py"
+    script.write_text(CHILD_PAGES)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    if got[0][1]["hg"] == 0:
+        pytest.skip("this kernel refused MADV_HUGEPAGE (no transparent huge pages): " + str(got))
     mib = 1024  # A's copy alone is 9 MB: at least 8 MiB of blocks
     assert [g[0] for g in got] == ["huge", "base", "huge"]
     assert all(g[1]["hg"] >= 8 * mib and g[1]["nh"] == 0 for g in (got[0], got[2])), got
     assert got[1][1]["nh"] >= 8 * mib and got[1][1]["hg"] == 0, got
-
-
-CHILD_TILE_PAGES = CHILD_PAGES.split("out = []")[0].replace(
-    "biccg.poisson_matrix(48, 48, 48)  # A's copy: 9 MB", "biccg.poisson_matrix(64, 64, 64)") + """
-out = []
-for pages in ("huge", "huge", "base"):
-    biccg.solve(A, b, threads=1, max_iter=1, pages=pages, grid=(64, 64, 64), tile=(4, 4, 2))
-    now = advised_kib()
-    out.append([pages, {k: now[k] - before[k] for k in now}])
-print(json.dumps(out))
-"""
-
-
-def test_the_arrays_only_the_setup_reads_are_in_base_pages_where_every_block_is_a_tile(
-        tmp_path):
-    """Blocks that are all whole 4 x 4 x 2 tiles: the sweeps read the tiles' copies, so the
-    factor's own arrays (pattern counts, L's columns and values, the pivots) are placed in
-    base pages even in a solve in huge pages (their first touch is what a fresh huge page
-    costs, and the iterations never read them), and the rest in huge ones.  A second solve
-    takes the same blocks back, each for an array of its kind (no new mapping); one in
-    base pages hands the huge blocks back.  Without tiles every array is of the solve's
-    kind (the test above)."""
-    got = advised_in_child(tmp_path, CHILD_TILE_PAGES)
-    mib = 1024
-    # at 64^3: A's copy 22 MB and the vectors 8 MB in huge pages; L's double values 6 MB,
-    # its columns, floats, pattern counts and pivots 2-3 MB each, in base pages
-    assert got[0][1]["hg"] >= 24 * mib and got[0][1]["nh"] >= 16 * mib, got
-    assert got[1][1] == got[0][1], got
-    assert got[2][1]["hg"] == 0 and got[2][1]["nh"] >= 40 * mib, got
 
 
 CHILD_PREFETCH = """

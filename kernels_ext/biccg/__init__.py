@@ -278,10 +278,8 @@ def solve_local(comm, indptr, indices, data, b, n: int, row_begin: int, block_si
     time, comparisons/README.md; statistics' spmv_nta says what was done; the same bits
     either way). pages: the pages asked for the large arrays ("huge", the default:
     transparent huge pages, a solve 4-14% faster here; or "base": where the host takes
-    freed memory back, a fresh process's first setup at 128^3 took 0.30 s in base pages
-    against 0.58 s in huge ones, comparisons/README.md; the solution is the same bits;
-    where every block is a whole tile, the arrays only the setup reads are in base pages
-    either way).
+    freed memory back, a fresh process's first setup at 128^3 took 0.20 s in base pages
+    against 0.67 s in huge ones, comparisons/README.md; the solution is the same bits).
     statistics' minor_faults: this process's minor page faults during the call (its
     setup faults in the pages of every array it places the first time; in base pages
     each fault is one 4 KiB page).  Raises NotConverged on a CG breakdown (naming the

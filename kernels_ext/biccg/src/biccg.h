@@ -80,9 +80,7 @@ typedef struct {
                          * the host takes freed memory back (a balloon's free page
                          * reporting), a fresh huge page faults in several times
                          * slower than base pages, and a process's first setup pays
-                         * it (comparisons/README.md, "Huge pages or base pages").
-                         * The arrays only the setup reads are in base pages either
-                         * way where every block is a whole tile (bc_alloc_setup) */
+                         * it (comparisons/README.md, "Huge pages or base pages") */
 } bc_params;
 
 /* sweep_prefetch's value that decides by llc_bytes. */

@@ -102,10 +102,8 @@ static void bc_digest(const bc_local *L)
  * all.  The blocks are mapped, not taken from malloc: glibc may serve a block
  * from heap memory that earlier arrays faulted in, in pages of either kind,
  * where the kind asked for (bc_params.base_pages) would not hold.  The pool
- * holds blocks of the solve's kind, pool_base_pages, and base-page blocks of
- * the arrays only the setup reads (bc_alloc_setup); a block is taken again
- * only for an array of its kind.  A solve that asks for the other kind
- * returns them all first (pool_kind).  One solve at a time in a process.
+ * holds blocks of one kind, pool_base_pages: a solve that asks for the other
+ * returns them first (pool_kind).  One solve at a time in a process.
  */
 #define BC_POOL 64
 static struct {
@@ -113,11 +111,10 @@ static struct {
     size_t cap;
     int state; /* BUSY, PENDING (freed during this solve), FREE */
     int taken; /* taken since the last trim */
-    int base;  /* in base pages (the solve's kind, or bc_alloc_setup's) */
 } pool[BC_POOL];
 enum { BUSY = 1, PENDING, FREE };
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static int pool_base_pages; /* the solve's arrays are in base pages, not huge ones */
+static int pool_base_pages; /* the pool's blocks are in base pages, not huge ones */
 
 /* Advice only, ignored where THP is off; NOHUGEPAGE keeps base pages where
  * THP is always on. */
@@ -164,8 +161,7 @@ static void unmap_block(void *p, size_t cap)
 #endif
 }
 
-/* bc_alloc, in base pages where `base` or the solve asks. */
-static void *alloc_kind(size_t count, size_t size, int base)
+void *bc_alloc(size_t count, size_t size)
 {
     size_t bytes = (count > 0 ? count : 1) * size;
     if (bytes < HUGE_PAGE)
@@ -174,32 +170,21 @@ static void *alloc_kind(size_t count, size_t size, int base)
     void *p = NULL;
     int best = -1, slot = -1;
     pthread_mutex_lock(&pool_lock);
-    base = base || pool_base_pages;
+    const int base = pool_base_pages;
     for (int k = 0; k < BC_POOL; k++)
         if (pool[k].p == NULL && slot < 0)
             slot = k;
-        else if (pool[k].state == FREE && pool[k].cap >= cap && pool[k].base == base &&
+        else if (pool[k].state == FREE && pool[k].cap >= cap &&
                  (best < 0 || pool[k].cap < pool[best].cap))
             best = k;
     if (best >= 0)
         p = pool[best].p, pool[best].state = BUSY, pool[best].taken = 1;
     else if (slot >= 0 && (p = map_block(cap, base)) != NULL)
-        pool[slot].p = p, pool[slot].cap = cap, pool[slot].state = BUSY, pool[slot].taken = 1,
-        pool[slot].base = base;
+        pool[slot].p = p, pool[slot].cap = cap, pool[slot].state = BUSY, pool[slot].taken = 1;
     pthread_mutex_unlock(&pool_lock);
     if (best < 0 && slot < 0 && posix_memalign(&p, HUGE_PAGE, bytes) == 0)
         advise_pages(p, bytes, base); /* the pool is full: glibc's, not kept (bc_free frees it) */
     return p;
-}
-
-void *bc_alloc(size_t count, size_t size)
-{
-    return alloc_kind(count, size, 0);
-}
-
-void *bc_alloc_setup(size_t count, size_t size)
-{
-    return alloc_kind(count, size, 1);
 }
 
 void bc_free(void *p)
@@ -456,22 +441,6 @@ static int sweeps_prefetch(MPI_Comm comm, const bc_params *p, bc_local *L)
  * local matrix and its prefetch plan, factor, plan the halo; no communication
  * before the ranks agree that each of them got this far.
  */
-/* Whether every block of the rank is a whole 4 x 4 x 2 tile of a grid (not
- * row runs, none cut by the grid's edge or the rank's): the sweeps then read
- * the tiles' copies only (ic0.c, pack_sweeps), never the factor's own arrays,
- * which the setup places in base pages (bc_local.factor_setup_only).  A tile
- * whose pattern is not the 7-point grid's is still swept from those arrays,
- * in base pages: right, a little slower. */
-static int whole_tiles(const bc_params *p, const bc_local *L)
-{
-    if (L->row_runs || p->grid[0] == 0 || p->tile[0] != 4 || p->tile[1] != 4 || p->tile[2] != 2)
-        return 0;
-    for (int b = 0; b < L->nblocks; b++)
-        if (L->bstart[b + 1] - L->bstart[b] != 32)
-            return 0;
-    return 1;
-}
-
 static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const bc_params *p,
                     bc_local *L, bc_timer *t)
 {
@@ -488,8 +457,6 @@ static int cg_setup(MPI_Comm comm, const bc_csr_in *a, const double *b_in, const
     toc(t, T_INPUT);
     if (rc == BC_OK)
         rc = bc_order(a, p, L, NULL);
-    if (rc == BC_OK)
-        L->factor_setup_only = whole_tiles(p, L);
     BC_PHASE("ordering");
     toc(t, T_ORDERING);
     if (rc == BC_OK)

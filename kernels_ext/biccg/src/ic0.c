@@ -284,17 +284,15 @@ int bc_factor(bc_local *L, int single)
 {
     const int n = L->nloc;
     const int64_t nl = L->lptr[n];
-    /* the pivots: 1/d where the factor stays double, freed where it is single */
-    double *d = single ? bc_alloc_setup((size_t)n, sizeof(double))
-                       : bc_alloc((size_t)n, sizeof(double));
-    L->lidx = bc_alloc_factor(L, (size_t)nl, sizeof(int32_t));
-    L->lval = bc_alloc_factor(L, (size_t)nl, sizeof(double));
+    double *d = bc_alloc((size_t)n, sizeof(double));
+    L->lidx = bc_alloc((size_t)nl, sizeof(int32_t));
+    L->lval = bc_alloc((size_t)nl, sizeof(double));
     if (!d || !L->lidx || !L->lval) {
         bc_free(d);
         return BC_ENOMEM;
     }
     if (single) {
-        L->lval32 = bc_alloc_factor(L, (size_t)L->lptr[n], sizeof(float));
+        L->lval32 = bc_alloc((size_t)L->lptr[n], sizeof(float));
         L->dinv32 = bc_alloc((size_t)n, sizeof(float));
         if (!L->lval32 || !L->dinv32) {
             bc_free(d);
@@ -316,8 +314,8 @@ int bc_factor(bc_local *L, int single)
     invert_pivots(L, d);
     BC_PHASE("factor: invert d");
     if (!single) {
-        L->uidx = bc_alloc_factor(L, (size_t)nl, sizeof(int32_t));
-        L->uval = bc_alloc_factor(L, (size_t)nl, sizeof(double));
+        L->uidx = bc_alloc((size_t)nl, sizeof(int32_t));
+        L->uval = bc_alloc((size_t)nl, sizeof(double));
         if (!L->uidx || !L->uval)
             return BC_ENOMEM;
     }

@@ -28,9 +28,6 @@ typedef struct {
      * and the sweeps carry that row's value in a register (with tiles that
      * made them slower, sweeps.h) */
     int row_runs;
-    /* every block a whole tile (cg.c, whole_tiles): the sweeps read the
-     * tiles' copies, not the factor's own arrays (bc_alloc_factor) */
-    int factor_setup_only;
     /* the sweeps prefetch the plan's lines: row runs always, tiles where z
      * exceeds the node's cache (cg.c, sweeps_prefetch) */
     int sweep_prefetch;
@@ -300,22 +297,6 @@ void bc_phase(const char *name);
  * dominate the scattered reads of the substitutions otherwise), or by base
  * pages where the solve asks (bc_params.base_pages). bc_free() it. */
 void *bc_alloc(size_t count, size_t size);
-
-/* cg.c: bc_alloc in base pages whatever the solve asks: an array that only
- * the setup reads, where huge pages would cost their first touch (several
- * times a base page's where the host takes freed memory back,
- * comparisons/README.md, "Huge pages or base pages") and save no TLB miss of
- * the iterations.  bc_free() it. */
-void *bc_alloc_setup(size_t count, size_t size);
-
-/* The factor's own arrays (its pattern counts, L's and U's columns and
- * values): bc_alloc_setup's where only the setup reads them
- * (L->factor_setup_only: every block a whole tile), bc_alloc's otherwise. */
-static inline void *bc_alloc_factor(const bc_local *L, size_t count, size_t size)
-{
-    return L->factor_setup_only ? bc_alloc_setup(count, size) : bc_alloc(count, size);
-}
-void *bc_alloc_streamed(size_t count, size_t size);
 
 /* cg.c: free what bc_alloc or malloc gave; bc_alloc's large blocks are kept
  * in the process's pool for the next solve (see there). */

@@ -138,10 +138,10 @@ static int64_t block_lines(const void *ctx, int b, int32_t *run, int32_t *out, i
 int bc_scan_blocks(bc_local *L)
 {
     const int n = L->nloc;
-    L->lptr = bc_alloc_factor(L, (size_t)n + 1, sizeof(int64_t));
-    L->uptr = bc_alloc_factor(L, (size_t)n + 2, sizeof(int64_t));
-    L->lin = bc_alloc_factor(L, (size_t)n, sizeof(int32_t));
-    L->uin = bc_alloc_factor(L, (size_t)n, sizeof(int32_t));
+    L->lptr = bc_alloc((size_t)n + 1, sizeof(int64_t));
+    L->uptr = bc_alloc((size_t)n + 2, sizeof(int64_t));
+    L->lin = bc_alloc((size_t)n, sizeof(int32_t));
+    L->uin = bc_alloc((size_t)n, sizeof(int32_t));
     if (!L->lptr || !L->uptr || !L->lin || !L->uin)
         return BC_ENOMEM;
     /* a part's lines: at most the block's entries, and at most the lines of x */

@@ -250,8 +250,8 @@ int bc_order(const bc_csr_in *a, const bc_params *p, bc_local *L, int **block_co
     int *color = NULL, *stamp = NULL;
     bc_gidx *diag = NULL;
     if (tiled) {
-        pre = bc_alloc_setup((size_t)n, sizeof(int));
-        bof = bc_alloc_setup((size_t)n, sizeof(int));
+        pre = bc_alloc((size_t)n, sizeof(int));
+        bof = bc_alloc((size_t)n, sizeof(int));
         bptr = malloc(((size_t)n + 1) * sizeof(int)); /* tiles: at most n */
         diag = malloc(((size_t)n + 1) * sizeof *diag);
         rc = pre && bof && bptr && diag
