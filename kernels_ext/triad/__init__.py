@@ -328,8 +328,9 @@ def release() -> None:
 
 
 #: Passes of the Triad alone in a node_rate() measurement (the first not counted): at the
-#: rule size, 0.2 s on a 32 MiB L3 at 47 GB/s, 1.0 s (2 threads) on the Xeon VM whose L3
-#: reads 480 MiB, each time the solver's memory state is looked at.
+#: rule size, a call took 1.3 s on 2 threads of the Xeon VM whose L3 reads 480 MiB, 0.32 of
+#: the four kernels' time (comparisons/README.md, "The Triad alone"), each time the
+#: solver's memory state is looked at.
 BESIDE_NTIMES = 5
 
 
