@@ -19,6 +19,7 @@ import argparse
 import statistics
 import time
 
+from kernels_ext.common.errors import KernelError
 from kernels_ext.triad import BESIDE_NTIMES, check_size, measure, release
 
 
@@ -42,7 +43,12 @@ def main() -> None:
                     help="passes a measurement (default %(default)s, node_rate's)")
     ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
-    n = check_size(args.size)[0]
+    if args.rounds < 1 or args.ntimes < 2 or args.threads < 1:
+        ap.error("--rounds and --threads at least 1, --ntimes at least 2")
+    try:
+        n = check_size(args.size)[0]
+    except KernelError as exc:
+        ap.error(f"--size: {exc}")
     print(f"{n} elements an array ({24 * n / 2**30:.2f} GiB), {args.threads} thread(s), "
           f"{args.ntimes} passes a measurement, {args.rounds} rounds", flush=True)
     t0 = time.perf_counter()
