@@ -121,7 +121,6 @@ def setup(classes: list | None = None, input_gb: float = 10.0, output_gb: float 
     from burstbench.replay.pricing import pricing
 
     rule_list = rules(classes, input_gb, output_gb)
-    check_region(region, billing, reference_dir)
     pr = pricing([r.cls for r in rule_list], runs_dir=runs_dir,
                  reference_dir=reference_dir, region=region, billing=billing,
                  draws=draws)
@@ -144,15 +143,17 @@ def priced_regions(reference_dir: str = "", billing: str = "") -> list[str]:
         return []
 
 
-def check_region(region: str, billing: str, reference_dir: str = "",
+def check_region(region: str, billing: str = "", reference_dir: str = "",
                  priced: bool = True) -> None:
-    """ParamError, before anything is read or priced (replay, advise), where the reference
-    prices price no VM in `region` for `billing`, naming the regions they do price for it;
-    with `priced` False, where pricing found no VM there anyway.  Nothing where the prices
-    cannot be read (pricing then says so)."""
+    """ParamError where the reference prices price no VM in `region` (for `billing`, where
+    given), naming the regions they do price; with `priced` False, where pricing found no
+    VM there anyway (advise, after pricing).  Nothing where the prices cannot be read.  A
+    run's own vm_price can price other regions and billings: before pricing (replay,
+    before its log is read) check the region alone."""
     regions = priced_regions(reference_dir, billing)
     if not priced or (regions and region not in regions):
-        raise ParamError(f"--region {region!r}: no VM priced there for {billing}"
+        raise ParamError(f"--region {region!r}: no VM priced there"
+                         + (f" for {billing}" if billing else "")
                          + (f" (priced: {', '.join(regions)})" if regions else ""))
 
 

@@ -298,7 +298,8 @@ def clean(log: Log, source: str = "") -> Log:
                  "; local times across a change of daylight-saving time?)"
                  if log.fmt == "sacct" else ")"), j["wait"] < 0),
              ("no processors logged", ~(j["procs"] > 0) & ~(j["nodes"] > 0)),
-             ("a submit time over 50 years from the log's median (a corrupt field?)",
+             (f"a submit time over {LONGEST_SPAN_S / (365.25 * 86400):.0f} years from the "
+              "log's median (a corrupt field?)",
               (j["submit"] - j["submit"].median()).abs() > LONGEST_SPAN_S)]
     if log.max_procs:
         rules.append((f"more processors than MaxProcs ({log.max_procs})",

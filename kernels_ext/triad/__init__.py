@@ -370,8 +370,8 @@ def node_rate(comm: Any, threads: int, size: Any = None, ntimes: int = BESIDE_NT
 
 def _records(raw: dict, info: dict, n: int, k: int, t: int, stores: str, asked: Any,
              notes: list[str], aff: affinity.Affinity, started: float) -> list[dict]:
-    """One configuration's kernel result as its four records; ValidationFailed where its
-    arrays failed STREAM's check."""
+    """One configuration's kernel result as its records (four, or the Triad's alone);
+    ValidationFailed where its arrays failed STREAM's check."""
     chk = raw["check"]
     if not chk["validated"]:
         worst = max(range(3), key=lambda i: chk["avg_rel_error"][i])

@@ -175,7 +175,9 @@ static int series_measure(size_t n, int ntimes, int triad_only, series_run *runs
         chain++;
         const int large = !(fabs(values[0]) < GO_ON_BELOW && fabs(values[1]) < GO_ON_BELOW &&
                             fabs(values[2]) < GO_ON_BELOW);
-        if (fresh || large || i == count - 1) {
+        /* a Triad alone rewrites all of a from b and c, which it never writes: a
+         * wrong element of an earlier run is gone, so each such run is checked */
+        if (fresh || large || triad_only || i == count - 1) {
             stream_check_t chk;
             if (fault >= 0)
                 a[fault] = 0.0;
@@ -241,8 +243,9 @@ PyDoc_STRVAR(series_doc,
              "touch nor a fill, and leaves the team asleep, not spinning, when this\n"
              "returns; release() frees them. `triad_only` runs each pass's Triad\n"
              "alone, without the doubling (24 of the 80 bytes an element a pass\n"
-             "of the four moves; 'times' then holds the Triad's only): the\n"
-             "memory's rate measured beside another kernel.");
+             "of the four moves; 'times' then holds the Triad's only; each run\n"
+             "checked on its own, since a Triad rewrites all of a): the memory's\n"
+             "rate measured beside another kernel.");
 
 static PyObject *py_series(PyObject *self, PyObject *args, PyObject *kw)
 {

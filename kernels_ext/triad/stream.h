@@ -146,7 +146,9 @@ void stream_expected_from(const double start[3], int ntimes, int triad_only,
  * every array is at most STREAM_EPSILON, STREAM_EVALIDATE otherwise,
  * STREAM_EINVAL for bad sizes.  One check after a series of runs that went on
  * from each other validates them all, since a wrong element any of them
- * wrote is carried, scaled as the values are, into the values checked.  It
+ * wrote is carried, scaled as the values are, into the values checked (not
+ * by runs of the Triad alone, which rewrite all of a[] from b[] and c[]:
+ * each of those is checked on its own).  It
  * reads with `threads` OpenMP threads (0: as many as the last call asked).
  */
 int stream_check_against(const double *a, const double *b, const double *c, size_t n,

@@ -84,10 +84,9 @@ PARAMS = [
     Param("biccg_triad_beside", False,
           "our solver's process measures its node's STREAM Triad (the rule size) just before "
           "and after its first solve (`--triad-beside`: passes of the Triad alone on arrays "
-          "4x the last-level cache; about 0.2 s a process with a 32 MiB L3 (estimated), 6 and "
-          "12 s with "
-          "2 and 1 threads on a 2-core VM whose L3 reads 480 MiB, half of it their first "
-          "touch): the "
+          "4x the last-level cache; about 0.35 s a process with a 32 MiB L3 (estimated); on a "
+          "2-core VM whose L3 reads 480 MiB a whole process of a small solve took 6.5 and "
+          "12 s with 2 and 1 threads, most of it the arrays' first touch): the "
           "time model fits its efficiency on the memory as it was during the solve, not on "
           "the run's Triad, which on a VM whose bandwidth changes state may be in the other "
           "one",
