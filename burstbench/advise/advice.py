@@ -125,7 +125,7 @@ def setup(classes: list | None = None, input_gb: float = 10.0, output_gb: float 
                  reference_dir=reference_dir, region=region, billing=billing,
                  draws=draws)
     if not pr.vms():
-        check_region(region, billing, reference_dir, priced=False)
+        raise _no_vm_there(region, billing, priced_regions(reference_dir, billing))
     return rule_list, pr
 
 
@@ -143,18 +143,22 @@ def priced_regions(reference_dir: str = "", billing: str = "") -> list[str]:
         return []
 
 
-def check_region(region: str, billing: str = "", reference_dir: str = "",
-                 priced: bool = True) -> None:
-    """ParamError where the reference prices price no VM in `region` (for `billing`, where
-    given), naming the regions they do price; with `priced` False, where pricing found no
-    VM there anyway (advise, after pricing).  Nothing where the prices cannot be read.  A
-    run's own vm_price can price other regions and billings: before pricing (replay,
-    before its log is read) check the region alone."""
-    regions = priced_regions(reference_dir, billing)
-    if not priced or (regions and region not in regions):
-        raise ParamError(f"--region {region!r}: no VM priced there"
-                         + (f" for {billing}" if billing else "")
-                         + (f" (priced: {', '.join(regions)})" if regions else ""))
+def _no_vm_there(region: str, billing: str, regions: list[str]) -> ParamError:
+    """The one error for a region where no VM is priced (for `billing`, where given),
+    naming the `regions` that are."""
+    return ParamError(f"--region {region!r}: no VM priced there"
+                      + (f" for {billing}" if billing else "")
+                      + (f" (priced: {', '.join(regions)})" if regions else ""))
+
+
+def check_region(region: str, reference_dir: str = "") -> None:
+    """ParamError, before anything is priced (replay, before its log is read), where the
+    reference prices name regions and `region` is not one of them; nothing where they
+    cannot be read.  The region alone: a run's own vm_price can price other billings
+    (advise says a region or billing without a VM after pricing)."""
+    regions = priced_regions(reference_dir)
+    if regions and region not in regions:
+        raise _no_vm_there(region, "", regions)
 
 
 @dataclass

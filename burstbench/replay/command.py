@@ -86,7 +86,7 @@ def replay_command(args: argparse.Namespace) -> int:
                   billing=args.billing, draws=args.draws, learn=not args.no_learn)
         from burstbench.advise.advice import check_region
 
-        check_region(args.region, reference_dir=args.reference_dir)
+        check_region(args.region, args.reference_dir)
         if args.predictions and not Path(args.predictions).resolve().parent.is_dir():
             raise ParamError(f"--predictions {args.predictions}: no folder "
                              f"{Path(args.predictions).resolve().parent} to write it in")

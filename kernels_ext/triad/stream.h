@@ -142,8 +142,9 @@ void stream_expected_from(const double start[3], int ntimes, int triad_only,
 /*
  * stream_check_against - checkSTREAMresults: compare a[], b[], c[] with the
  * values expected[] (from stream_expected or stream_expected_from), relative
- * to them (absolute where one is 0).  Fills *out.  Returns STREAM_OK when the mean relative error of
- * every array is at most STREAM_EPSILON, STREAM_EVALIDATE otherwise,
+ * to them (absolute where one is 0).  Fills *out.  Returns STREAM_OK when the
+ * mean relative error of every array is at most STREAM_EPSILON,
+ * STREAM_EVALIDATE otherwise,
  * STREAM_EINVAL for bad sizes.  One check after a series of runs that went on
  * from each other validates them all, since a wrong element any of them
  * wrote is carried, scaled as the values are, into the values checked (not

@@ -209,10 +209,9 @@ def task_estimate_s(P: dict, config: dict, m: Machine) -> float:
 #: What a process's Triad beside its solve (biccg_triad_beside) is guessed to run at: its
 #: arrays' first touch, and twice BESIDE_NTIMES passes of the Triad alone (24 B an element)
 #: and the check (24 B), at two cores' rate whatever the threads: 0.36 s by this guess at
-#: the rule size with a 32 MiB L3 (not measured there since the Triad alone); an
-#: Intel Xeon VM whose L3 reads 480 MiB took
-#: 6.5 s a process on 2 threads (guessed 5.4 s) and 12 s on 1, its solve included
-#: (comparisons/README.md, "The Triad alone").
+#: the rule size with a 32 MiB L3 (not measured there since the Triad alone); an Intel
+#: Xeon VM whose L3 reads 480 MiB took 6.5 s a process on 2 threads (guessed 5.4 s) and
+#: 12 s on 1, its solve included (comparisons/README.md, "The Triad alone").
 BESIDE_TOUCH_GBS, BESIDE_PASS_GBS = 2.0, 30.0
 
 
